@@ -1,0 +1,236 @@
+"""The frozen picture of a run that the UI, `--once --json` and the Prometheus export all read.
+
+Trackers in `dash.core` own mutable state; each produces its part of a `RunSnapshot` on demand.
+Nothing here does I/O, and nothing here is mutable: a snapshot can cross a thread boundary and be
+rendered without locks. `to_json` gives the document `kdash --once --json` prints (its keys are a
+contract that scripts rely on; see README "JSON output").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dash.core.series import SeriesView
+
+Record = dict[str, Any]
+"""A parsed log line: `kind`, `line`, `ts`, `rank`, `engine`, then kind-specific keys."""
+
+Severity = Literal["info", "warn", "crit"]
+SEVERITY_ORDER: Mapping[str, int] = {"info": 0, "warn": 1, "crit": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The highest generation throughput seen since start (or since the user reset it)."""
+
+    gen_throughput: float
+    at: float
+    """Clock time (epoch seconds) of the record that set it."""
+    ts: str | None
+    """The record's own timestamp text, as printed in the log."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLogSnapshot:
+    """What the server log says: charts, the last decode record, peak, events and facts."""
+
+    path: str | None = None
+    engine: str | None = None
+    last_decode: Record | None = None
+    last_prefill: Record | None = None
+    peak: Peak | None = None
+    events: tuple[Record, ...] = ()
+    """The most recent event records (ready, oom, crash, restart...), oldest first, bounded."""
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    """From startup lines: max_total_num_tokens, kv_dtype, kv_size_gb, avail_mem_gb (after CUDA
+    graph capture), mem_fraction_static, tp_size, model, hicache_size, ..."""
+    gen_throughput: SeriesView = SeriesView()
+    running_req: SeriesView = SeriesView()
+    queue_req: SeriesView = SeriesView()
+    token_usage: SeriesView = SeriesView()
+    last_record_at: float | None = None
+    """Clock time of the last decode or prefill record (for `server_silent`)."""
+    lines: int = 0
+    records: int = 0
+    unparsed: int = 0
+    restarts: int = 0
+    started_at: float | None = None
+    """Clock time of the last server start (ready banner or first line), for uptime."""
+    status: str = "ok"
+    """Source status: "ok", "waiting" (file absent), "error"."""
+    status_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSnapshot:
+    """What polling the server over HTTP says."""
+
+    url: str | None = None
+    state: Literal["unknown", "up", "down", "degraded"] = "unknown"
+    since: float | None = None
+    reason: str | None = None
+    """Why it is down/degraded: "connection refused", "timeout", "HTTP 500", "bad body"."""
+    latency_s: float | None = None
+    consecutive_failures: int = 0
+    last_ok_at: float | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    """Normalised metric names: running_req, queue_req, token_usage, gen_throughput, ..."""
+    disagreement: str | None = None
+    """Set when /metrics and the log disagree by a wide margin on running/queue/usage."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSnapshot:
+    """One dataset partition: one output file and its progress."""
+
+    name: str
+    path: str
+    done: int
+    total: int | None
+    at_start: int
+    """Lines present when kdash started (a resumed run), kept apart from lines written since."""
+    rate_per_min: float | None
+    eta_s: float | None
+    eta_low_s: float | None = None
+    eta_high_s: float | None = None
+    status: Literal["counting", "pending", "running", "stalled", "done"] = "pending"
+    last_write: float | None = None
+    """Clock time the file last grew."""
+    counting_progress: float | None = None
+    """0..1 while the first count of a large file runs in the background."""
+    recent_rate_per_min: float | None = None
+
+    @property
+    def written(self) -> int:
+        return max(0, self.done - self.at_start)
+
+    @property
+    def percent(self) -> float | None:
+        if not self.total:
+            return None
+        return min(100.0, 100.0 * self.done / self.total)
+
+
+@dataclass(frozen=True, slots=True)
+class RunTotals:
+    done: int = 0
+    total: int | None = None
+    rate_per_min: float | None = None
+    eta_s: float | None = None
+    last_to_finish: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    pid: int
+    name: str
+    cmdline: str
+    started_at: float | None
+    cpu_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientProgress:
+    """The last tqdm bar seen in the client log."""
+
+    done: int
+    total: int | None
+    percent: float | None
+    rate: float | None
+    """Items per second as tqdm printed it."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSnapshot:
+    log_path: str | None = None
+    log_bytes: int | None = None
+    """None when no client log is configured or the file does not exist."""
+    log_last_growth: float | None = None
+    last_progress: ClientProgress | None = None
+    resuming: int | None = None
+    """N from `Resuming: N already done`."""
+    events: tuple[Record, ...] = ()
+    last_lines: tuple[str, ...] = ()
+    process_pattern: str | None = None
+    processes: tuple[ProcessInfo, ...] | None = None
+    """None when no pattern is configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    pid: int
+    name: str | None
+    used_memory: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSnapshot:
+    """One GPU at one poll. A field NVML could not give is None; a lost GPU sets `lost`."""
+
+    index: int
+    uuid: str | None
+    name: str | None
+    memory_used: int | None
+    memory_total: int | None
+    memory_free: int | None
+    util_gpu: float | None
+    util_mem: float | None
+    temperature_c: float | None
+    power_w: float | None
+    power_limit_w: float | None
+    processes: tuple[GpuProcess, ...] = ()
+    lost: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpusSnapshot:
+    available: bool = False
+    reason: str | None = "not polled yet"
+    """Why NVML is unavailable ("NVML Shared Library Not Found", "Driver/library version mismatch")."""
+    gpus: tuple[GpuSnapshot, ...] = ()
+    memory_used_history: Mapping[int, SeriesView] = field(default_factory=dict)
+    util_history: Mapping[int, SeriesView] = field(default_factory=dict)
+    min_free_bytes: int | None = None
+    sampled_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A problem kdash noticed. `id` is a contract (scripts and --json rely on it)."""
+
+    id: str
+    severity: Severity
+    since: float
+    message: str
+    evidence: str
+    hint: str
+    subject: str | None = None
+    """What it is about when one id can fire several times: a partition name, a GPU index."""
+    line: str | None = None
+    """The log line that shows it, when there is one."""
+    acknowledged: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}:{self.subject}" if self.subject else self.id
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """Everything the screen shows at one instant."""
+
+    now: float
+    server: ServerLogSnapshot = ServerLogSnapshot()
+    http: HttpSnapshot = HttpSnapshot()
+    partitions: tuple[PartitionSnapshot, ...] = ()
+    totals: RunTotals = RunTotals()
+    client: ClientSnapshot = ClientSnapshot()
+    gpus: GpusSnapshot = GpusSnapshot()
+    alerts: tuple[Alert, ...] = ()
+    notices: tuple[str, ...] = ()
+    """Non-fatal problems to show once (a vanished file, a garbage config value)."""
