@@ -32,7 +32,7 @@ def test_only_one_module_imports_each_adapter_library() -> None:
 
     root = Path(dash.core.__file__).resolve().parent.parent
     owners = {"pynvml": {"sources/nvml.py"}, "watchfiles": {"sources/watch.py"},
-              "httpx": {"sources/http.py", "sources/alert_sinks.py"}}
+              "httpx": {"sources/http.py"}}
     for lib, allowed in owners.items():
         users = {
             str(p.relative_to(root))
