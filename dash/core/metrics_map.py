@@ -1,0 +1,221 @@
+"""Which Prometheus samples a RunSnapshot stands for: the `kdash_*` names, labels and values.
+
+Pure: a snapshot in, plain frozen families out. `dash.sources.prom_export` turns them into
+prometheus_client metric families on each scrape, so the names live in one place and can be
+tested without a server. A value kdash does not know (no decode line yet, a field NVML could not
+read) is left out rather than exported as 0: a missing series is honest, a fake zero is not.
+Units follow Prometheus practice: seconds, bytes, and ratios in 0..1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dash.core.snapshot import GpusSnapshot, RunSnapshot
+
+SOURCES = ("server_log", "http", "nvml", "client_log", "outputs")
+"""The sources `kdash_source_up` reports on, by the `source` label."""
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One metric family: a name, its help text, its type, and (labels, value) samples."""
+
+    name: str
+    doc: str
+    kind: Literal["gauge", "counter"] = "gauge"
+    labels: tuple[str, ...] = ()
+    samples: tuple[tuple[tuple[str, ...], float], ...] = field(default=())
+
+
+class _Builder:
+    """Collects families in declaration order, dropping samples whose value is unknown."""
+
+    def __init__(self) -> None:
+        self.families: list[Family] = []
+
+    def add(self, name: str, doc: str, value: Any, kind: str = "gauge") -> None:
+        self.many(name, doc, (), [((), value)], kind)
+
+    def many(
+        self,
+        name: str,
+        doc: str,
+        labels: tuple[str, ...],
+        rows: Iterable[tuple[tuple[str, ...], Any]],
+        kind: str = "gauge",
+    ) -> None:
+        samples = tuple((lv, v) for lv, v in ((lv, _num(v)) for lv, v in rows) if v is not None)
+        if samples:
+            fam_kind: Literal["gauge", "counter"] = "counter" if kind == "counter" else "gauge"
+            self.families.append(Family(name, doc, fam_kind, labels, samples))
+
+    def build(self) -> tuple[Family, ...]:
+        return tuple(self.families)
+
+
+def build_info(version: str) -> Family:
+    """`kdash_build_info{version="..."} 1`: lets a fleet query see which kdash each box runs."""
+    return Family("kdash_build_info", "kdash version (always 1).", "gauge", ("version",),
+                  (((version,), 1.0),))
+
+
+def _num(value: Any) -> float | None:
+    """A finite number as float; None for anything else (missing, text, bool noise, NaN)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
+        return float(value)
+    return None
+
+
+def families(
+    snap: RunSnapshot, configured: Iterable[str] = SOURCES, version: str | None = None
+) -> tuple[Family, ...]:
+    """Every `kdash_*` family for one snapshot.
+
+    `configured` names the sources this kdash watches: only those get a `kdash_source_up` sample,
+    so a box without a client log does not look like one whose client log is broken.
+    """
+    b = _Builder()
+    if version is not None:
+        b.families.append(build_info(version))
+    b.add("kdash_snapshot_timestamp_seconds",
+          "When kdash last built its picture of the run (epoch seconds); stale means stuck.",
+          snap.now)
+    _server(b, snap)
+    _http(b, snap)
+    _partitions(b, snap)
+    _gpus(b, snap)
+    _client(b, snap)
+    _health(b, snap, set(configured))
+    _alerts(b, snap)
+    return b.build()
+
+
+def _server(b: _Builder, snap: RunSnapshot) -> None:
+    s = snap.server
+    d: Mapping[str, Any] = s.last_decode or {}
+    b.add("kdash_gen_throughput_tokens_per_second",
+          "Generation throughput from the last decode line of the server log.",
+          d.get("gen_throughput"))
+    b.add("kdash_running_requests", "Running requests (last decode line).", d.get("running_req"))
+    b.add("kdash_queued_requests", "Queued requests (last decode line).", d.get("queue_req"))
+    b.add("kdash_token_usage_ratio", "KV cache token usage, 0..1 (last decode line).",
+          d.get("token_usage"))
+    b.add("kdash_max_total_num_tokens", "KV cache capacity in tokens (server startup line).",
+          s.facts.get("max_total_num_tokens"))
+    b.add("kdash_peak_gen_throughput_tokens_per_second",
+          "Highest generation throughput seen since kdash started (or the peak was reset).",
+          s.peak.gen_throughput if s.peak else None)
+    b.add("kdash_server_last_record_timestamp_seconds",
+          "When the server log last printed a decode or prefill line (epoch seconds).",
+          s.last_record_at)
+    b.add("kdash_server_restarts", "Server restarts seen in the log since kdash started.",
+          s.restarts if s.path else None, "counter")
+    b.add("kdash_server_log_unparsed_lines",
+          "Stats-like log lines that did not parse (format drift).",
+          s.unparsed if s.path else None, "counter")
+
+
+def _http(b: _Builder, snap: RunSnapshot) -> None:
+    h = snap.http
+    if h.url is None or h.state == "unknown":
+        return
+    b.add("kdash_server_http_up", "1 when the server answers over HTTP (up or degraded), else 0.",
+          h.state in ("up", "degraded"))
+    b.add("kdash_server_http_latency_seconds", "Latency of the last HTTP poll.", h.latency_s)
+
+
+def _partitions(b: _Builder, snap: RunSnapshot) -> None:
+    parts = snap.partitions
+    lab = ("partition",)
+    b.many("kdash_partition_done", "Finished samples (lines) in the partition's output file.",
+           lab, [((p.name,), p.done) for p in parts])
+    b.many("kdash_partition_total", "Expected samples in the partition (when known).",
+           lab, [((p.name,), p.total) for p in parts])
+    b.many("kdash_partition_rate_per_second", "Samples finished per second, recent rate.",
+           lab, [((p.name,), _per_s(p.rate_per_min)) for p in parts])
+    b.many("kdash_partition_eta_seconds", "Estimated seconds until the partition is done.",
+           lab, [((p.name,), p.eta_s) for p in parts])
+    t = snap.totals
+    if parts:
+        b.add("kdash_run_done", "Finished samples over all partitions.", t.done)
+        b.add("kdash_run_total", "Expected samples over all partitions (when all are known).",
+              t.total)
+        b.add("kdash_run_rate_per_second", "Samples finished per second over all partitions.",
+              _per_s(t.rate_per_min))
+        b.add("kdash_run_eta_seconds", "Estimated seconds until the last partition is done.",
+              t.eta_s)
+
+
+def _per_s(rate_per_min: float | None) -> float | None:
+    return None if rate_per_min is None else rate_per_min / 60.0
+
+
+def _gpus(b: _Builder, snap: RunSnapshot) -> None:
+    g = [x for x in snap.gpus.gpus if not x.lost] if snap.gpus.available else []
+    lab = ("gpu",)
+    b.many("kdash_gpu_memory_used_bytes", "GPU memory used.", lab,
+           [((str(x.index),), x.memory_used) for x in g])
+    b.many("kdash_gpu_memory_total_bytes", "GPU memory total.", lab,
+           [((str(x.index),), x.memory_total) for x in g])
+    b.many("kdash_gpu_memory_free_bytes", "GPU memory free.", lab,
+           [((str(x.index),), x.memory_free) for x in g])
+    b.many("kdash_gpu_utilization_ratio", "GPU utilization, 0..1.", lab,
+           [((str(x.index),), None if x.util_gpu is None else x.util_gpu / 100.0) for x in g])
+    b.many("kdash_gpu_temperature_celsius", "GPU temperature.", lab,
+           [((str(x.index),), x.temperature_c) for x in g])
+    b.many("kdash_gpu_power_watts", "GPU power draw.", lab,
+           [((str(x.index),), x.power_w) for x in g])
+
+
+def _client(b: _Builder, snap: RunSnapshot) -> None:
+    c = snap.client
+    b.add("kdash_client_log_bytes", "Size of the client log.", c.log_bytes)
+    if c.processes is not None:
+        b.add("kdash_client_processes", "Client processes matching the configured pattern.",
+              len(c.processes))
+
+
+def source_up(snap: RunSnapshot) -> dict[str, bool | None]:
+    """Whether each source currently gives kdash what it needs; None while not yet known."""
+    http_known = snap.http.state != "unknown"
+    g = snap.gpus
+    nvml_known = g.available or g.sampled_at is not None or g.reason != GpusSnapshot().reason
+    return {
+        "server_log": snap.server.path is not None and snap.server.status == "ok",
+        "http": snap.http.state in ("up", "degraded") if http_known else None,
+        "nvml": snap.gpus.available if nvml_known else None,
+        "client_log": snap.client.log_bytes is not None,
+        "outputs": bool(snap.partitions),
+    }
+
+
+def _health(b: _Builder, snap: RunSnapshot, configured: set[str]) -> None:
+    up = source_up(snap)
+    b.many("kdash_source_up",
+           "1 when kdash can read the source (server_log, http, nvml, client_log, outputs).",
+           ("source",), [((name,), up[name]) for name in SOURCES if name in configured])
+
+
+def _alerts(b: _Builder, snap: RunSnapshot) -> None:
+    seen: set[tuple[str, ...]] = set()
+    rows: list[tuple[tuple[str, ...], Any]] = []
+    for a in snap.alerts:
+        key = (a.id, a.severity, a.subject or "")
+        if key not in seen:
+            seen.add(key)
+            rows.append((key, 1))
+    b.many("kdash_alert_active", "1 for each active alert (id, severity, subject).",
+           ("alert", "severity", "subject"), rows)
+    counts = {sev: 0 for sev in ("info", "warn", "crit")}
+    for a in snap.alerts:
+        counts[a.severity] = counts.get(a.severity, 0) + 1
+    # Always exported (zeros included), so "no alerts" reads 0 rather than an absent series.
+    b.many("kdash_alerts", "Number of active alerts by severity.", ("severity",),
+           [((sev,), n) for sev, n in counts.items()])
