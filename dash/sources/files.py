@@ -1,0 +1,209 @@
+"""Reading followed files: read-only descriptors, byte offsets, stat and fstat.
+
+`FileFollower` follows one path by name (`dash.core.follow` decides what a stat means). Files
+are opened `O_RDONLY` and only ever `pread`: kdash never writes, locks, truncates or touches the
+mtime of a file it watches. A poll of an unchanged file is two stats, whatever its size.
+Errors (permission denied, a directory where a file was expected) become a status value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dash.core.follow import MAX_LINE_BYTES, Decision, FileId, FollowState
+
+CHUNK = 64 * 1024
+"""Bytes per read."""
+
+MAX_READ_PER_POLL = 16 * 1024 * 1024
+"""A burst larger than this is read over several polls (`FollowRead.more`), so one poll of a
+file that jumped by gigabytes never blocks for long."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowRead:
+    """What one poll of a followed file found (immutable: it crosses threads)."""
+
+    path: str
+    lines: tuple[str, ...] = ()
+    status: str = "ok"
+    """"ok", "waiting" (the file does not exist yet), or "error"."""
+    message: str | None = None
+    size: int | None = None
+    """The file's size now, or None when absent."""
+    events: tuple[str, ...] = ()
+    """What happened to the file: "opened", "truncated", "rotated", "deleted"."""
+    partial: str = ""
+    """The held partial line (with `\\r` breaks: the progress bar being drawn)."""
+    more: bool = False
+    """True when bytes were left for the next poll (a very large burst)."""
+    bytes_read: int = 0
+    offset: int = 0
+
+
+def _stat_path(path: Path) -> FileId | None:
+    st = os.stat(path)
+    if not _is_regular(st.st_mode):
+        raise IsADirectoryError(f"{path} is not a regular file")
+    return FileId(st.st_dev, st.st_ino, st.st_size)
+
+
+def _is_regular(mode: int) -> bool:
+    import stat as _stat
+
+    return _stat.S_ISREG(mode)
+
+
+@dataclass(slots=True)
+class _Reading:
+    lines: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    more: bool = False
+
+
+class FileFollower:
+    """Follow one file by name across truncation, rotation, deletion and late creation."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        backfill: int | None = None,
+        cr_breaks: bool = False,
+        max_line: int = MAX_LINE_BYTES,
+        max_read: int = MAX_READ_PER_POLL,
+    ) -> None:
+        """`backfill`: bytes of the end to read when following starts (None: all of it)."""
+        self.path = Path(path)
+        self.state = FollowState(backfill=backfill, cr_breaks=cr_breaks, max_line=max_line)
+        self._fd: int | None = None
+        self._max_read = max_read
+
+    def poll(self) -> FollowRead:
+        """Read whatever is new; never raises for a file-system problem."""
+        r = _Reading()
+        try:
+            size = self._poll(r)
+        except OSError as exc:
+            self._drop_fd()
+            reason = exc.strerror or str(exc)
+            return FollowRead(str(self.path), tuple(r.lines), "error", f"{self.path}: {reason}",
+                              None, tuple(r.events))
+        if size is None:
+            return FollowRead(str(self.path), tuple(r.lines), "waiting",
+                              f"{self.path}: not there yet", None, tuple(r.events))
+        return FollowRead(str(self.path), tuple(r.lines), "ok", None, size, tuple(r.events),
+                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset)
+
+    def close(self) -> None:
+        """Close the descriptor and forget the file (a later poll starts it afresh)."""
+        self._drop_fd()
+        self.state.closed()
+
+    def _drop_fd(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def _reattach(self, at_path: FileId | None, r: _Reading) -> None:
+        """An error closed the descriptor: reopen at the same offset if it is the same file."""
+        ident = self.state.ident
+        if ident is None or self._fd is not None:
+            return
+        if at_path is not None and ident.same_file(at_path):
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            st = os.fstat(fd)
+            if ident.same_file(FileId(st.st_dev, st.st_ino, st.st_size)):
+                self._fd = fd
+                return
+            os.close(fd)
+        r.lines.extend(self.state.closed())
+
+    def _poll(self, r: _Reading) -> int | None:
+        try:
+            at_path = _stat_path(self.path)
+        except FileNotFoundError:
+            at_path = None
+        self._reattach(at_path, r)
+        decision = self.state.decide(at_path, self._sig_now(at_path))
+        if decision is Decision.REPLACED:
+            self._drain_and_close(r, "rotated" if at_path is not None else "deleted")
+            decision = self.state.decide(at_path)
+        if decision is Decision.ABSENT or at_path is None:
+            # Following has started: a file created from now on is read from its start.
+            self.state.seen_before = True
+            return None
+        if decision is Decision.OPEN:
+            if not self._open(at_path, r):
+                return None
+        elif decision is Decision.TRUNCATED:
+            r.events.append("truncated")
+            r.lines.extend(self.state.truncated())
+        elif decision is Decision.IDLE:
+            return at_path.size
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        self._read_to(size, r)
+        return size
+
+    def _sig_now(self, at_path: FileId | None) -> bytes | None:
+        """The bytes before the offset as they are now, when the same file grew."""
+        st = self.state
+        rng = st.sig_range()
+        if (self._fd is None or rng is None or at_path is None or st.ident is None
+                or not st.ident.same_file(at_path) or at_path.size < st.offset):
+            return None
+        return os.pread(self._fd, rng[1], rng[0])
+
+    def _open(self, at_path: FileId, r: _Reading) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return False  # gone between stat and open: next poll
+        st = os.fstat(fd)
+        if not _is_regular(st.st_mode):
+            os.close(fd)
+            raise IsADirectoryError(f"{self.path} is not a regular file")
+        self._fd = fd
+        self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        r.events.append("opened")
+        return True
+
+    def _drain_and_close(self, r: _Reading, why: str) -> None:
+        """The old file left the path: read what it still holds, then let it go."""
+        assert self._fd is not None
+        st = os.fstat(self._fd)
+        own = FileId(st.st_dev, st.st_ino, st.st_size)
+        if self.state.decide(own, self._sig_now(own)) is Decision.TRUNCATED:
+            r.events.append("truncated")
+            r.lines.extend(self.state.truncated())
+        self._read_to(own.size, r, bounded=False)
+        os.close(self._fd)
+        self._fd = None
+        r.lines.extend(self.state.closed())
+        r.events.append(why)
+
+    def _read_to(self, size: int, r: _Reading, *, bounded: bool = True) -> None:
+        assert self._fd is not None
+        st = self.state
+        budget = self._max_read if bounded else None
+        while st.offset < size:
+            want = min(CHUNK, size - st.offset)
+            if budget is not None:
+                if budget <= 0:
+                    r.more = True
+                    return
+                want = min(want, budget)
+            data = os.pread(self._fd, want, st.offset)
+            if not data:
+                return  # shrank under us: the next poll sees the truncation
+            r.bytes_read += len(data)
+            if budget is not None:
+                budget -= len(data)
+            r.lines.extend(st.feed(data))
