@@ -54,7 +54,7 @@ def busy_snapshot(now: float = 1_750_000_100.0) -> RunSnapshot:
             PartitionSnapshot(name="B2", path="/o/B2.jsonl", done=7, total=None, at_start=0,
                               rate_per_min=None, eta_s=None, status="pending"),
         ),
-        totals=RunTotals(done=257, total=None, rate_per_min=120.0, eta_s=None),
+        totals=RunTotals(done=257, total=None, rate_per_min=120.0, eta_s=375.0),
         client=ClientSnapshot(log_path="/runs/client.log", log_bytes=4096, process_pattern="run_",
                               processes=(ProcessInfo(1, "python", "python run_inference.py",
                                                      None),)),
@@ -192,3 +192,16 @@ def test_port_in_use_is_a_one_line_error() -> None:
 def test_no_port_configured_is_refused() -> None:
     with pytest.raises(ExporterError):
         start_exporter(Config(), lambda: None)
+
+
+def test_grafana_dashboard_uses_only_exported_names() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    board = json.loads((Path(__file__).resolve().parent.parent / "contrib" /
+                        "grafana-kdash.json").read_text())
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    used = {n for e in exprs for n in re.findall(r"\bkdash_[a-z_]+", e)}
+    exported = {f.name for f in families(busy_snapshot(), version="1")}
+    assert used and used <= exported, sorted(used - exported)
