@@ -89,6 +89,8 @@ class FakeNvml:
         self.init_calls = 0
         self.on_list_processes: Callable[[int], None] | None = None
         """Called with the GPU index after the process list is made, before it is returned."""
+        self.driver_error: int | None = None
+        """While set, every call fails with this code (a driver unloaded or upgraded mid-run)."""
         self._refcount = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -145,12 +147,22 @@ class FakeNvml:
         """GPU `index` falls off the bus: every call on it raises GpuIsLost."""
         self.gpus[index].lost = True
 
+    def unload_driver(self, code: int = _real.NVML_ERROR_DRIVER_NOT_LOADED) -> None:
+        """The driver goes away: every call, init included, fails with `code` until reloaded."""
+        self.driver_error = code
+
+    def reload_driver(self) -> None:
+        """The driver is back; NVML must be initialised again, as after a real reload."""
+        self.driver_error = None
+        self._refcount = 0
+
     # -- the pynvml functions the adapter calls ---------------------------------------------
 
     def nvmlInit(self) -> None:
         self.init_calls += 1
-        if self.init_error is not None:
-            raise _real.NVMLError(self.init_error)
+        error = self.driver_error if self.driver_error is not None else self.init_error
+        if error is not None:
+            raise _real.NVMLError(error)
         self._refcount += 1
 
     def nvmlShutdown(self) -> None:
@@ -221,6 +233,8 @@ class FakeNvml:
         return procs
 
     def _check(self) -> None:
+        if self.driver_error is not None:
+            raise _real.NVMLError(self.driver_error)
         if self._refcount <= 0:
             raise _real.NVMLError(_real.NVML_ERROR_UNINITIALIZED)
 
