@@ -23,6 +23,14 @@ class NvmlUnavailable:
     """Always starts with "NVML unavailable: ", e.g. "NVML unavailable: NVML Shared Library Not
     Found"."""
 
+    @property
+    def detail(self) -> str:
+        """The reason without the "NVML unavailable: " prefix (what GpusSnapshot.reason holds)."""
+        return self.reason.removeprefix(UNAVAILABLE_PREFIX)
+
+
+UNAVAILABLE_PREFIX = "NVML unavailable: "
+
 
 GpuReading = tuple[GpuSnapshot, ...] | NvmlUnavailable
 """One poll of NVML: every selected GPU, or the reason there are none."""
@@ -57,7 +65,8 @@ class GpuTracker:
         self._sampled_at = now
         if isinstance(reading, NvmlUnavailable):
             self._available = False
-            self._reason = reading.reason
+            # The snapshot holds the bare reason; the UI and the JSON add their own wording.
+            self._reason = reading.detail
             self._gpus = ()
             return
         self._available = True

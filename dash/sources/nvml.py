@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from dash.core.gpus import GpuReading, NvmlUnavailable
+from dash.core.gpus import UNAVAILABLE_PREFIX, GpuReading, NvmlUnavailable
 from dash.core.snapshot import GpuProcess, GpuSnapshot
 
 try:
@@ -128,7 +128,7 @@ class NvmlSource:
 
     def _sample(self, now: float) -> GpuReading:
         if self._m is None:
-            return NvmlUnavailable(f"NVML unavailable: nvidia-ml-py is not installed ({_IMPORT_ERROR})")
+            return NvmlUnavailable(f"{UNAVAILABLE_PREFIX}nvidia-ml-py not installed ({_IMPORT_ERROR})")
         if not self._ready:
             if now < self._next_init and self._failure is not None:
                 return self._failure
@@ -148,7 +148,7 @@ class NvmlSource:
         return gpus
 
     def _fail(self, now: float, reason: str) -> NvmlUnavailable:
-        self._failure = NvmlUnavailable(f"NVML unavailable: {reason}")
+        self._failure = NvmlUnavailable(UNAVAILABLE_PREFIX + reason)
         self._next_init = now + self._retry_interval
         return self._failure
 
