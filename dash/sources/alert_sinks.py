@@ -1,0 +1,125 @@
+"""Alert delivery: `--on-alert CMD`, a Slack-compatible webhook, and a JSONL history.
+
+Every function returns an error text (or None) instead of raising: a broken hook must never take
+the dashboard down. `run_command` and `append_history` block, so the caller runs them in a thread
+or an executor; `post` is async. The terminal bell is the UI's job (it reads `AlertChanges.new`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dash.config import Config, user_state_dir
+from dash.core.alerts import AlertChanges, alert_text, alert_to_json
+from dash.core.snapshot import Alert
+
+HISTORY_NAME = "alerts.jsonl"
+HISTORY_MAX_BYTES = 8 * 1024 * 1024
+"""The history rolls over to `alerts.jsonl.1` past this size, so it stays bounded."""
+COMMAND_TIMEOUT_S = 10.0
+
+
+def history_path() -> Path:
+    """Where the alert history lives: the user state directory, never beside watched files."""
+    return user_state_dir() / HISTORY_NAME
+
+
+def alert_payload(alert: Alert, event: str = "fired", at: float | None = None) -> dict[str, Any]:
+    """The JSON given to the command and the history: the alert plus what happened to it."""
+    doc = alert_to_json(alert)
+    doc["event"] = event
+    if at is not None:
+        doc["at"] = at
+    return doc
+
+
+def run_command(cmd: str, alert: Alert, *, event: str = "fired",
+                timeout: float = COMMAND_TIMEOUT_S) -> str | None:
+    """Run CMD without a shell, the alert as JSON on stdin. Blocks; error text or None."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        return f"on-alert command: {exc}"
+    if not argv:
+        return "on-alert command is empty"
+    data = json.dumps(alert_payload(alert, event)).encode()
+    try:
+        proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return f"on-alert command timed out after {timeout:g} s"
+    except OSError as exc:
+        return f"on-alert command {argv[0]!r}: {exc.strerror or exc}"
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        tail = f": {err[-1][:200]}" if err else ""
+        return f"on-alert command exited {proc.returncode}{tail}"
+    return None
+
+
+def append_history(alerts: Iterable[tuple[Alert, str]], at: float,
+                   path: Path | None = None) -> str | None:
+    """Append `(alert, event)` pairs as JSON lines; roll the file over when it grows too big."""
+    path = path or history_path()
+    lines = "".join(json.dumps(alert_payload(a, ev, at)) + "\n" for a, ev in alerts)
+    if not lines:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > HISTORY_MAX_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(lines)
+    except OSError as exc:
+        return f"alert history {path}: {exc.strerror or exc}"
+    return None
+
+
+async def post(url: str, alert: Alert) -> str | None:
+    """POST `{"text": ...}` (Slack-compatible) for one alert; error text or None."""
+    try:
+        from dash.sources.http import post_webhook
+    except ImportError as exc:  # pragma: no cover - http.py ships with kdash
+        return f"webhook unavailable: {exc}"
+    return await post_webhook(url, {"text": f"{alert_text(alert)}\n{alert.evidence}"})
+
+
+@dataclass
+class AlertDelivery:
+    """Sends AlertChanges to the configured command, webhook and history."""
+
+    on_alert: str | None = None
+    webhook: str | None = None
+    history: Path | None = None
+    """None: no history file."""
+    timeout: float = COMMAND_TIMEOUT_S
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> AlertDelivery:
+        return cls(on_alert=cfg.on_alert, webhook=cfg.webhook,
+                   history=history_path() if cfg.alert_history else None)
+
+    async def deliver(self, changes: AlertChanges, at: float) -> list[str]:
+        """Deliver new alerts (and record cleared ones); errors come back as texts."""
+        errors: list[str | None] = []
+        if self.history is not None and changes:
+            pairs = [(a, "fired") for a in changes.new] + [(a, "cleared") for a in changes.cleared]
+            errors.append(await asyncio.to_thread(append_history, pairs, at, self.history))
+        for alert in changes.new:
+            if self.on_alert:
+                errors.append(await asyncio.to_thread(
+                    run_command, self.on_alert, alert, timeout=self.timeout))
+            if self.webhook:
+                errors.append(await post(self.webhook, alert))
+        return [e for e in errors if e]
+
+    def deliver_blocking(self, changes: AlertChanges, at: float) -> list[str]:
+        """`deliver` for a worker thread that has no event loop of its own."""
+        return asyncio.run(self.deliver(changes, at))

@@ -1,0 +1,135 @@
+"""ServerLogTracker: series stamped with the log's own time, peak, facts, restarts, bounds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from dash.core.server_log import ServerLogTracker
+
+
+def _ts(h: int, m: int, s: int) -> str:
+    return f"2026-06-01T{h:02d}:{m:02d}:{s:02d}"
+
+
+def _epoch(ts: str) -> float:
+    return datetime.fromisoformat(ts).timestamp()
+
+
+def decode(ts: str | None, gen: float, running: int = 10, queue: int = 0,
+           usage: float = 0.5, line: int = 0) -> dict[str, Any]:
+    return {"kind": "decode", "line": line, "ts": ts, "rank": None, "engine": "sglang",
+            "running_req": running, "queue_req": queue, "tokens": running * 1000,
+            "token_usage": usage, "gen_throughput": gen}
+
+
+def event(name: str, ts: str | None = None, line: int = 0, **kw: Any) -> dict[str, Any]:
+    return {"kind": "event", "event": name, "message": f"{name} line", "line": line, "ts": ts,
+            "rank": None, "engine": "sglang", **kw}
+
+
+NOW = _epoch(_ts(13, 0, 0))
+
+
+def test_series_use_the_records_own_time_and_now_when_it_has_none() -> None:
+    tr = ServerLogTracker("server.log")
+    tr.feed([decode(_ts(12, 0, 0), 100.0), decode(None, 120.0)], NOW)
+    snap = tr.snapshot(NOW)
+    assert snap.gen_throughput.t == (_epoch(_ts(12, 0, 0)), NOW)
+    assert snap.gen_throughput.v == (100.0, 120.0)
+    assert snap.running_req.last == 10.0 and snap.token_usage.last == 0.5
+    assert snap.last_decode is not None and snap.last_decode["gen_throughput"] == 120.0
+    assert snap.engine == "sglang" and snap.path == "server.log"
+
+
+def test_peak_is_the_highest_and_reset_forgets_it() -> None:
+    tr = ServerLogTracker()
+    tr.feed([decode(_ts(12, 0, s), g) for s, g in enumerate([500.0, 1317.0, 900.0])], NOW)
+    peak = tr.snapshot(NOW).peak
+    assert peak is not None and peak.gen_throughput == 1317.0 and peak.ts == _ts(12, 0, 1)
+    tr.reset_peak()
+    assert tr.snapshot(NOW).peak is None
+    tr.feed([decode(_ts(12, 0, 5), 700.0)], NOW)
+    assert tr.snapshot(NOW).peak.gen_throughput == 700.0  # type: ignore[union-attr]
+
+
+def test_counts_lines_records_and_unparsed() -> None:
+    tr = ServerLogTracker()
+    tr.feed([None, decode(_ts(12, 0, 0), 1.0), {"kind": "unparsed", "text": "Decode batch ??"},
+             None, "garbage"], NOW)  # type: ignore[list-item]
+    snap = tr.snapshot(NOW)
+    assert (snap.lines, snap.records, snap.unparsed) == (5, 1, 1)
+    tr.feed([None], NOW, lines=7)
+    assert tr.snapshot(NOW).lines == 12
+
+
+def test_startup_facts_are_merged_and_memory_takes_the_smallest_rank() -> None:
+    tr = ServerLogTracker()
+    tr.feed([
+        event("server_args", _ts(11, 58, 2), model="meta-llama/Llama-3.1-8B-Instruct",
+              tp_size=2, mem_fraction_static=0.93, args={}),
+        event("load_weights", _ts(11, 58, 25), avail_mem_gb=63.41, mem_usage_gb=15.12),
+        event("kv_cache", _ts(11, 58, 26), tokens=463000, k_size_gb=28.26, v_size_gb=28.26,
+              dtype="torch.bfloat16"),
+        event("cuda_graph", _ts(11, 58, 36), phase="end", avail_mem_gb=5.59),
+        event("cuda_graph", _ts(11, 58, 36), phase="end", avail_mem_gb=0.61),
+        event("kv_cache", _ts(11, 58, 37), max_total_num_tokens=463000,
+              max_running_requests=4096, context_len=131072, available_gpu_mem_gb=5.59),
+    ], NOW)
+    f = tr.snapshot(NOW).facts
+    assert f["model"] == "meta-llama/Llama-3.1-8B-Instruct" and f["tp_size"] == 2
+    assert f["mem_fraction_static"] == 0.93 and f["max_total_num_tokens"] == 463000
+    assert f["kv_tokens"] == 463000 and f["kv_dtype"] == "torch.bfloat16"
+    assert f["kv_size_gb"] == 56.52 and f["load_avail_mem_gb"] == 63.41
+    assert f["avail_mem_gb"] == 0.61  # the tighter of the two ranks
+
+
+def test_a_second_start_counts_a_restart_resets_peak_and_keeps_counts() -> None:
+    tr = ServerLogTracker()
+    startup = [event("server_args", _ts(12, 0, 0), args={}),
+               decode(_ts(12, 0, 1), 5.0),  # warmup traffic before the banner is not a restart
+               event("ready", _ts(12, 0, 2))]
+    tr.feed(startup + [decode(_ts(12, 1, s), 1000.0 + s) for s in range(5)], NOW)
+    assert tr.snapshot(NOW).restarts == 0
+    tr.feed([event("oom", _ts(12, 2, 0)), event("server_args", _ts(12, 5, 0), args={})], NOW)
+    snap = tr.snapshot(NOW)
+    assert snap.restarts == 1 and snap.peak is None
+    restart = [e for e in snap.events if e["event"] == "restart"]
+    assert len(restart) == 1 and restart[0]["at"] == _epoch(_ts(12, 5, 0))
+    assert snap.started_at == _epoch(_ts(12, 5, 0))
+    assert snap.records == 10 and len(snap.gen_throughput) == 6  # history kept across it
+    tr.feed([event("ready", _ts(12, 5, 30))], NOW)
+    assert tr.snapshot(NOW).restarts == 1  # the new server's own banner
+
+
+def test_ready_twice_without_server_args_is_a_restart() -> None:
+    tr = ServerLogTracker()
+    tr.feed([event("ready", _ts(12, 0, 0)), decode(_ts(12, 0, 5), 10.0),
+             event("crash", _ts(12, 1, 0), reason="killed"), event("ready", _ts(12, 3, 0))], NOW)
+    assert tr.snapshot(NOW).restarts == 1
+
+
+def test_events_and_series_are_bounded() -> None:
+    tr = ServerLogTracker(history=50, max_events=10)
+    tr.feed((decode(None, float(i)) for i in range(500)), NOW)
+    tr.feed((event("retract", None, retracted_req=1) for _ in range(100)), NOW)
+    snap = tr.snapshot(NOW)
+    assert len(snap.gen_throughput) == 50 and len(snap.events) == 10
+
+
+def test_garbage_values_never_crash() -> None:
+    tr = ServerLogTracker()
+    tr.feed([{"kind": "decode", "ts": "not a time", "gen_throughput": "fast"},
+             {"kind": "event", "event": "kv_cache", "k_size_gb": None},
+             {"kind": "prefill", "ts": 12, "running_req": True}, {}], NOW)
+    snap = tr.snapshot(NOW)
+    assert snap.records == 3 and len(snap.gen_throughput) == 0
+
+
+def test_note_file_and_last_record_never_ahead_of_now() -> None:
+    tr = ServerLogTracker()
+    tr.note_file("waiting", "server.log does not exist yet", NOW)
+    tr.feed([decode(_ts(14, 0, 0), 10.0)], NOW)  # stamped an hour ahead (another time zone)
+    snap = tr.snapshot(NOW)
+    assert snap.status == "waiting" and snap.status_message == "server.log does not exist yet"
+    assert snap.last_record_at == NOW
