@@ -1,0 +1,111 @@
+"""The server-args dump: `server_args=ServerArgs(k=v, ...)` (SGLang <= 0.5.18),
+`server_args={'k': v, ...}` (0.5.19+) and vLLM's `non-default args: {...}`.
+
+Values are Python reprs; each is read with `ast.literal_eval` where it is a literal and kept as
+text otherwise (`device(type='cuda')`). A dump cut short by the line cap still yields the
+arguments before the cut.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+_MAX_VALUE = 2000
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+# record key -> argument names that carry it (SGLang first, then vLLM)
+_TOP_LEVEL = {
+    "model": ("model_path", "model"),
+    "tp_size": ("tp_size", "tensor_parallel_size"),
+    "dp_size": ("dp_size", "data_parallel_size"),
+    "mem_fraction_static": ("mem_fraction_static",),
+    "kv_cache_dtype": ("kv_cache_dtype",),
+    "max_running_requests": ("max_running_requests", "max_num_seqs"),
+    "context_length": ("context_length", "max_model_len"),
+    "hicache_size": ("hicache_size",),
+    "port": ("port",),
+}
+
+
+def _split_top(body: str) -> list[str]:
+    """Split on commas outside quotes and brackets."""
+    items: list[str] = []
+    depth, quote, start, i, n = 0, "", 0, 0, len(body)
+    while i < n:
+        c = body[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+        i += 1
+    items.append(body[start:])
+    return items
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    if len(text) > _MAX_VALUE:
+        return text[:_MAX_VALUE]
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    if isinstance(v, tuple | set | frozenset):
+        v = list(v)
+    try:
+        json.dumps(v)
+    except (TypeError, ValueError, RecursionError):
+        return text
+    return v
+
+
+def _key(text: str, dict_form: bool) -> tuple[str, str] | None:
+    if dict_form:
+        k, sep, v = text.partition(":")
+        k = k.strip().strip("'\"")
+    else:
+        k, sep, v = text.partition("=")
+        k = k.strip()
+    if not sep or not k.isidentifier():
+        return None
+    return k, v
+
+
+def parse_server_args(msg: str) -> dict[str, Any] | None:
+    """A `server_args` event (with `args` and the top-level facts), or None if no dump."""
+    for opener in ("ServerArgs(", "{"):
+        at = msg.find(opener)
+        if at >= 0:
+            body = msg[at + len(opener):]
+            break
+    else:
+        return None
+    closer = ")" if opener == "ServerArgs(" else "}"
+    body = body.rstrip()
+    if body.endswith(closer):
+        body = body[:-1]
+    args: dict[str, Any] = {}
+    for item in _split_top(body):
+        kv = _key(item, dict_form=opener == "{")
+        if kv is not None:
+            args[kv[0]] = _value(kv[1])
+    out: dict[str, Any] = {"event": "server_args", "args": args}
+    for name, sources in _TOP_LEVEL.items():
+        for src in sources:
+            if src in args:
+                out[name] = args[src]
+                break
+    return out

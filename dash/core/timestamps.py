@@ -1,0 +1,92 @@
+"""Log timestamps: normalise the text a line prints, and turn it into epoch seconds.
+
+Records keep the timestamp as ISO-ish text, as much as the line had: `2025-02-27T04:46:39`,
+`04:40:55` (SGLang 0.2.14-0.3.3 prints no date), `01-22T18:27:20` (vLLM prints no year),
+`2026-06-07T10:59:31.659`. Logs carry local time without a zone; docker prefixes carry UTC (`Z`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta
+
+_FULL = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?\Z"
+)
+_MONTH_DAY = re.compile(r"(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
+_TIME_ONLY = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
+
+# A month-day stamp more than this far after the reference belongs to the year before
+# (a December log read in January).
+_YEAR_SLACK_S = 183 * 86400.0
+# A time-only stamp more than this far after the reference belongs to the day before.
+_DAY_SLACK_S = 3600.0
+
+
+def normalise_ts(text: str) -> str:
+    """`2025-02-27 04:46:39,123` -> `2025-02-27T04:46:39.123` (date and time joined by `T`)."""
+    text = text.strip().replace(",", ".")
+    return text.replace(" ", "T", 1)
+
+
+def _frac(digits: str | None) -> float:
+    return float("0." + digits) if digits else 0.0
+
+
+def _local_epoch(y: int, mo: int, d: int, h: int, mi: int, s: int) -> float | None:
+    try:
+        return datetime(y, mo, d, h, mi, s).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _full_to_epoch(m: re.Match[str]) -> float | None:
+    y, mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 7))
+    zone = m.group(8)
+    if zone is None:
+        base = _local_epoch(y, mo, d, h, mi, s)
+        return None if base is None else base + _frac(m.group(7))
+    try:
+        text = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}"
+        aware = datetime.fromisoformat(text + ("+00:00" if zone == "Z" else zone))
+    except ValueError:
+        return None
+    return aware.timestamp() + _frac(m.group(7))
+
+
+def _ref_parts(ref: float) -> tuple[int, int, int]:
+    t = time.localtime(ref)
+    return t.tm_year, t.tm_mon, t.tm_mday
+
+
+def ts_to_epoch(ts: str | None, ref: float) -> float | None:
+    """A record's `ts` as epoch seconds (local time); `ref` supplies a missing date or year."""
+    if not ts:
+        return None
+    ts = normalise_ts(ts)
+    m = _FULL.match(ts)
+    if m:
+        return _full_to_epoch(m)
+    m = _MONTH_DAY.match(ts)
+    if m:
+        year = _ref_parts(ref)[0]
+        mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 6))
+        epoch = _local_epoch(year, mo, d, h, mi, s)
+        if epoch is not None and epoch - ref > _YEAR_SLACK_S:
+            epoch = _local_epoch(year - 1, mo, d, h, mi, s)
+        return None if epoch is None else epoch + _frac(m.group(6))
+    m = _TIME_ONLY.match(ts)
+    if m:
+        y, mo, d = _ref_parts(ref)
+        h, mi, s = (int(m.group(i)) for i in range(1, 4))
+        epoch = _local_epoch(y, mo, d, h, mi, s)
+        if epoch is None:
+            return None
+        if epoch - ref > _DAY_SLACK_S:
+            day_before = datetime(y, mo, d) - timedelta(days=1)
+            epoch = _local_epoch(day_before.year, day_before.month, day_before.day, h, mi, s)
+            if epoch is None:
+                return None
+        return epoch + _frac(m.group(4))
+    return None
