@@ -11,6 +11,8 @@ import sys
 import psutil
 import pynvml
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dash.core.gpus import GpuTracker, NvmlUnavailable
 from dash.core.snapshot import GpuSnapshot
@@ -293,3 +295,49 @@ def test_every_scenario_serialises_as_plain_json(scenario: str) -> None:
     assert [g["index"] for g in back] == [g.index for g in reading]
     assert back[0]["memory_free"] == reading[0].memory_free
     assert back[0]["processes"][0]["pid"] == reading[0].processes[0].pid
+
+
+_ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["memory", "lose", "unload", "reload", "power", "procs", "poll"]),
+        st.integers(0, 7),
+        st.integers(-(2**40), 2**40),
+    ),
+    max_size=30,
+)
+
+
+def _act(fake: FakeNvml, action: str, index: int, value: int) -> None:
+    if action == "memory":
+        fake.set_memory_used(index, value)
+    elif action == "lose":
+        fake.lose_gpu(index)
+    elif action == "unload":
+        fake.unload_driver()
+    elif action == "reload":
+        fake.reload_driver()
+    elif action == "power":
+        fake.set_power(index, None if value < 0 else value / 1e9)
+    elif action == "procs":  # pids above Linux's PID_MAX_LIMIT: never a live process
+        fake.set_processes(index, [(2**23 + index, abs(value))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(actions=_ACTIONS)
+def test_any_sequence_of_driver_events_gives_a_reading_never_an_exception(actions: list) -> None:
+    fake = FakeNvml.scenario("rtx-pro-6000x8")
+    fake.set_processes(0, [])  # keep psutil out of the loop: this is about NVML's states
+    src = NvmlSource(module=fake, retry_interval=2.0, process_interval=3.0)
+    now = T0
+    for action, index, value in actions:
+        _act(fake, action, index, value)
+        now += 1.0
+        reading = src.sample(now)
+        if isinstance(reading, NvmlUnavailable):
+            assert reading.reason.startswith("NVML unavailable: ")
+            continue
+        assert [g.index for g in reading] == list(range(8))
+        for g in reading:
+            assert g.lost == fake.gpus[g.index].lost
+            if not g.lost:
+                assert g.memory_free is not None and 0 <= g.memory_free <= g.memory_total
