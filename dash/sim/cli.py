@@ -1,0 +1,122 @@
+"""`kdash sim` (only the simulated run) and `kdash demo` (the simulated run and the dashboard)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+
+from dash.sim.formats import ALIASES, FAMILIES, resolve_family
+from dash.sim.scenarios import NAMES
+
+DEMO_SPEED = 10.0
+SIM_SPEED = 1.0
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The options of `kdash sim` or `kdash demo`."""
+    if name == "sim":
+        parser.description = ("Only the simulated run (server log, outputs, client log, HTTP on "
+                              "127.0.0.1), for another pane or a test to watch with kdash.")
+        parser.add_argument("--dir", metavar="PATH", required=True, help="where to write the run")
+        parser.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--log-format", default="0.5.12",
+                            choices=FAMILIES + tuple(ALIASES), help="SGLang log family")
+        parser.add_argument("--duration", type=float, metavar="SECONDS",
+                            help="stop after this many simulated seconds")
+        speed = SIM_SPEED
+    else:
+        parser.description = "A simulated run and the dashboard on it (no GPU needed)."
+        parser.add_argument("--dir", metavar="PATH",
+                            help="keep the run's files here (default: a temp dir, removed at exit)")
+        speed = DEMO_SPEED
+    parser.add_argument("--scenario", default="healthy", choices=NAMES)
+    parser.add_argument("--speed", type=float, default=speed,
+                        help=f"simulated seconds per real second (default {speed:g})")
+    parser.add_argument("--gpus", type=int, default=8, help="simulated GPUs (96 GB each)")
+
+
+def watch_command(run: object) -> str:
+    """The `kdash ...` command line that watches a SimRun."""
+    from dash.sim.run import SimRun
+
+    assert isinstance(run, SimRun)
+    q = shlex.quote
+    return (f"kdash --log {q(str(run.server_log))} --outputs {q(str(run.outputs_dir / '*.jsonl'))}"
+            f" --inputs {q(str(run.inputs_dir / '*.jsonl'))} --client-log {q(str(run.client_log))}"
+            f" --url {run.url}")
+
+
+def _check(ns: argparse.Namespace) -> str | None:
+    if ns.speed <= 0:
+        return "--speed must be > 0"
+    if ns.gpus < 1:
+        return "--gpus must be at least 1"
+    return None
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run_sim(ns: argparse.Namespace) -> int:
+    """Run only the simulator until Ctrl+C, SIGTERM or --duration; print how to watch it."""
+    from dash.sim.run import SimRun
+
+    problem = _check(ns)
+    if problem:
+        print(f"kdash sim: {problem}", file=sys.stderr)
+        return 2
+    run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
+                 gpus=ns.gpus, log_format=resolve_family(ns.log_format), port=ns.port,
+                 duration=ns.duration)
+    try:
+        run.start()
+    except OSError as exc:
+        print(f"kdash sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"Simulating {ns.scenario!r} at {ns.speed:g}x in {run.dir} (Ctrl+C to stop). Watch it with:")
+    print(f"  {watch_command(run)}")
+    print("GPUs: the simulated NVML lives in this process only, so that kdash shows this machine's "
+          "GPUs or 'NVML unavailable'; `kdash demo` shows the simulated GPUs.", flush=True)
+    if ns.speed != 1:
+        print(f"Log timestamps run {ns.speed:g}x faster than the wall clock.", flush=True)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        while not run.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        run.stop()
+    return 0
+
+
+def run_demo(ns: argparse.Namespace) -> int:
+    """The simulator in this process and the dashboard on it, with the simulated GPUs."""
+    from dash.sim.run import SimRun
+
+    problem = _check(ns)
+    if problem:
+        print(f"kdash demo: {problem}", file=sys.stderr)
+        return 2
+    temp = ns.dir is None
+    where = Path(tempfile.mkdtemp(prefix="kdash-demo-")) if temp else Path(ns.dir).expanduser()
+    run = SimRun(where, ns.scenario, speed=ns.speed, gpus=ns.gpus)
+    try:
+        run.start()
+        from dash.ui.app import run_dashboard
+
+        return run_dashboard(run.config(), nvml_module=run.nvml, clock=run.clock(),
+                             extra_title=f"demo: {ns.scenario}")
+    finally:
+        run.stop()
+        if temp:
+            shutil.rmtree(where, ignore_errors=True)
