@@ -1,0 +1,46 @@
+"""Log timestamps to epoch seconds; the date or year a line lacks comes from `ref`."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from dash.core.timestamps import normalise_ts, ts_to_epoch
+
+REF = datetime(2026, 3, 1, 12, 0, 0).timestamp()  # local time
+
+
+def test_normalise() -> None:
+    assert normalise_ts("2026-06-07 10:59:31,659") == "2026-06-07T10:59:31.659"
+    assert normalise_ts("01-22 18:27:20") == "01-22T18:27:20"
+    assert normalise_ts("04:40:55") == "04:40:55"
+
+
+def test_full_dates_are_local_time() -> None:
+    assert ts_to_epoch("2026-03-01T11:00:00", REF) == REF - 3600
+    assert ts_to_epoch("2026-03-01T11:00:00.500", REF) == REF - 3599.5
+    assert ts_to_epoch("2026-03-01 11:00:00", REF) == REF - 3600
+
+
+def test_docker_utc() -> None:
+    want = datetime(2025, 10, 20, 3, 2, 22, tzinfo=timezone.utc).timestamp() + 0.25
+    assert ts_to_epoch("2025-10-20T03:02:22.250000000Z", REF) == pytest.approx(want)
+
+
+def test_month_day_takes_year_from_ref_and_wraps_back() -> None:
+    assert ts_to_epoch("03-01T11:00:00", REF) == REF - 3600
+    december = ts_to_epoch("12-31T23:00:00", REF)
+    assert december == datetime(2025, 12, 31, 23, 0, 0).timestamp()
+
+
+def test_time_only_takes_date_from_ref_and_wraps_to_day_before() -> None:
+    assert ts_to_epoch("11:00:00", REF) == REF - 3600
+    late = ts_to_epoch("23:30:00", REF)
+    assert late == datetime(2026, 2, 28, 23, 30, 0).timestamp()
+
+
+@pytest.mark.parametrize("bad", [None, "", "garbage", "2026-13-45T99:99:99", "99:99:99", "02-30T10:00:00"])
+def test_garbage_is_none(bad: str | None) -> None:
+    assert ts_to_epoch(bad, time.time()) is None
