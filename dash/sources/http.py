@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from dash.core.http_state import HttpSample
 from dash.core.prom import parse_metrics
+
+# httpx's package init imports its command-line client (`httpx._main`) when click, rich and
+# pygments are installed, which Textual brings along. That would pull Rich into the sources layer
+# and add ~50 ms to every start; kdash never uses the httpx CLI, so its import is declined.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+import httpx  # noqa: E402 - must follow the line above
 
 INFO_LIMIT = 2 * 1024 * 1024
 METRICS_LIMIT = 8 * 1024 * 1024
