@@ -1,0 +1,48 @@
+"""Everything the simulator writes parses with kdash's own parser, with nothing unparsed."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from dash.sim.formats import FAMILIES
+from dash.sim.scenarios import NAMES
+
+
+@pytest.mark.parametrize("log_format", FAMILIES)
+@pytest.mark.parametrize("scenario", NAMES)
+def test_server_log_parses_with_zero_unparsed(make_run, parse_log, scenario, log_format):
+    run = make_run(scenario, log_format=log_format)
+    run.advance_to(700)
+    records = parse_log(run.server_log)
+    kinds = Counter(r["kind"] for r in records)
+    unparsed = [r for r in records if r["kind"] == "unparsed"]
+    assert not unparsed, unparsed[:3]
+    assert kinds["decode"] > 100 and kinds["prefill"] > 100
+    events = Counter(r["event"] for r in records if r["kind"] == "event")
+    assert events["ready"] == len(run.scenario.lives)
+    assert events["server_args"] == len(run.scenario.lives)
+    assert events["kv_cache"] >= 1 and events["cuda_graph"] >= 1 and events["load_weights"] >= 1
+    if scenario == "oom-crash-restart":
+        assert events["oom"] >= 1
+    if scenario == "kv-saturation":
+        assert events["retract"] == 4
+
+
+@pytest.mark.parametrize("scenario", NAMES)
+def test_client_log_and_outputs_parse(make_run, scenario):
+    from dash.core.parse import parse_line
+
+    run = make_run(scenario)
+    run.advance_to(700)
+    text = run.client_log.read_text(encoding="utf-8")
+    pieces = [p for p in text.replace("\r", "\n").split("\n") if p]
+    assert all((parse_line(p) or {}).get("kind") != "unparsed" for p in pieces)
+    for path in run.outputs_dir.glob("*.jsonl"):
+        raw = path.read_bytes()
+        assert raw.endswith(b"\n")  # only whole lines are ever appended
+        for line in raw.decode().splitlines():
+            doc = json.loads(line)
+            assert {"id", "partition", "response", "usage", "finish_reason"} <= doc.keys()
