@@ -62,17 +62,23 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     peak = mem.get("peak")
     if peak is None or cur > peak["value"]:
         mem["peak"] = {"value": cur, "at": end, "running": running, "util": util}
+        mem["high_at"] = end
         return
+    if cur >= 0.95 * peak["value"]:
+        mem["high_at"] = end  # still at the peak: the fall starts after this
     # Hysteresis: once fired, it stays until throughput is back within (drop - 10 points).
     drop = cfg.plateau_drop - (0.10 if "throughput_plateau" in ctx.active else 0.0)
     if peak["value"] < cfg.plateau_min_peak or cur > peak["value"] * (1 - drop):
+        mem.pop("low", None)
         return
+    if "low" not in mem or cur < 0.97 * mem["low"]:
+        mem["low"], mem["low_at"] = cur, end  # still falling: the plateau starts later
     if running is not None and running <= 0:
         return  # idle, not slow: nothing is running
     cause, why, hint = _cause(ctx, peak, running, queue, usage, util)
     fall = (cur - peak["value"]) / peak["value"]
     message = (f"fell from peak {peak['value']:.0f} to plateau {cur:.0f} tok/s ({fall:+.0%}) "
-               f"over {fmt_duration(end - peak['at'])}; likely {cause}")
+               f"over {fmt_duration(mem['low_at'] - mem['high_at'])}; likely {cause}")
     evidence = (f"median over {fmt_duration(cfg.plateau_window_s)}: {cur:.0f} tok/s, running "
                 f"{_g(running)} (peak {_g(peak['running'])}), queue {_g(queue)}, token usage "
                 f"{_g(usage, '.2f')}; {why}")

@@ -59,6 +59,14 @@ class RunState:
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
         self.notices: list[str] = []
 
+    def feed_server_log(self, records: Iterable[Record | None], now: float,
+                        lines: int | None = None) -> None:
+        """Feed server-log records; a server restart also restarts the partitions' rates."""
+        before = self.server_log.restarts
+        self.server_log.feed(records, now, lines)
+        if self.server_log.restarts != before and self.partitions is not None:
+            self.partitions.note_restart(now)
+
     def tick(self, now: float) -> AlertChanges:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
         return self.alerts.evaluate(self._compose(now), now)
@@ -87,7 +95,7 @@ class RunState:
 def _make_partitions(cfg: Config) -> Any:
     if PartitionsTracker is None:
         return None
-    return PartitionsTracker(cfg)  # type: ignore[call-arg]
+    return PartitionsTracker(cfg.expect)
 
 
 def _make_client(cfg: Config) -> Any:
@@ -127,13 +135,13 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
             batch.append(rec)  # nothing timed yet: hold until the first timestamp
             continue
         batch.append(rec)
-        state.server_log.feed(batch, clock)
+        state.feed_server_log(batch, clock)
         batch.clear()
         if last_tick is None or clock - last_tick >= tick_s:
             fired.extend(state.tick(clock).new)
             last_tick = clock
     if clock is not None:
-        state.server_log.feed(batch, clock)
+        state.feed_server_log(batch, clock)
         fired.extend(state.tick(clock).new)
     return fired
 

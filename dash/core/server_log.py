@@ -86,6 +86,11 @@ class ServerLogTracker:
             self._apply(rec, now)
         self._lines += count if lines is None else lines
 
+    @property
+    def restarts(self) -> int:
+        """Server restarts seen in this log."""
+        return self._restarts
+
     def note_file(self, status: str, message: str | None, now: float) -> None:
         """The log file's own state: "ok", "waiting" (not there yet), "missing", "rotated", ..."""
         self._status = status

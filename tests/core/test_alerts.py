@@ -1,0 +1,307 @@
+"""Alert engine and rules on hand-built snapshots, with time passed in."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dash.config import ConfigError
+from dash.core.alerts import AlertConfig, AlertEngine, Finding, RuleContext, alert_to_json
+from dash.core.server_log import ServerLogTracker
+from dash.core.snapshot import (
+    ClientSnapshot,
+    GpuSnapshot,
+    GpusSnapshot,
+    HttpSnapshot,
+    PartitionSnapshot,
+    ProcessInfo,
+    RunSnapshot,
+)
+
+T0 = 1_750_000_000.0
+
+
+def dec(t: float, gen: float, running: int = 100, queue: int = 0, usage: float = 0.5,
+        line: int = 0) -> dict[str, Any]:
+    return {"kind": "decode", "line": line, "ts": None, "engine": "sglang", "rank": None,
+            "running_req": running, "queue_req": queue, "tokens": running * 1500,
+            "token_usage": usage, "gen_throughput": gen, "_t": t}
+
+
+def ev(name: str, line: int = 0, **kw: Any) -> dict[str, Any]:
+    return {"kind": "event", "event": name, "message": f"the {name} line", "line": line,
+            "ts": None, "engine": "sglang", "rank": None, **kw}
+
+
+class Run:
+    """A tracker plus an engine driven by a fake clock (records take the clock's time)."""
+
+    def __init__(self, **cfg: Any) -> None:
+        self.log = ServerLogTracker()
+        self.engine = AlertEngine(AlertConfig.from_mapping(cfg))
+        self.now = T0
+        self.fired: list[str] = []
+        self.cleared: list[str] = []
+        self.extra: dict[str, Any] = {}
+
+    def feed(self, *records: dict[str, Any]) -> None:
+        self.log.feed(records, self.now)
+
+    def tick(self, advance: float = 0.0) -> None:
+        self.now += advance
+        snap = RunSnapshot(now=self.now, server=self.log.snapshot(self.now), **self.extra)
+        changes = self.engine.evaluate(snap, self.now)
+        self.fired += [a.key for a in changes.new]
+        self.cleared += [a.key for a in changes.cleared]
+
+    def active(self) -> dict[str, Any]:
+        return {a.key: a for a in self.engine.active()}
+
+
+def test_config_rejects_unknown_names_and_bad_values_in_one_line() -> None:
+    assert AlertConfig.from_mapping({"silent_after_s": 60, "down_polls": 5.0}).down_polls == 5
+    for bad in ({"silent_afer_s": 1}, {"kv_usage": "high"}, {"down_polls": 2.5},
+                {"plateau_drop": -1}, {"bell": True}):
+        with pytest.raises(ConfigError) as info:
+            AlertConfig.from_mapping(bad)
+        assert "\n" not in str(info.value)
+
+
+def _one(ctx: RuleContext) -> Iterator[Finding]:
+    if ctx.snap.notices:
+        yield Finding("x", "warn", "m", "e", "h", fire_after=10.0)
+
+
+def test_engine_fires_after_duration_and_clears_with_hysteresis() -> None:
+    engine = AlertEngine(AlertConfig(clear_after_s=30.0), rules=(_one,))
+    on, off = RunSnapshot(now=0, notices=("x",)), RunSnapshot(now=0)
+    assert not engine.evaluate(on, 100.0)
+    assert not engine.evaluate(on, 105.0)
+    fired = engine.evaluate(on, 110.0).new
+    assert [a.id for a in fired] == ["x"] and fired[0].since == 100.0
+    assert not engine.evaluate(off, 120.0).cleared  # hysteresis: still active
+    assert not engine.evaluate(on, 125.0)           # back: the absence clock restarts
+    assert not engine.evaluate(off, 130.0).cleared
+    assert [a.id for a in engine.evaluate(off, 160.0).cleared] == ["x"]
+    assert engine.active() == ()
+
+
+def test_a_pending_condition_that_goes_away_starts_over() -> None:
+    engine = AlertEngine(AlertConfig(), rules=(_one,))
+    on, off = RunSnapshot(now=0, notices=("x",)), RunSnapshot(now=0)
+    engine.evaluate(on, 0.0)
+    engine.evaluate(off, 8.0)
+    engine.evaluate(on, 9.0)
+    assert not engine.evaluate(on, 15.0)
+    assert engine.evaluate(on, 19.0).new
+
+
+def test_acknowledge_keeps_the_alert_but_marks_it() -> None:
+    engine = AlertEngine(AlertConfig(), rules=(_one,))
+    on = RunSnapshot(now=0, notices=("x",))
+    engine.evaluate(on, 0.0)
+    engine.evaluate(on, 10.0)
+    assert engine.acknowledge("x") and not engine.acknowledge("nope")
+    engine.evaluate(on, 11.0)
+    assert engine.active()[0].acknowledged
+
+
+def test_oom_is_crit_at_once_with_line_headroom_and_hint() -> None:
+    run = Run()
+    run.feed(ev("server_args", mem_fraction_static=0.93, args={}),
+             ev("cuda_graph", phase="end", avail_mem_gb=0.61), ev("ready"),
+             {"kind": "prefill", "line": 40, "ts": None, "new_seq": 1, "new_token": 16384,
+              "cached_token": 0, "token_usage": 0.2, "running_req": 3, "queue_req": 0},
+             ev("oom", line=41, message="torch.OutOfMemoryError: CUDA out of memory. Tried"))
+    run.tick()
+    oom = run.active()["server_oom"]
+    assert oom.severity == "crit" and oom.since == T0
+    assert oom.line == "torch.OutOfMemoryError: CUDA out of memory. Tried"
+    assert "16384 new tokens" in oom.message and "0.61 GB" in oom.evidence
+    assert "--mem-fraction-static (now 0.93; try 0.88)" in oom.hint
+    assert "gpu_headroom_low" in run.active()
+    doc = alert_to_json(oom)
+    assert {"id", "severity", "since", "message", "evidence", "hint"} <= set(doc)
+
+
+def test_oom_clears_after_a_restart_and_restart_is_info() -> None:
+    run = Run(clear_after_s=10)
+    run.feed(ev("ready"), ev("oom"))
+    run.tick()
+    run.feed(ev("server_args", args={}))
+    run.tick(5)
+    assert run.active()["server_restarted"].severity == "info"
+    assert "before it: oom" in run.active()["server_restarted"].evidence
+    run.tick(20)
+    assert "server_oom" in run.cleared
+
+
+@pytest.mark.parametrize("reason", ["exception", "watchdog", "sigquit", "killed"])
+def test_crash_reasons(reason: str) -> None:
+    run = Run()
+    run.feed(ev("crash", reason=reason))
+    run.tick()
+    assert run.active()["server_crash"].severity == "crit"
+
+
+def test_server_down_after_n_failed_polls_only() -> None:
+    run = Run(down_polls=3)
+    run.extra["http"] = HttpSnapshot(url="http://127.0.0.1:1", state="down", since=T0,
+                                     reason="connection refused", consecutive_failures=2)
+    run.tick()
+    assert "server_down" not in run.active()
+    run.extra["http"] = HttpSnapshot(url="http://127.0.0.1:1", state="down", since=T0,
+                                     reason="connection refused", consecutive_failures=3)
+    run.tick(2)
+    assert "connection refused" in run.active()["server_down"].message
+
+
+def test_silent_only_while_requests_were_running() -> None:
+    run = Run(silent_after_s=300)
+    run.feed(dec(0, 500.0, running=0))
+    run.tick(400)
+    assert "server_silent" not in run.active()
+    run.feed(dec(0, 500.0, running=12))
+    run.tick(299)
+    assert "server_silent" not in run.active()
+    run.tick(2)
+    assert "12 running" in run.active()["server_silent"].message
+
+
+def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:
+    run = Run(retract_min_events=3, retract_window_s=600)
+    for i in range(2):
+        for rank in ("TP0", "TP1", "TP2"):  # one retraction printed by every rank
+            run.feed({**ev("retract", retracted_req=2), "ts": f"t{i}", "rank": rank})
+    run.tick()
+    assert "retractions" not in run.active()
+    run.feed({**ev("retract", retracted_req=2), "ts": "t3"})
+    run.tick(1)
+    assert run.active()["retractions"].message.startswith("3 retractions in 10 min (0.3/min, 6")
+
+
+def _decode_phase(run: Run, seconds: int, gen: float, noise: float, rng: random.Random,
+                  **kw: Any) -> None:
+    for _ in range(seconds // 2):
+        run.feed(dec(run.now, gen * (1 + rng.uniform(-noise, noise)), **kw))
+        run.tick(2)
+
+
+def test_plateau_survives_line_to_line_noise() -> None:
+    run, rng = Run(), random.Random(1)
+    # +/-35 % per line: single lines fall 35 % below the mean all the time.
+    _decode_phase(run, 3600, 1000.0, 0.35, rng, running=100)
+    assert "throughput_plateau" not in run.fired
+
+
+def test_plateau_kv_bound_fires_after_hold_and_names_the_cause() -> None:
+    run, rng = Run(plateau_after_s=600), random.Random(2)
+    _decode_phase(run, 900, 1317.0, 0.08, rng, running=121, usage=0.6)
+    _decode_phase(run, 500, 606.0, 0.08, rng, running=95, queue=110, usage=0.88)
+    assert "throughput_plateau" not in run.fired
+    _decode_phase(run, 300, 606.0, 0.08, rng, running=95, queue=110, usage=0.88)
+    alert = run.active()["throughput_plateau"]
+    assert "likely KV-bound" in alert.message and "to plateau 6" in alert.message
+    assert "max_total_num_tokens / tokens per request" in alert.hint
+    assert "kv_saturated" not in run.fired  # 0.88 is below the 0.90 threshold
+
+
+def test_plateau_client_bound_when_queue_is_empty_and_fewer_run() -> None:
+    run, rng = Run(plateau_after_s=60), random.Random(3)
+    _decode_phase(run, 600, 1300.0, 0.05, rng, running=120)
+    _decode_phase(run, 600, 500.0, 0.05, rng, running=40)
+    assert "likely client-bound" in run.active()["throughput_plateau"].message
+
+
+def test_kv_saturated_with_a_growing_queue() -> None:
+    run = Run(kv_after_s=300, kv_window_s=120)
+    for i in range(300):
+        run.feed(dec(run.now, 800.0, running=120, queue=10 + i, usage=0.93))
+        run.tick(2)
+    alert = run.active()["kv_saturated"]
+    assert alert.message.startswith("KV cache 93% full and the queue grew")
+    assert "fp8" in alert.hint and "hierarchical" in alert.hint
+
+
+def test_kv_full_with_a_steady_queue_is_not_saturation() -> None:
+    run = Run()
+    for _ in range(300):
+        run.feed(dec(run.now, 800.0, running=120, queue=50, usage=0.95))
+        run.tick(2)
+    assert "kv_saturated" not in run.fired
+
+
+def _part(name: str, done: int, at_start: int, last_write: float | None,
+          total: int | None = None, status: str = "running") -> PartitionSnapshot:
+    return PartitionSnapshot(name=name, path=f"/out/{name}.jsonl", done=done, total=total,
+                             at_start=at_start, rate_per_min=None, eta_s=None,
+                             status=status, last_write=last_write)  # type: ignore[arg-type]
+
+
+def test_client_log_buffered_when_empty_and_an_output_grows() -> None:
+    run = Run()
+    run.extra["client"] = ClientSnapshot(log_path="/run/client.log", log_bytes=0)
+    run.extra["partitions"] = (_part("B1", 1374, 1374, None),)
+    run.tick()
+    assert "client_log_buffered" not in run.active()
+    run.extra["partitions"] = (_part("B1", 1399, 1374, T0 + 60),)
+    run.tick(60)
+    alert = run.active()["client_log_buffered"]
+    assert "0 bytes" in alert.message and "1374 -> 1399" in alert.message
+    assert "python -u" in alert.hint and "PYTHONUNBUFFERED=1" in alert.hint
+
+
+def test_growing_client_log_is_not_buffered() -> None:
+    run = Run()
+    for i in range(30):
+        run.extra["client"] = ClientSnapshot(log_path="c.log", log_bytes=100 * (i + 1))
+        run.extra["partitions"] = (_part("B1", 1374 + i, 1374, run.now),)
+        run.tick(10)
+    assert "client_log_buffered" not in run.fired
+
+
+def test_output_stalled_per_partition_and_done_is_info() -> None:
+    run = Run(stalled_after_s=600)
+    run.extra["partitions"] = (_part("B1", 500, 400, T0, total=1000),
+                               _part("B2", 1000, 900, T0, total=1000, status="done"))
+    run.tick(599)
+    assert set(run.active()) == {"partition_done:B2"}
+    run.tick(2)
+    stalled = run.active()["output_stalled:B1"]
+    assert stalled.subject == "B1" and stalled.since == T0
+
+
+def test_sequential_client_without_totals_is_not_stalled() -> None:
+    run = Run(stalled_after_s=600)
+    run.extra["partitions"] = (_part("B1", 500, 400, T0), _part("B2", 10, 0, T0 + 700))
+    run.tick(701)
+    assert not any(k.startswith("output_stalled") for k in run.active())
+
+
+def test_client_processes_missing_and_duplicate() -> None:
+    run = Run(client_after_s=30)
+    run.extra["client"] = ClientSnapshot(process_pattern="run_inference", processes=())
+    run.tick()
+    run.tick(31)
+    assert "client_missing" in run.active()
+    procs = (ProcessInfo(1, "python", "run_inference", None),
+             ProcessInfo(2, "python", "run_inference", None))
+    run.extra["client"] = ClientSnapshot(process_pattern="run_inference", processes=procs)
+    run.tick(1)
+    run.tick(31)
+    assert "pids 1, 2" in run.active()["client_duplicate"].evidence
+
+
+def test_gpu_headroom_from_nvml_needs_to_hold() -> None:
+    gpu = GpuSnapshot(index=3, uuid=None, name="H100", memory_used=None,
+                      memory_total=80 * 1024**3, memory_free=512 * 1024**2, util_gpu=None,
+                      util_mem=None, temperature_c=None, power_w=None, power_limit_w=None)
+    run = Run(gpu_after_s=30)
+    run.extra["gpus"] = GpusSnapshot(available=True, reason=None, gpus=(gpu,))
+    run.tick()
+    assert "gpu_headroom_low" not in run.active()
+    run.tick(30)
+    assert "GPU 3: 0.50 GB free" in run.active()["gpu_headroom_low"].message
