@@ -1,0 +1,64 @@
+"""The client log: tqdm bars, resumption, tracebacks, growth."""
+
+from __future__ import annotations
+
+import pytest
+
+from dash.config import Config
+from dash.core.client import ClientTracker, parse_progress
+
+
+@pytest.mark.parametrize(("text", "done", "total", "pct", "rate"), [
+    ("45%|####      | 450/1000 [00:10<00:12, 40.1it/s]", 450, 1000, 45.0, 40.1),
+    ("Processing B2:  3%|▎         | 31/1000 [01:02<32:10,  2.00s/it]", 31, 1000, 3.0, 0.5),
+    ("12/? [00:01, 9.5it/s]", 12, None, None, 9.5),
+    ("100%|██████████| 1.2k/1.2k [10:00<00:00, 2.00it/s]", 1200, 1200, 100.0, 2.0),
+])
+def test_tqdm_bars(text: str, done: int, total: int | None, pct: float | None, rate: float) -> None:
+    p = parse_progress(text)
+    assert p is not None
+    assert (p.done, p.total, p.percent) == (done, total, pct)
+    assert p.rate == pytest.approx(rate)
+
+
+def test_not_a_bar() -> None:
+    assert parse_progress("loaded 3 of 5 shards") is None
+    assert parse_progress("x" * 100000) is None
+
+
+def test_resuming_traceback_and_errors_become_state(clock) -> None:
+    t = ClientTracker(Config(client_log=None, process="run_inference"))
+    t.feed([
+        "Resuming: 1374 already done",
+        "Traceback (most recent call last):",
+        '  File "run.py", line 3, in <module>',
+        "    main()",
+        "openai.APIConnectionError: Connection error.",
+        "ValueError: bad prompt",
+        "just text",
+    ], clock.now(), partial=" 10%|#| 100/1000 [00:01<00:09, 99.0it/s]")
+    s = t.snapshot(clock.now())
+    assert s.resuming == 1374
+    assert [e["message"] for e in s.events] == ["openai.APIConnectionError: Connection error.",
+                                                "ValueError: bad prompt"]
+    assert s.last_progress is not None and s.last_progress.done == 100
+    assert s.process_pattern == "run_inference" and s.processes is None
+
+
+def test_log_growth_is_stamped_only_when_it_grows() -> None:
+    t = ClientTracker(Config(client_log="c.log"))  # type: ignore[arg-type]
+    t.note_file(100, 1.0)
+    assert t.snapshot(1.0).log_last_growth is None
+    t.note_file(100, 2.0)
+    t.note_file(150, 3.0)
+    s = t.snapshot(3.0)
+    assert (s.log_bytes, s.log_last_growth, s.log_path) == (150, 3.0, "c.log")
+    t.note_file(None, 4.0)
+    assert t.snapshot(4.0).log_bytes is None
+
+
+def test_bounded_memory() -> None:
+    t = ClientTracker(max_events=5, max_lines=5)
+    t.feed(["RuntimeError: x"] * 100, 0.0)
+    s = t.snapshot(0.0)
+    assert len(s.events) == 5 and len(s.last_lines) == 5
