@@ -3,7 +3,8 @@
 The current family serves `/server_info`, `/model_info`, their deprecated `/get_*` names,
 `/metrics`, `/health` and `/ready`; the 0.4.x families only the `/get_*` names, `/metrics` and
 `/health` (404 elsewhere), as those versions did. `/health` and `/ready` answer 503 until the
-ready banner. Gauges change only when a decode or prefill line is written, as in SGLang.
+ready banner. Gauges change only when a decode line is written (SGLang updates them at
+its decode and prefill reports).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def server_info(sim: Simulation, t: float) -> dict[str, object]:
     """The server args, scheduler info at top level and internal states per DP rank."""
     life = sim.life_at(t)
     tokens = life.max_total_num_tokens if life else 0
-    load = sim.counters.load
+    load = sim.counters.reported
     return {
         "model_path": MODEL, "served_model_name": MODEL, "tp_size": sim.tp, "dp_size": 1,
         "pp_size": 1, "mem_fraction_static": life.mem_fraction if life else None,
@@ -64,7 +65,7 @@ def metrics_text(sim: Simulation, t: float) -> str:
     """Prometheus text with `sglang:` names (labels sorted, as multiprocess mode writes them)."""
     life = sim.life_at(t)
     c = sim.counters
-    load = c.load
+    load = c.reported
     gauges = {
         "num_running_reqs": load.running if load else 0,
         "num_queue_reqs": load.queue if load else 0,

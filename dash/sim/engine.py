@@ -42,6 +42,9 @@ class Counters:
     """What the HTTP endpoints report, updated as the log lines are written."""
 
     load: Load | None = None
+    """The server's state now (GPU utilisation follows it)."""
+    reported: Load | None = None
+    """The state as of the last decode line (what /metrics and /server_info report)."""
     last_decode_at: float | None = None
     prompt_tokens: int = 0
     generation_tokens: int = 0
@@ -188,6 +191,7 @@ class Simulation:
         while self._acc_steps >= DECODE_LOG_INTERVAL:
             self._acc_steps -= DECODE_LOG_INTERVAL
             c.last_decode_at = t
+            c.reported = Load(load.running, load.queue, round(load.usage, 2), round(load.gen, 2))
             self._line(out, t, self.fmt.decode(load.running, tokens, load.usage, load.gen,
                                                load.queue))
 
@@ -236,4 +240,4 @@ class Simulation:
                          "INFO:     Application shutdown complete.",
                          f"INFO:     Finished server process [{self.pid(life)}]"):
                 self._line(out, t, text, None)
-        self.counters.load = None
+        self.counters.load = self.counters.reported = None

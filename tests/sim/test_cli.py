@@ -1,0 +1,109 @@
+"""`kdash sim` as a real subprocess, and `kdash demo`'s wiring to the dashboard."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import types
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from dash.cli import main
+
+
+def _start_sim(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dash", "sim", "--dir", str(tmp_path / "run"), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(3)]
+    return proc, lines
+
+
+def _watch_argv(lines: list[str]) -> list[str]:
+    cmd = next(line for line in lines if line.strip().startswith("kdash --log"))
+    return shlex.split(cmd)[1:]
+
+
+def test_sim_prints_the_watch_command_and_stops_on_sigterm(tmp_path):
+    proc, lines = _start_sim(tmp_path, "--speed", "50")
+    try:
+        argv = _watch_argv(lines)
+        opts = dict(zip(argv[::2], argv[1::2], strict=True))
+        assert set(opts) == {"--log", "--outputs", "--inputs", "--client-log", "--url"}
+        assert "NVML" in "".join(lines)
+        deadline = time.monotonic() + 10
+        while "ready to roll" not in Path(opts["--log"]).read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        with urllib.request.urlopen(opts["--url"] + "/health", timeout=3) as resp:
+            assert resp.status == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sim_ends_at_duration(tmp_path):
+    proc, _ = _start_sim(tmp_path, "--speed", "200", "--duration", "40", "--log-format", "0.4.3")
+    assert proc.wait(timeout=20) == 0
+    text = (tmp_path / "run" / "server.log").read_text()
+    assert "Decode batch. " in text and " TP0] " in text
+
+
+def test_sim_rejects_bad_options(capsys):
+    assert main(["sim", "--dir", "/nonexistent-never", "--speed", "0"]) == 2
+    assert "--speed" in capsys.readouterr().err
+    assert main(["sim"]) == 2  # --dir is required
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dash.once") is None, reason="kdash --once not built")
+def test_once_json_reads_the_simulated_run(tmp_path):
+    proc, lines = _start_sim(tmp_path, "--speed", "50")
+    try:
+        argv = _watch_argv(lines)
+        time.sleep(2)  # ~100 simulated seconds: ready, decoding, outputs growing
+        out = subprocess.run([sys.executable, "-m", "dash", *argv, "--once", "--json"],
+                             capture_output=True, text=True, timeout=60)
+        doc = json.loads(out.stdout)
+        assert doc["server"]["last_decode"]["gen_throughput"] > 1000
+        parts = {p["name"]: p for p in doc["partitions"]}
+        assert parts["B2_opencodeinstruct"]["done"] > 1374
+        assert parts["B2_opencodeinstruct"]["total"] == 5000
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+def test_demo_runs_the_dashboard_on_the_sim_and_cleans_up(monkeypatch):
+    seen: dict[str, object] = {}
+
+    def run_dashboard(cfg, *, nvml_module=None, clock=None, extra_title=None):
+        deadline = time.monotonic() + 10
+        while "ready to roll" not in cfg.log.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with urllib.request.urlopen(cfg.url + "/server_info", timeout=3) as resp:
+            seen["info"] = json.loads(resp.read())
+        nvml_module.nvmlInit()
+        seen.update(cfg=cfg, title=extra_title, gpus=nvml_module.nvmlDeviceGetCount(),
+                    clock_ahead=clock.now() - time.time())
+        return 0
+
+    fake_app = types.ModuleType("dash.ui.app")
+    fake_app.run_dashboard = run_dashboard  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dash.ui.app", fake_app)
+    assert main(["demo", "--scenario", "peak-plateau", "--speed", "100", "--gpus", "2"]) == 0
+    cfg = seen["cfg"]
+    assert seen["title"] == "demo: peak-plateau" and seen["gpus"] == 2
+    assert seen["info"]["max_total_num_tokens"] > 0
+    assert seen["clock_ahead"] > 10  # the demo's clock runs at the simulation's speed
+    assert not cfg.log.parent.exists()  # the temp dir is gone
