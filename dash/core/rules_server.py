@@ -159,7 +159,8 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
     reqs = sum(int(e.get("retracted_req") or 0) for e in events)
     rate = len(events) / (window / 60) if window else float(len(events))
     yield Finding("retractions", "warn",
-                  f"{len(events)} retractions in {fmt_duration(window)} ({rate:.1f}/min, "
+                  f"{len(events)} retraction{'s' if len(events) != 1 else ''} in "
+                  f"{fmt_duration(window)} ({rate:.1f}/min, "
                   f"{reqs} requests retracted)",
                   f"latest {where(events[-1])}",
                   "The KV cache pool is full and running requests are evicted and recomputed. "

@@ -140,9 +140,9 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
         if last_tick is None or clock - last_tick >= tick_s:
             fired.extend(state.tick(clock).new)
             last_tick = clock
-    if clock is not None:
-        state.feed_server_log(batch, clock)
-        fired.extend(state.tick(clock).new)
+    end = 0.0 if clock is None else clock  # a log with no timestamp at all still gets read
+    state.feed_server_log(batch, end)
+    fired.extend(state.tick(end).new)
     return fired
 
 
