@@ -82,34 +82,32 @@ def _split_name(name: str) -> tuple[str | None, str]:
     return None, name
 
 
-def _sample_name(line: str) -> str:
-    end = len(line)
-    for sep in ("{", " ", "\t"):
-        i = line.find(sep)
-        if 0 <= i < end:
-            end = i
-    return line[:end]
+def _full_names() -> frozenset[str]:
+    names = {p + n for p in _PREFIXES for n in _WANTED}
+    # A counter's TYPE/HELP line may name it without `_total` (vLLM's code names).
+    return frozenset(names | {n[: -len("_total")] for n in names if n.endswith("_total")})
 
 
-def _keep(name: str) -> bool:
-    return _split_name(name)[1] in _WANTED
+_FULL_NAMES = _full_names()
 
 
 def filter_lines(text: str) -> tuple[str, int]:
     """Keep only the lines of families kdash uses; return them and the declared family count."""
     kept: list[str] = []
     families = 0
+    wanted = _FULL_NAMES
     for line in text.splitlines():
         if line.startswith("#"):
             parts = line.split(None, 3)
-            if len(parts) >= 3 and parts[1] == "TYPE":
-                families += 1
-            # A counter's TYPE line names it without `_total`; keep it whenever the body is kept.
-            if len(parts) >= 3 and parts[1] in ("TYPE", "HELP") and (
-                _keep(parts[2]) or _keep(parts[2] + "_total")
-            ):
-                kept.append(line)
-        elif line.strip() and _keep(_sample_name(line.lstrip())):
+            if len(parts) >= 3 and parts[1] in ("TYPE", "HELP"):
+                families += parts[1] == "TYPE"
+                if parts[2] in wanted:
+                    kept.append(line)
+            continue
+        name = line.partition("{")[0]
+        if " " in name or "\t" in name:
+            name = name.split(None, 1)[0] if name.strip() else ""
+        if name in wanted:
             kept.append(line)
     return "\n".join(kept) + "\n", families
 
