@@ -14,6 +14,8 @@ import random
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from dash.config import Config
 from dash.core.clock import FakeClock
 from dash.core.parse import parse_line
@@ -242,3 +244,89 @@ def test_a_healthy_hour_raises_no_warning(tmp_path: Path, clock: FakeClock) -> N
     bad = [a for a in sc.fired if a.severity != "info"]
     assert bad == [], [(a.id, a.message) for a in bad]
     assert sc.state.snapshot(clock.now()).server.records > 800
+
+
+# The simulator's scenarios (timings documented in dash/sim/scenarios.py), read the same way.
+
+def _sim_alerts(tmp_path: Path, scenario: str, until: float,
+                step: float = 5.0) -> list[tuple[float, Alert]]:
+    """Run a simulated scenario to `until` simulated seconds; (sim time, alert) as they fire."""
+    import dataclasses
+
+    sim_run = pytest.importorskip("dash.sim.run")
+    from dash.sources.nvml import NvmlSource
+
+    t0 = 1_750_000_000.0
+    sim = sim_run.SimRun(tmp_path, scenario, start_epoch=t0)
+    state = RunState(dataclasses.replace(sim.config(), url=""))
+    client = _ClientFile(sim.client_log)
+    state.client = client
+    nvml = NvmlSource(module=sim.nvml)
+    offset = lineno = 0
+    fired: list[tuple[float, Alert]] = []
+    t = 0.0
+    while t < until:
+        t += step
+        sim.advance_to(t)
+        now = t0 + t
+        with sim.server_log.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        offset += len(complete)
+        records = []
+        for raw in complete.decode("utf-8", "replace").splitlines():
+            lineno += 1
+            records.append(parse_line(raw, lineno))
+        state.feed_server_log(records, now)
+        state.partitions.apply([OutputCount(p.stem, str(p), p.read_bytes().count(b"\n"))
+                                for p in sorted(sim.outputs_dir.glob("*.jsonl"))], now)
+        client.poll(now)
+        state.gpus.apply(nvml.sample(now), now)
+        fired += [(t, a) for a in state.tick(now).new]
+    return fired
+
+
+def _first(fired: list[tuple[float, Alert]], key: str) -> tuple[float, Alert]:
+    return next((t, a) for t, a in fired if a.key == key)
+
+
+def test_sim_healthy_half_hour_is_quiet(tmp_path: Path) -> None:
+    fired = _sim_alerts(tmp_path, "healthy", 1800)
+    assert [(t, a.id) for t, a in fired if a.severity != "info"] == []
+
+
+def test_sim_oom_crash_restart(tmp_path: Path) -> None:
+    fired = _sim_alerts(tmp_path, "oom-crash-restart", 420)
+    t, oom = _first(fired, "server_oom")
+    assert t == 300 and oom.severity == "crit" and "32768 new tokens" in oom.message
+    assert _first(fired, "server_crash")[0] == 300
+    assert _first(fired, "gpu_headroom_low")[0] < 30  # 0.82 GB after CUDA graph capture
+    assert 360 <= _first(fired, "server_restarted")[0] <= 380
+
+
+def test_sim_peak_plateau(tmp_path: Path) -> None:
+    fired = _sim_alerts(tmp_path, "peak-plateau", 1500)
+    t, alert = _first(fired, "throughput_plateau")
+    assert 900 <= t <= 1300  # the fall crosses -30 % before the t=600 plateau, then holds 10 min
+    assert alert.message.startswith("fell from peak 131") and "likely KV-bound" in alert.message
+    assert "to plateau 6" in alert.message and "kv_saturated" not in [a.id for _, a in fired]
+
+
+def test_sim_buffered_client_log(tmp_path: Path) -> None:
+    t, alert = _first(_sim_alerts(tmp_path, "buffered-client-log", 120), "client_log_buffered")
+    assert t <= 40 and "0 bytes" in alert.message
+
+
+def test_sim_kv_saturation(tmp_path: Path) -> None:
+    fired = _sim_alerts(tmp_path, "kv-saturation", 660)
+    assert 420 <= _first(fired, "kv_saturated")[0] <= 560  # usage >= 0.90 from t=120, + 5 min
+    assert _first(fired, "retractions")[0] == 440  # the third retraction
+    assert 620 <= _first(fired, "server_restarted")[0] <= 640
+    assert "server_crash" not in [a.id for _, a in fired]  # SIGTERM is an operator's restart
+
+
+def test_sim_stalled_output(tmp_path: Path) -> None:
+    fired = _sim_alerts(tmp_path, "stalled-output", 900)
+    t, alert = _first(fired, "output_stalled:B2_opencodeinstruct")
+    assert 830 <= t <= 850 and alert.subject == "B2_opencodeinstruct"  # stops at 240, + 10 min

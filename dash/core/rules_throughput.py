@@ -76,10 +76,13 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     if running is not None and running <= 0:
         return  # idle, not slow: nothing is running
     cause, why, hint = _cause(ctx, peak, running, queue, usage, util)
-    fall = (cur - peak["value"]) / peak["value"]
-    message = (f"fell from peak {peak['value']:.0f} to plateau {cur:.0f} tok/s ({fall:+.0%}) "
+    # Decided on medians; told with the peak the screen shows (the highest line), as users read it.
+    shown = max(peak["value"], s.peak.gen_throughput if s.peak else 0.0)
+    fall = (cur - shown) / shown
+    message = (f"fell from peak {shown:.0f} to plateau {cur:.0f} tok/s ({fall:+.0%}) "
                f"over {fmt_duration(mem['low_at'] - mem['high_at'])}; likely {cause}")
-    evidence = (f"median over {fmt_duration(cfg.plateau_window_s)}: {cur:.0f} tok/s, running "
+    evidence = (f"median over {fmt_duration(cfg.plateau_window_s)}: {cur:.0f} tok/s (peak median "
+                f"{peak['value']:.0f}), running "
                 f"{_g(running)} (peak {_g(peak['running'])}), queue {_g(queue)}, token usage "
                 f"{_g(usage, '.2f')}; {why}")
     yield Finding("throughput_plateau", "warn", message, evidence, hint,
