@@ -1,0 +1,346 @@
+"""The dashboard app: composes the panels, routes keys and messages, renders one snapshot a tick.
+
+All run state lives in a `RunState` owned by the main thread: worker messages are applied to it in
+the handlers below, `state.tick(now)` evaluates alerts, and every `refresh` seconds the screen is
+re-rendered from `state.snapshot(now)`. Widgets only ever see that frozen snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Input, Static
+
+from dash.config import Config
+from dash.core.clock import Clock, SystemClock
+from dash.core.snapshot import RunSnapshot
+from dash.ui import apply
+from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
+from dash.ui.widgets.alerts import AlertsPanel
+from dash.ui.widgets.chart import BrailleChart
+from dash.ui.widgets.charts import WINDOWS, ChartsRow
+from dash.ui.widgets.gpus import GpuPanel, GpuTable
+from dash.ui.widgets.header import HeaderBar, HeaderState
+from dash.ui.widgets.help import HelpScreen
+from dash.ui.widgets.log_pane import LogPane
+from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
+from dash.ui.widgets.server import ServerPanel
+from dash.ui.workers import WorkerApp
+
+COMPACT_BELOW = (120, 38)
+"""Terminal width or height below which the compact layout is used (80x24 fits)."""
+KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / filter  "
+             "p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
+
+
+class StateLike(Protocol):
+    """What the app needs of the run state (`dash.core.run.RunState` in a live run)."""
+
+    def tick(self, now: float) -> Any: ...
+    def snapshot(self, now: float) -> RunSnapshot: ...
+    def acknowledge(self, key: str) -> Any: ...
+
+
+class CpuMeter:
+    """This process's CPU use since the last call, in percent of one core."""
+
+    def __init__(self) -> None:
+        self._last = (time.monotonic(), time.process_time())
+
+    def __call__(self) -> float | None:
+        wall, cpu = time.monotonic(), time.process_time()
+        dw, dc = wall - self._last[0], cpu - self._last[1]
+        self._last = (wall, cpu)
+        return 100.0 * dc / dw if dw > 0 else None
+
+
+class DashApp(WorkerApp):
+    """kdash's screen. `collector=None` runs without sources (tests feed `state` directly)."""
+
+    CSS_PATH = "dash.tcss"
+    TITLE = "kdash"
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("question_mark", "help", "help"),
+        *[Binding(str(n), f"partition({n})", show=False) for n in range(1, 10)],
+        Binding("g", "gpu(1)", "next GPU"),
+        Binding("G", "gpu(-1)", "previous GPU"),
+        Binding("l", "toggle_log", "log"),
+        Binding("c", "switch_log", "client/server log"),
+        Binding("slash", "filter", "filter"),
+        Binding("d", "dim_decode", "dim decode lines", show=False),
+        Binding("p", "pause", "pause"),
+        Binding("a", "acknowledge", "acknowledge"),
+        Binding("plus,equals_sign", "window(1)", "longer window"),
+        Binding("minus", "window(-1)", "shorter window"),
+        Binding("r", "reset_peak", "reset peak"),
+        Binding("ctrl+l", "redraw", "redraw", show=False),
+        Binding("escape", "close_filter", show=False),
+    ]
+
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        state: StateLike,
+        collector: Any | None = None,
+        clock: Clock | None = None,
+        live: bool = True,
+        cpu_meter: Callable[[], float | None] | None = None,
+        extra_title: str | None = None,
+        handle_signals: bool = False,
+    ) -> None:
+        super().__init__(cfg, collector)
+        self.handle_signals = handle_signals
+        self.state = state
+        self.clock: Clock = clock or SystemClock()
+        self.live = live
+        """False: no refresh timer and no sources (snapshot tests render one frozen frame)."""
+        self.cpu_meter = cpu_meter or CpuMeter()
+        self.extra_title = extra_title
+        self.snap: RunSnapshot | None = None
+        self.paused = False
+        self.window = 1
+        self.gpu_index: int | None = None
+        self.partition: str | None = None
+        self.compact = False
+        self.frames = 0
+        self._cpu: float | None = None
+        self._signals: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        yield ChartsRow(id="charts")
+        with Horizontal(id="middle"):
+            with Vertical(id="parts-box"):
+                yield PartitionTable(id="partitions")
+                yield PartitionDetails(id="part-details")
+            yield GpuPanel(id="gpus")
+        with Horizontal(id="bottom"):
+            yield ServerPanel(id="server")
+            yield LogPane(id="log")
+            yield AlertsPanel(id="alerts")
+        yield Static(KEY_HINTS, id="keys")
+
+    def on_mount(self) -> None:
+        self.theme = "ansi-dark"
+        self.query_one("#log", LogPane).display = False
+        self.query_one("#server", ServerPanel).border_title = "server"
+        self.query_one("#gpus", GpuPanel).border_title = "GPUs"
+        self.query_one("#parts-box").border_title = "partitions"
+        self.query_one("#alerts", AlertsPanel).border_title = "alerts"
+        self.query_one("#partitions", PartitionTable).focus()
+        self.refresh_state()
+        if self.handle_signals:
+            self.install_signal_handlers()
+        if self.live:
+            self.set_interval(self.cfg.refresh, self.refresh_state, name="refresh")
+            self.start_sources()
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGHUP (an SSH drop) end the app normally, restoring the terminal."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.exit, 0)
+            self._signals.append(sig)
+
+    async def on_unmount(self) -> None:
+        self.stop_sources()
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+        if self.collector is not None and hasattr(self.collector, "aclose"):
+            await self.collector.aclose()
+
+    # -- the tick ---------------------------------------------------------------------------
+
+    def refresh_state(self) -> None:
+        """Evaluate alerts and, unless paused, render the current snapshot."""
+        now = self.clock.now()
+        changes = self.state.tick(now)
+        self._cpu = self.cpu_meter()
+        apply.ring_for(self, changes)
+        if not self.paused or self.snap is None:
+            self.snap = self.state.snapshot(now)
+            self.render_snapshot()
+        else:
+            self._render_header()
+
+    def render_snapshot(self) -> None:
+        """Push the current snapshot into every panel (each skips what did not change)."""
+        snap = self.snap
+        if snap is None:
+            return
+        self.frames += 1
+        with self.batch_update():
+            self._render_header()
+            self.query_one("#partitions", PartitionTable).show(snap)
+            self.query_one("#gpus", GpuPanel).show(snap)
+            if self.gpu_index is None and snap.gpus.gpus:
+                self.gpu_index = snap.gpus.gpus[0].index
+            self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)
+            self.query_one("#part-details", PartitionDetails).show(snap, self.partition)
+            self.query_one("#server", ServerPanel).show(snap)
+            self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+
+    def _render_header(self) -> None:
+        if self.snap is None:
+            return
+        extra = HeaderState(self._cpu, self.paused, WINDOWS[self.window][0], self.extra_title)
+        self.query_one("#header", HeaderBar).show(self.snap, extra)
+
+    def on_resize(self) -> None:
+        width, height = self.size
+        compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+        self.compact = compact
+        self.screen.set_class(compact, "-compact")
+        self.query_one("#partitions", PartitionTable).set_compact(compact)
+        self.query_one("#gpu-table", GpuTable).set_compact(compact)
+        self.render_snapshot()
+
+    # -- observations from the workers --------------------------------------------------------
+
+    def on_files_observed(self, message: FilesObserved) -> None:
+        apply.files(self.state, message.reading, self.clock.now())
+        log = self.query_one("#log", LogPane)
+        for source, lines in apply.raw_lines(message.reading):
+            log.append(source, lines)
+
+    def on_gpus_sampled(self, message: GpusSampled) -> None:
+        apply.gpus(self.state, message.reading, self.clock.now())
+
+    def on_http_sampled(self, message: HttpSampled) -> None:
+        apply.http(self.state, message.sample, self.clock.now())
+
+    def on_processes_sampled(self, message: ProcessesSampled) -> None:
+        apply.processes(self.state, message.processes, self.clock.now())
+
+    # -- selection ----------------------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#partitions")
+    def _partition_moved(self, event: DataTable.RowHighlighted) -> None:
+        self.partition = event.row_key.value
+        if self.snap is not None:
+            self.query_one("#part-details", PartitionDetails).show(self.snap, self.partition)
+
+    @on(DataTable.RowHighlighted, "#gpu-table")
+    def _gpu_moved(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        self.gpu_index = int(key) if key is not None else None
+        if self.snap is not None:
+            self.query_one("#charts", ChartsRow).show(self.snap, self.window, self.gpu_index)
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self.query_one("#log", LogPane).set_filter(event.value)
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_kept(self) -> None:
+        self.query_one("#log", LogPane).close_filter(keep=True)
+        self.query_one("#partitions").focus()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        self.stop_sources()
+        self.exit(0)
+
+    def action_partition(self, n: int) -> None:
+        table = self.query_one("#partitions", PartitionTable)
+        if n - 1 < table.row_count:
+            table.move_cursor(row=n - 1, animate=False)
+
+    def action_gpu(self, step: int) -> None:
+        table = self.query_one("#gpu-table", GpuTable)
+        if table.row_count:
+            table.move_cursor(row=(table.cursor_row + step) % table.row_count, animate=False)
+
+    def action_toggle_log(self) -> None:
+        self._show_log(not self.query_one("#log", LogPane).display)
+
+    def _show_log(self, show: bool) -> None:
+        log = self.query_one("#log", LogPane)
+        log.display = show
+        self.query_one("#server").display = not show
+        log.redraw()
+
+    def action_switch_log(self) -> None:
+        log = self.query_one("#log", LogPane)
+        log.source = "client" if log.source == "server" else "server"
+        self._show_log(True)
+
+    def action_filter(self) -> None:
+        self._show_log(True)
+        self.query_one("#log", LogPane).open_filter()
+
+    def action_close_filter(self) -> None:
+        log = self.query_one("#log", LogPane)
+        if self.query_one("#log-filter", Input).display:
+            log.close_filter(keep=False)
+            self.query_one("#partitions").focus()
+
+    def action_dim_decode(self) -> None:
+        self.query_one("#log", LogPane).toggle_dim()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.refresh_state()
+
+    def action_acknowledge(self) -> None:
+        if self.snap is None:
+            return
+        for alert in self.snap.alerts:
+            if not alert.acknowledged:
+                self.state.acknowledge(alert.key)
+        self._rerender()
+
+    def action_window(self, step: int) -> None:
+        self.window = max(0, min(len(WINDOWS) - 1, self.window + step))
+        self.render_snapshot()
+
+    def action_reset_peak(self) -> None:
+        apply.reset_peak(self.state)
+        self._rerender()
+
+    def action_redraw(self) -> None:
+        for chart in self.query(BrailleChart):
+            chart.invalidate()
+        self.screen.refresh(repaint=True, layout=True)
+
+    def _rerender(self) -> None:
+        """Show the effect of a key at once, even while paused."""
+        self.snap = self.state.snapshot(self.clock.now())
+        self.render_snapshot()
+
+
+def run_dashboard(
+    cfg: Config,
+    *,
+    nvml_module: object | None = None,
+    clock: Clock | None = None,
+    extra_title: str | None = None,
+) -> int:
+    """Run the dashboard in this terminal until `q`, Ctrl+C, SIGTERM or SIGHUP; the exit code."""
+    from dash.core.run import RunState
+    from dash.engine import Collector
+
+    collector = Collector(cfg, nvml_module=nvml_module)
+    app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,
+                  extra_title=extra_title, handle_signals=True)
+    try:
+        result = app.run()
+    finally:
+        app.stop_sources()
+    return result if isinstance(result, int) else (app.return_code or 0)

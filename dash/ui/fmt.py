@@ -1,0 +1,70 @@
+"""Short human formats for the screen: durations, counts, bytes, rates. None becomes "-"."""
+
+from __future__ import annotations
+
+import re
+
+GB = 1024**3
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""CSI and OSC escape sequences, lone escapes, and C0/C1 control characters (tab kept)."""
+MAX_SHOWN = 1000
+"""Longest line kept for display: the rest cannot fit on any screen."""
+
+
+def clean(text: str, limit: int = MAX_SHOWN) -> str:
+    """Text safe to put on the screen: capped, escape sequences and control characters removed."""
+    return _CONTROL.sub("", text[: limit * 2]).replace("\t", "    ")[:limit]
+
+
+def dur(seconds: float | None) -> str:
+    """`45s`, `12m05s`, `3h12m`, `2d04h`."""
+    if seconds is None or seconds != seconds:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def count(n: float | None) -> str:
+    """1234 -> `1234`, 12345 -> `12.3k`, 1.2e6 -> `1.2M`."""
+    if n is None:
+        return "-"
+    if abs(n) >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    if abs(n) >= 1e4:
+        return f"{n / 1e3:.1f}k"
+    if n == int(n):
+        return f"{int(n)}"
+    return f"{n:.1f}"
+
+
+def gb(n: float | None) -> str:
+    """Bytes as GiB with one decimal."""
+    return "-" if n is None else f"{n / GB:.1f}"
+
+
+def pct(frac: float | None) -> str:
+    """A 0..1 fraction as a percentage."""
+    return "-" if frac is None else f"{100 * frac:.0f}%"
+
+
+def num(v: float | None, unit: str = "", digits: int = 0) -> str:
+    """A number with an optional unit, or `-`."""
+    if v is None:
+        return "-"
+    return f"{v:.{digits}f}{unit}"
+
+
+def bar(frac: float | None, width: int) -> tuple[str, str]:
+    """The filled and empty parts of a bar of `width` cells (eighth-cell resolution)."""
+    if frac is None or width <= 0:
+        return "", " " * max(0, width)
+    eighths = round(max(0.0, min(1.0, frac)) * width * 8)
+    full, part = divmod(eighths, 8)
+    filled = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
+    return filled, "·" * (width - len(filled))

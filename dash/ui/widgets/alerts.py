@@ -1,0 +1,49 @@
+"""Active alerts, worst first, each with its evidence and a hint at the fix."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
+from dash.ui import fmt
+
+
+def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
+    """Unacknowledged before acknowledged, then by severity (crit first), then oldest first."""
+    return sorted(alerts, key=lambda a: (a.acknowledged, -SEVERITY_ORDER.get(a.severity, 0), a.since))
+
+
+class AlertsPanel(Static):
+    """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border."""
+
+    COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
+
+    def show(self, snap: RunSnapshot, compact: bool = False) -> None:
+        """Render the alerts of `snap`; compact shows one line per alert."""
+        alerts = ordered(snap.alerts)
+        live = [a for a in alerts if not a.acknowledged]
+        worst = max((SEVERITY_ORDER.get(a.severity, 0) for a in live), default=-1)
+        self.set_class(worst == 2, "-crit")
+        self.set_class(worst == 1, "-warn")
+        self.set_class(worst < 1, "-ok")
+        self.border_title = f"alerts ({len(live)} active)" if alerts else "alerts"
+        if not alerts:
+            self.update(Text("all clear", self.get_component_rich_style("alerts--ok")))
+            return
+        t = Text(overflow="ellipsis")
+        dim = self.get_component_rich_style("alerts--dim")
+        for a in alerts:
+            style = dim if a.acknowledged else self.get_component_rich_style(f"alerts--{a.severity}")
+            if len(t):
+                t.append("\n")
+            t.append(f"{a.severity.upper():<4} ", style)
+            t.append(f"{fmt.clean(a.message, 160)}", dim if a.acknowledged else "bold")
+            t.append(f"  {fmt.dur(snap.now - a.since)}", dim)
+            if a.acknowledged:
+                t.append("  ack'd", dim)
+            if compact:
+                continue
+            t.append(f"\n     {fmt.clean(a.evidence, 200)}", dim)
+            t.append(f"\n     → {fmt.clean(a.hint, 200)}")
+        self.update(t)

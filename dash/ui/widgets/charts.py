@@ -1,0 +1,106 @@
+"""The row of charts: throughput (peak marked), running and queued, token usage, GPU memory."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+
+from dash.core.series import SeriesView
+from dash.core.snapshot import RunSnapshot
+from dash.ui import fmt
+from dash.ui.widgets.chart import BrailleChart, ChartData
+
+WINDOWS: tuple[tuple[str, float | None], ...] = (
+    ("5m", 300.0),
+    ("15m", 900.0),
+    ("1h", 3600.0),
+    ("all", None),
+)
+"""The time windows `+`/`-` step through; None means everything kept."""
+
+
+def window_bounds(series: tuple[SeriesView, ...], now: float, span: float | None) -> tuple[float, float]:
+    """[start, end] of the chart's time axis."""
+    if span is not None:
+        return now - span, now
+    firsts = [s.t[0] for s in series if s.t]
+    start = min(firsts) if firsts else now - 300.0
+    return start, max(now, start + 60.0)
+
+
+class ChartsRow(Horizontal):
+    """Four charts side by side; which ones show in the compact layout is up to dash.tcss."""
+
+    def compose(self) -> ComposeResult:
+        yield BrailleChart(id="chart-throughput")
+        yield BrailleChart(id="chart-requests")
+        yield BrailleChart(id="chart-usage")
+        yield BrailleChart(id="chart-gpu-mem")
+
+    def show(self, snap: RunSnapshot, window: int, gpu_index: int | None) -> None:
+        """Point every chart at `snap` for the window `WINDOWS[window]`."""
+        label, span = WINDOWS[window]
+        srv = snap.server
+        last = srv.last_decode or {}
+
+        thr = (srv.gen_throughput,)
+        start, end = window_bounds(thr, snap.now, span)
+        title = Text(" gen tok/s ", "bold")
+        current = last.get("gen_throughput")
+        title.append(f"{current:.0f}" if isinstance(current, (int, float))
+                     else _last(srv.gen_throughput, "{:.0f}"))
+        peak = None
+        if srv.peak is not None:
+            title.append(f"  ▼ peak {srv.peak.gen_throughput:.0f}", "italic")
+            if srv.peak.ts:
+                title.append(f" {fmt.clean(srv.peak.ts, 19)[-8:]}", "dim")
+            peak = (srv.peak.at, srv.peak.gen_throughput)
+        self.query_one("#chart-throughput", BrailleChart).set_data(
+            ChartData(title, thr, start, end, _num, peak=peak, window_label=f"-{label}")
+        )
+
+        reqs = (srv.running_req, srv.queue_req)
+        start, end = window_bounds(reqs, snap.now, span)
+        title = Text(" running ", "bold")
+        title.append(_last(srv.running_req, "{:.0f}"))
+        title.append("  queued ", "bold")
+        title.append(_last(srv.queue_req, "{:.0f}"))
+        self.query_one("#chart-requests", BrailleChart).set_data(
+            ChartData(title, reqs, start, end, _num, window_label=f"-{label}")
+        )
+
+        use = (srv.token_usage,)
+        start, end = window_bounds(use, snap.now, span)
+        title = Text(" token usage ", "bold")
+        usage = last.get("token_usage")
+        title.append(fmt.pct(usage) if isinstance(usage, (int, float)) else _last(srv.token_usage, "{:.2f}"))
+        self.query_one("#chart-usage", BrailleChart).set_data(
+            ChartData(title, use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")
+        )
+        self._show_gpu(snap, gpu_index, span, label)
+
+    def _show_gpu(self, snap: RunSnapshot, gpu_index: int | None, span: float | None, label: str) -> None:
+        gpus = snap.gpus
+        card = next((g for g in gpus.gpus if g.index == gpu_index), None)
+        hist = gpus.memory_used_history.get(gpu_index, SeriesView()) if gpu_index is not None else SeriesView()
+        start, end = window_bounds((hist,), snap.now, span)
+        if not gpus.available:
+            title = Text(" GPU memory: NVML unavailable", "bold")
+        else:
+            title = Text(f" GPU {gpu_index} memory GB ", "bold")
+            if card is not None:
+                title.append(f"{fmt.gb(card.memory_used)}/{fmt.gb(card.memory_total)}")
+        total = card.memory_total if card is not None else None
+        self.query_one("#chart-gpu-mem", BrailleChart).set_data(
+            ChartData(title, (hist,), start, end, fmt.gb, ymax=float(total) if total else None,
+                      window_label=f"-{label}")
+        )
+
+
+def _last(series: SeriesView, pattern: str) -> str:
+    return "-" if series.last is None else pattern.format(series.last)
+
+
+def _num(v: float) -> str:
+    return fmt.count(round(v, 1) if v < 10 else round(v))

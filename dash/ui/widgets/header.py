@@ -1,0 +1,120 @@
+"""The two header lines: server state, model, uptime, throughput; run totals, alerts, kdash CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+from dash.core.snapshot import RunSnapshot
+from dash.ui import fmt
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderState:
+    """What the header needs beyond the snapshot."""
+
+    cpu_percent: float | None
+    paused: bool
+    window: str
+    extra_title: str | None = None
+
+
+def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
+    """(label, level, since): from HTTP when polled, else from how fresh the log is."""
+    http = snap.http
+    if http.state in ("up", "down", "degraded"):
+        level = {"up": "ok", "degraded": "warn", "down": "crit"}[http.state]
+        label = f"server {http.state}"
+        if http.state != "up" and http.reason:
+            label += f" ({fmt.clean(http.reason, 40)})"
+        return label, level, http.since
+    srv = snap.server
+    if srv.status == "waiting":
+        return "log not found yet", "warn", None
+    if srv.last_record_at is None:
+        return "server ?", "dim", None
+    age = snap.now - srv.last_record_at
+    if age < 120:
+        return "log active", "ok", srv.started_at
+    return f"log quiet {fmt.dur(age)}", "warn", None
+
+
+class HeaderBar(Static):
+    """Top of the screen. Styles come from the component classes in dash.tcss."""
+
+    COMPONENT_CLASSES = {"header--ok", "header--warn", "header--crit", "header--dim", "header--key"}
+
+    def show(self, snap: RunSnapshot, extra: HeaderState) -> None:
+        """Render the header for `snap`."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append_text(self._line1(snap, extra))
+        text.append("\n")
+        text.append_text(self._line2(snap, extra))
+        self.update(text)
+
+    def _st(self, name: str) -> Style:
+        return self.get_component_rich_style(f"header--{name}")
+
+    def _line1(self, snap: RunSnapshot, extra: HeaderState) -> Text:
+        label, level, since = server_state(snap)
+        t = Text(no_wrap=True)
+        t.append(" kdash ", self._st("key"))
+        if extra.extra_title:
+            t.append(f" {fmt.clean(extra.extra_title, 30)}", self._st("dim"))
+        t.append(f" ● {label}", self._st(level))
+        if since is not None:
+            t.append(f" for {fmt.dur(snap.now - since)}", self._st("dim"))
+        last = snap.server.last_decode or {}
+        thr = last.get("gen_throughput")
+        if isinstance(thr, (int, float)):
+            t.append(f"  {thr:.0f} tok/s")
+            if snap.server.peak is not None:
+                t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
+        if snap.server.started_at is not None:
+            t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
+        facts = {**snap.http.facts, **snap.server.facts}
+        if facts.get("model"):
+            t.append(f"  {fmt.clean(str(facts['model']), 48)}")
+        if facts.get("tp_size"):
+            t.append(f"  tp {facts['tp_size']}", self._st("dim"))
+        if snap.server.restarts:
+            t.append(f"  {snap.server.restarts} restart(s)", self._st("warn"))
+        return t
+
+    def _line2(self, snap: RunSnapshot, extra: HeaderState) -> Text:
+        tot = snap.totals
+        t = Text(no_wrap=True)
+        t.append(" run ", self._st("dim"))
+        total = f"{tot.total:,}" if tot.total else "?"
+        t.append(f"{tot.done:,}/{total}")
+        if tot.total:
+            t.append(f" {100 * tot.done / tot.total:.0f}%")
+        if tot.rate_per_min is not None:
+            t.append(f"  {tot.rate_per_min:.1f}/min", self._st("dim"))
+        t.append("  ETA ", self._st("dim"))
+        t.append(fmt.dur(tot.eta_s))
+        t.append_text(self._alert_counts(snap))
+        t.append(f"  window {extra.window}", self._st("dim"))
+        if extra.paused:
+            t.append("  PAUSED (p)", self._st("warn"))
+        cpu = "-" if extra.cpu_percent is None else f"{extra.cpu_percent:.1f}%"
+        t.append(f"  kdash CPU {cpu}", self._st("dim"))
+        return t
+
+    def _alert_counts(self, snap: RunSnapshot) -> Text:
+        t = Text(no_wrap=True)
+        live = [a for a in snap.alerts if not a.acknowledged]
+        if not snap.alerts:
+            t.append("  no alerts", self._st("ok"))
+            return t
+        for sev, level in (("crit", "crit"), ("warn", "warn"), ("info", "dim")):
+            n = sum(1 for a in live if a.severity == sev)
+            if n:
+                t.append(f"  {n} {sev}", self._st(level))
+        acked = len(snap.alerts) - len(live)
+        if acked:
+            t.append(f"  {acked} ack'd", self._st("dim"))
+        return t

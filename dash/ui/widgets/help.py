@@ -1,0 +1,52 @@
+"""The help screen: every key, one line each."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("q  ctrl+c", "quit"),
+    ("?", "this help (any key closes it)"),
+    ("1 - 9", "select partition 1-9"),
+    ("up / down", "move in the focused table"),
+    ("g / G", "next / previous GPU (memory chart follows)"),
+    ("tab", "move focus: partitions, GPUs, log"),
+    ("l", "show / hide the log pane"),
+    ("c", "log pane: switch server / client log"),
+    ("/", "log pane: filter (Enter keeps it, Esc clears it)"),
+    ("d", "log pane: dim decode-stats lines on / off"),
+    ("p", "pause / resume screen updates (data keeps being read)"),
+    ("a", "acknowledge the active alerts (no more bell for them)"),
+    ("+ / -", "chart time window: 5m, 15m, 1h, all"),
+    ("r", "reset the throughput peak"),
+    ("ctrl+l", "redraw the whole screen (after a tmux reattach)"),
+)
+
+
+def help_text() -> Text:
+    """The key list as text."""
+    t = Text()
+    t.append("kdash keys\n\n", "bold")
+    for key, what in KEYS:
+        t.append(f"  {key:<12}", "bold")
+        t.append(f"{what}\n")
+    t.append("\nctrl+a and ctrl+b are left to tmux.", "dim")
+    return t
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists every key; closes on any key."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(help_text(), id="help-text")
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+        self.dismiss(None)

@@ -1,0 +1,76 @@
+"""Server facts from the startup lines (KV cache, memory, parallelism) and the last events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from dash.core.snapshot import RunSnapshot
+from dash.ui import fmt
+
+FACTS: tuple[tuple[str, str, str], ...] = (
+    ("max_total_num_tokens", "max tokens", "{:,}"),
+    ("kv_dtype", "KV dtype", "{}"),
+    ("kv_size_gb", "KV size", "{:.1f} GB"),
+    ("avail_mem_gb", "avail mem", "{:.2f} GB"),
+    ("mem_fraction_static", "mem fraction", "{}"),
+    ("tp_size", "tp", "{}"),
+    ("dp_size", "dp", "{}"),
+    ("max_running_requests", "max running", "{}"),
+    ("context_length", "context", "{:,}"),
+    ("hicache_size", "hicache", "{}"),
+)
+EVENT_LEVEL = {"oom": "crit", "crash": "crit", "error": "crit", "restart": "warn", "retract": "warn",
+               "shutdown": "warn", "ready": "ok"}
+SHOWN_EVENTS = 6
+
+
+def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
+    value = facts.get(key)
+    if value is None:
+        return "-"
+    try:
+        return fmt.clean(pattern.format(value), 40)
+    except (ValueError, TypeError):
+        return fmt.clean(str(value), 40)
+
+
+class ServerPanel(Static):
+    """Facts in two columns, then the most recent events (ready, restart, OOM)."""
+
+    COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim"}
+
+    def show(self, snap: RunSnapshot) -> None:
+        """Render facts and events from `snap`."""
+        facts = {**snap.http.facts, **snap.server.facts}
+        t = Text(no_wrap=True, overflow="ellipsis")
+        pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
+        for i in range(0, len(pairs), 2):
+            for label, value in pairs[i : i + 2]:
+                t.append(f"{label:>12} ", self.get_component_rich_style("server--dim"))
+                t.append(f"{value:<16}")
+            t.append("\n")
+        srv = snap.server
+        t.append(f"{'log':>12} ", self.get_component_rich_style("server--dim"))
+        t.append(f"{srv.lines:,} lines, {srv.records:,} stats, {srv.unparsed} unparsed")
+        if srv.status != "ok":
+            t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
+                     self.get_component_rich_style("server--warn"))
+        if snap.http.disagreement:
+            t.append(f"\n{'http':>12} {fmt.clean(snap.http.disagreement, 80)}",
+                     self.get_component_rich_style("server--warn"))
+        t.append("\n")
+        for ev in srv.events[-SHOWN_EVENTS:]:
+            self._event(t, ev)
+        self.update(t)
+
+    def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
+        name = str(ev.get("event", "?"))
+        level = EVENT_LEVEL.get(name, "dim")
+        ts = fmt.clean(str(ev.get("ts") or ""), 19)[-8:]
+        t.append(f"\n{ts:>8} ", self.get_component_rich_style("server--dim"))
+        t.append(f"{name:<12} ", self.get_component_rich_style(f"server--{level}"))
+        t.append(fmt.clean(str(ev.get("message", "")), 160))

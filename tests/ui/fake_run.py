@@ -1,0 +1,249 @@
+"""A frozen, realistic run for UI tests, snapshots and screenshots: no clock, no files, no GPU.
+
+Five partitions (one done, one resumed at 1374), eight 96 GB GPUs, three hours of throughput that
+peaked at 1317 tok/s and settled near 606 with the KV cache full and a queue building.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+from dash.core.series import SeriesView
+from dash.core.snapshot import (
+    Alert,
+    ClientProgress,
+    ClientSnapshot,
+    GpuProcess,
+    GpuSnapshot,
+    GpusSnapshot,
+    HttpSnapshot,
+    PartitionSnapshot,
+    Peak,
+    ProcessInfo,
+    RunSnapshot,
+    RunTotals,
+    ServerLogSnapshot,
+)
+
+NOW = 1_750_010_800.0
+"""The fixture's instant (the clock is frozen here)."""
+START = NOW - 3 * 3600 - 12 * 60
+GB = 1024**3
+GPU_TOTAL = 96 * GB
+PEAK_AT = START + 32 * 60 + 9
+
+
+def _wobble(i: int, k: float) -> float:
+    """Deterministic noise in [-1, 1]."""
+    return math.sin(i * 0.37 * k) * 0.6 + math.sin(i * 1.91 + k) * 0.4
+
+
+def _series(fn: Callable[[float, int], float], step: float = 4.0, start: float = START) -> SeriesView:
+    ts: list[float] = []
+    vs: list[float] = []
+    t, i = start + 95.0, 0
+    while t <= NOW - 1:
+        ts.append(round(t, 3))
+        vs.append(round(fn(t - START, i), 3))
+        t += step
+        i += 1
+    return SeriesView(tuple(ts), tuple(vs))
+
+
+def _throughput(age: float, i: int) -> float:
+    ramp = min(1.0, age / 900.0)
+    peak_age = PEAK_AT - START
+    if abs(age - peak_age) < 2.0:
+        return 1317.0
+    if age < peak_age:
+        return 380 + 820 * ramp + 40 * _wobble(i, 1.0)
+    decay = math.exp(-(age - peak_age) / 1500.0)
+    return 606 + 560 * decay + 22 * _wobble(i, 1.3)
+
+
+def _running(age: float, i: int) -> float:
+    return float(min(128, int(20 + age / 12)) - (3 if i % 7 == 0 else 0))
+
+
+def _queued(age: float, i: int) -> float:
+    peak_age = PEAK_AT - START
+    return 0.0 if age < peak_age + 600 else float(int((age - peak_age - 600) / 40) + i % 5)
+
+
+def _usage(age: float, i: int) -> float:
+    return round(min(0.98, 0.25 + age / 4000.0) + 0.01 * _wobble(i, 2.0), 3)
+
+
+def server() -> ServerLogSnapshot:
+    thr = _series(_throughput)
+    last = {
+        "kind": "decode", "line": 88412, "ts": "2025-06-15T17:46:39", "rank": "TP0",
+        "engine": "sglang", "running_req": 128, "queue_req": 212, "tokens": 1_221_377,
+        "token_usage": 0.97, "gen_throughput": 606.41, "cuda_graph": True,
+    }
+    events = (
+        {"kind": "event", "event": "load_weights", "ts": "2025-06-15T14:34:02", "line": 311,
+         "message": "Load weight end. type=Qwen3MoeForCausalLM, avail mem=38.21 GB, mem usage=54.88 GB."},
+        {"kind": "event", "event": "cuda_graph", "ts": "2025-06-15T14:35:40", "line": 402,
+         "message": "Capture cuda graph end. Time elapsed: 61.02 s. mem usage=3.02 GB. avail mem=6.52 GB."},
+        {"kind": "event", "event": "ready", "ts": "2025-06-15T14:35:51", "line": 417,
+         "message": "The server is fired up and ready to roll!"},
+        {"kind": "event", "event": "retract", "ts": "2025-06-15T17:31:07", "line": 84102,
+         "message": "KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.4521 -> 0.7000"},
+    )
+    facts = {
+        "model": "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "tp_size": 8, "dp_size": 1,
+        "max_total_num_tokens": 1_245_184, "kv_dtype": "fp8_e4m3", "kv_size_gb": 38.4,
+        "avail_mem_gb": 6.52, "mem_fraction_static": 0.88, "hicache_size": 0,
+        "max_running_requests": 128, "context_length": 32768,
+    }
+    return ServerLogSnapshot(
+        path="/data/run7/sglang_server.log", engine="sglang", last_decode=last,
+        peak=Peak(gen_throughput=1317.0, at=PEAK_AT, ts="2025-06-15T15:06:09"),
+        events=events, facts=facts, gen_throughput=thr, running_req=_series(_running),
+        queue_req=_series(_queued), token_usage=_series(_usage), last_record_at=NOW - 2.0,
+        lines=88412, records=9321, unparsed=0, restarts=0, started_at=START + 110.0,
+    )
+
+
+def partitions() -> tuple[PartitionSnapshot, ...]:
+    return (
+        PartitionSnapshot("B1_glaive", "/data/run7/out/B1_glaive.jsonl", 10000, 10000, 6120,
+                          None, None, status="done", last_write=NOW - 3100.0),
+        PartitionSnapshot("B2_opencodeinstruct", "/data/run7/out/B2_opencodeinstruct.jsonl",
+                          4210, 10000, 1374, 14.2, 24457.0, 22000.0, 27500.0, status="running",
+                          last_write=NOW - 3.0, recent_rate_per_min=13.1),
+        PartitionSnapshot("B3_agent", "/data/run7/out/B3_agent.jsonl", 812, 5000, 0, 9.6,
+                          26175.0, status="running", last_write=NOW - 11.0, recent_rate_per_min=9.9),
+        PartitionSnapshot("B4_deepseek", "/data/run7/out/B4_deepseek.jsonl", 0, 10000, 0, None,
+                          None, status="pending"),
+        PartitionSnapshot("B5_synth", "/data/run7/out/B5_synth.jsonl", 377, 2000, 0, 0.0, None,
+                          status="stalled", last_write=NOW - 1260.0, recent_rate_per_min=0.0),
+    )
+
+
+def _gpu(i: int) -> GpuSnapshot:
+    used = int((88.4 + 0.55 * i) * GB) if i != 3 else int(94.6 * GB)
+    return GpuSnapshot(
+        index=i, uuid=f"GPU-6f1c{i:02d}aa-0000-4000-8000-00000000000{i}", name="NVIDIA H20",
+        memory_used=used, memory_total=GPU_TOTAL, memory_free=GPU_TOTAL - used,
+        util_gpu=97.0 + i % 3, util_mem=61.0 + i, temperature_c=58.0 + 2 * i,
+        power_w=312.0 + 7 * i, power_limit_w=500.0,
+        processes=(GpuProcess(pid=41870 + i, name="sglang::scheduler", used_memory=used - GB),),
+    )
+
+
+def gpus() -> GpusSnapshot:
+    cards = tuple(_gpu(i) for i in range(8))
+    mem = {
+        g.index: _series(lambda age, i, g=g: (g.memory_used or 0) * min(1.0, 0.2 + age / 300), 20.0)
+        for g in cards
+    }
+    util = {g.index: _series(lambda age, i, g=g: g.util_gpu or 0.0, 20.0) for g in cards}
+    return GpusSnapshot(available=True, reason=None, gpus=cards, memory_used_history=mem,
+                        util_history=util, min_free_bytes=min(g.memory_free or 0 for g in cards),
+                        sampled_at=NOW - 0.4)
+
+
+def alerts() -> tuple[Alert, ...]:
+    return (
+        Alert("throughput_plateau", "warn", NOW - 2100.0,
+              "gen throughput 606 tok/s, 46% of the 1317 peak, flat for 35m",
+              "token_usage 0.97, queue 212, running 128 (max 128)",
+              "KV-bound: lower --max-running-requests or raise --mem-fraction-static"),
+        Alert("kv_saturated", "crit", NOW - 900.0, "KV cache 97% full and the queue grows",
+              "token_usage 0.97 for 15m; queue 140 -> 212",
+              "fewer concurrent requests, shorter max_new_tokens, or more GPUs",
+              line="[2025-06-15 17:46:39 TP0] Decode batch. #running-req: 128, #token: 1221377, "
+                   "token usage: 0.97, gen throughput (token/s): 606.41, #queue-req: 212"),
+        Alert("partition_stalled", "warn", NOW - 1200.0, "B5_synth has written nothing for 21m",
+              "377/2000 lines, last write 21m ago", "check the client log for an exception",
+              subject="B5_synth"),
+        Alert("gpu_headroom_low", "info", NOW - 300.0, "GPU 3 has 1.4 GB free",
+              "94.6 of 96.0 GB used", "leave headroom: lower --mem-fraction-static", subject="3"),
+    )
+
+
+def client() -> ClientSnapshot:
+    return ClientSnapshot(
+        log_path="/data/run7/client.log", log_bytes=18_442_113, log_last_growth=NOW - 3.0,
+        last_progress=ClientProgress(4210, 10000, 42.1, 0.24,
+                                     "B2_opencodeinstruct:  42%|████▏     | 4210/10000 [3:12:05<6:42:10,  0.24it/s]"),
+        resuming=1374,
+        last_lines=("Resuming: 1374 already done", "B2_opencodeinstruct:  42%|████▏     | 4210/10000"),
+        process_pattern="run_inference",
+        processes=(ProcessInfo(41822, "python", "python run_inference.py --resume", START + 40.0),),
+    )
+
+
+def snapshot(**changes: object) -> RunSnapshot:
+    """The fixture run at NOW; keyword arguments replace top-level fields."""
+    parts = partitions()
+    snap = RunSnapshot(
+        now=NOW, server=server(),
+        http=HttpSnapshot(url="http://127.0.0.1:30000", state="up", since=START + 120.0,
+                          latency_s=0.012, last_ok_at=NOW - 1.0,
+                          metrics={"running_req": 128.0, "queue_req": 212.0, "token_usage": 0.97}),
+        partitions=parts,
+        totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8,
+                         eta_s=51200.0, last_to_finish="B4_deepseek"),
+        client=client(), gpus=gpus(), alerts=alerts(),
+    )
+    return dataclasses.replace(snap, **changes)  # type: ignore[arg-type]
+
+
+SERVER_LINES = (
+    "[2025-06-15 17:46:31 TP0] Prefill batch. #new-seq: 2, #new-token: 7424, #cached-token: 512, token usage: 0.97, #running-req: 126, #queue-req: 214",
+    "[2025-06-15 17:46:35 TP0] Decode batch. #running-req: 128, #token: 1220004, token usage: 0.97, cuda graph: True, gen throughput (token/s): 601.22, #queue-req: 213",
+    "[2025-06-15 17:46:36] INFO:     127.0.0.1:52114 - \"POST /generate HTTP/1.1\" 200 OK",
+    "[2025-06-15 17:46:37 TP0] user prompt says [bold red]hello[/] and \x1b[31mred\x1b[0m [/nonsense]",
+    "[2025-06-15 17:46:39 TP0] Decode batch. #running-req: 128, #token: 1221377, token usage: 0.97, cuda graph: True, gen throughput (token/s): 606.41, #queue-req: 212",
+)
+CLIENT_LINES = (
+    "Resuming: 1374 already done",
+    "B2_opencodeinstruct:  42%|████▏     | 4209/10000 [3:12:01<6:42:14,  0.24it/s]",
+    "B2_opencodeinstruct:  42%|████▏     | 4210/10000 [3:12:05<6:42:10,  0.24it/s]",
+)
+
+
+class FrozenState:
+    """Stands in for `RunState`: the fixture snapshot, plus the effects of `a` and `r`."""
+
+    def __init__(self, snap: RunSnapshot | None = None) -> None:
+        self.snap = snap or snapshot()
+        self.ticks = 0
+        self.acknowledged: list[str] = []
+
+    def tick(self, now: float) -> None:
+        self.ticks += 1
+
+    def snapshot(self, now: float) -> RunSnapshot:
+        return self.snap
+
+    def acknowledge(self, key: str) -> None:
+        self.acknowledged.append(key)
+        alerts = tuple(
+            dataclasses.replace(a, acknowledged=True) if a.key == key else a for a in self.snap.alerts
+        )
+        self.snap = dataclasses.replace(self.snap, alerts=alerts)
+
+    def reset_peak(self) -> None:
+        self.snap = dataclasses.replace(
+            self.snap, server=dataclasses.replace(self.snap.server, peak=None)
+        )
+
+
+def screen_text(app: object) -> str:
+    """The app's screen as plain text (what a user would read), for assertions."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size  # type: ignore[attr-defined]
+    console = Console(width=width, height=height, file=io.StringIO(), record=True,
+                      force_terminal=True, color_system=None, legacy_windows=False)
+    screen = app.screen  # type: ignore[attr-defined]
+    console.print(screen._compositor.render_update(full=True, screen_stack=app._background_screens))  # type: ignore[attr-defined]
+    return console.export_text()
