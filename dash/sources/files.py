@@ -405,15 +405,17 @@ class OutputsSource:
     """
 
     def __init__(self, outputs: tuple[str, ...], inputs: tuple[str, ...] = (), *,
-                 big: int = BIG_COUNT, rescan_s: float = 1.0) -> None:
+                 big: int | None = None, rescan_s: float = 1.0) -> None:
         self._outputs = outputs
         self._inputs = inputs
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kdash-count")
-        self._big = big
+        self._big = BIG_COUNT if big is None else big
         self._rescan_s = rescan_s
         self._out: dict[str, tuple[str, LineCounter, bool]] = {}
         self._in: dict[str, tuple[str, LineCounter]] = {}
         self._scanned_at: float | None = None
+        self.last_read_counting = False
+        """Whether the last `read` left a count unfinished (read again after `busy` clears)."""
 
     def _scan(self) -> None:
         now = time.monotonic()
@@ -436,8 +438,10 @@ class OutputsSource:
             c = counter.count()
             counts.append(OutputCount(name, path, c.lines, c.counting, c.progress, c.reset, later))
         totals: dict[str, int] = {}
+        self.last_read_counting = any(c.counting for c in counts)
         for name, counter in self._in.values():
             c = counter.count()
+            self.last_read_counting |= c.counting
             if c.lines is not None:
                 totals[name] = c.lines
         return tuple(counts), totals

@@ -1,0 +1,118 @@
+"""The `kdash --once --json` document: a RunSnapshot as plain JSON (its keys are a contract).
+
+Keys scripts rely on (see README "JSON output"): `server` {`last_decode`, `peak` {`gen_throughput`,
+`ts`}, `events`, `facts`, `http` {`state`, `since`, `latency`, `metrics`}}, `partitions`
+[{`name`, `path`, `done`, `total`, `at_start`, `rate_per_min`, `eta_s`, `status`}], `client`
+{`log_bytes`, `last_progress`, `processes`}, `gpus` (a list per GPU, or {"available": false,
+"reason"}), `alerts`. Extra keys may be added; these are never renamed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from dash.core.snapshot import (
+    Alert,
+    ClientSnapshot,
+    GpusSnapshot,
+    HttpSnapshot,
+    PartitionSnapshot,
+    RunSnapshot,
+    RunTotals,
+    ServerLogSnapshot,
+)
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """Plain JSON values: NaN/inf become null, tuples lists, unknown objects their text."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth > 20:
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v, depth + 1) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name), depth + 1)
+                for f in dataclasses.fields(value)}
+    return str(value)
+
+
+def _http(h: HttpSnapshot) -> dict[str, Any]:
+    return {"url": h.url, "state": h.state, "since": h.since, "reason": h.reason,
+            "latency": h.latency_s, "consecutive_failures": h.consecutive_failures,
+            "last_ok_at": h.last_ok_at, "metrics": dict(h.metrics), "facts": dict(h.facts),
+            "disagreement": h.disagreement}
+
+
+def _server(s: ServerLogSnapshot, h: HttpSnapshot) -> dict[str, Any]:
+    peak = None
+    if s.peak is not None:
+        peak = {"gen_throughput": s.peak.gen_throughput, "ts": s.peak.ts, "at": s.peak.at}
+    return {"path": s.path, "engine": s.engine, "status": s.status,
+            "status_message": s.status_message, "last_decode": s.last_decode,
+            "last_prefill": s.last_prefill, "peak": peak, "events": list(s.events),
+            "facts": dict(s.facts), "lines": s.lines, "records": s.records,
+            "unparsed": s.unparsed, "restarts": s.restarts, "last_record_at": s.last_record_at,
+            "http": _http(h)}
+
+
+def _partition(p: PartitionSnapshot) -> dict[str, Any]:
+    return {"name": p.name, "path": p.path, "done": p.done, "total": p.total,
+            "at_start": p.at_start, "written": p.written, "percent": p.percent,
+            "rate_per_min": p.rate_per_min, "eta_s": p.eta_s, "eta_low_s": p.eta_low_s,
+            "eta_high_s": p.eta_high_s, "status": p.status, "last_write": p.last_write}
+
+
+def _totals(t: RunTotals) -> dict[str, Any]:
+    return {"done": t.done, "total": t.total, "rate_per_min": t.rate_per_min, "eta_s": t.eta_s,
+            "last_to_finish": t.last_to_finish}
+
+
+def _client(c: ClientSnapshot) -> dict[str, Any]:
+    progress = None
+    if c.last_progress is not None:
+        p = c.last_progress
+        progress = {"done": p.done, "total": p.total, "percent": p.percent, "rate": p.rate,
+                    "text": p.text}
+    procs = None
+    if c.processes is not None:
+        procs = [{"pid": p.pid, "name": p.name, "cmdline": p.cmdline,
+                  "started_at": p.started_at, "cpu_percent": p.cpu_percent} for p in c.processes]
+    return {"log_path": c.log_path, "log_bytes": c.log_bytes,
+            "log_last_growth": c.log_last_growth, "last_progress": progress,
+            "resuming": c.resuming, "events": list(c.events),
+            "process_pattern": c.process_pattern, "processes": procs}
+
+
+def _gpus(g: GpusSnapshot) -> Any:
+    if not g.available:
+        return {"available": False, "reason": g.reason}
+    return [jsonable(gpu) for gpu in g.gpus]
+
+
+def _alert(a: Alert) -> dict[str, Any]:
+    return {"id": a.id, "key": a.key, "severity": a.severity, "since": a.since,
+            "message": a.message, "evidence": a.evidence, "hint": a.hint, "subject": a.subject,
+            "line": a.line, "acknowledged": a.acknowledged}
+
+
+def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
+    """The --once --json document for one snapshot."""
+    doc = {
+        "now": snap.now,
+        "server": _server(snap.server, snap.http),
+        "partitions": [_partition(p) for p in snap.partitions],
+        "totals": _totals(snap.totals),
+        "client": _client(snap.client),
+        "gpus": _gpus(snap.gpus),
+        "alerts": [_alert(a) for a in snap.alerts],
+        "notices": list(snap.notices),
+    }
+    return jsonable(doc)  # type: ignore[no-any-return]

@@ -1,0 +1,104 @@
+"""The Collector on real files: observations from a worker, applied to a RunState."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from dash.config import Config, ConfigError
+from dash.core.run import RunState
+from dash.engine import Collector, apply_files, apply_gpus, apply_processes
+from dash.sim.fake_nvml import FakeNvml
+
+DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
+          "token usage: 0.01, cuda graph: True, gen throughput (token/s): {g:.2f}, #queue-req: 0\n")
+
+
+def _cfg(tmp: Path, **kw: object) -> Config:
+    base: dict[str, object] = dict(log=tmp / "server.log", client_log=tmp / "client.log",
+                                   outputs=(str(tmp / "out" / "*.jsonl"),), url="")
+    base.update(kw)
+    return Config(**base)  # type: ignore[arg-type]
+
+
+def test_read_in_a_thread_apply_on_the_caller(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "B1.jsonl").write_text("{}\n" * 5)
+    (tmp_path / "server.log").write_text("".join(DECODE.format(s=i, g=50.0 + i) for i in range(10)))
+    (tmp_path / "client.log").write_text("Resuming: 5 already done\n")
+    cfg = _cfg(tmp_path, expect={"B1": 20})
+    col = Collector(cfg, nvml_module=FakeNvml.scenario())
+    state = RunState(cfg)
+    box: list[object] = []
+    t = threading.Thread(target=lambda: box.append(col.read_files()))
+    t.start()
+    t.join()
+    read = box[0]
+    assert len(read.records) == 10 and read.records[0]["kind"] == "decode"  # type: ignore[attr-defined]
+    apply_files(state, read, 100.0)  # type: ignore[arg-type]
+    apply_gpus(state, col.sample_gpus(), 100.0)
+    with open(tmp_path / "out" / "B1.jsonl", "a") as fh:
+        fh.write("{}\n" * 3)
+    with open(tmp_path / "server.log", "a") as fh:
+        fh.write(DECODE.format(s=59, g=99.0))
+    apply_files(state, col.read_files(), 160.0)
+    snap = state.snapshot(160.0)
+    col.close()
+    assert snap.server.last_decode["gen_throughput"] == 99.0  # type: ignore[index]
+    assert snap.server.peak is not None and snap.server.peak.gen_throughput == 99.0
+    (p,) = snap.partitions
+    assert (p.name, p.done, p.at_start, p.total, p.status) == ("B1", 8, 5, 20, "running")
+    assert snap.client.resuming == 5 and snap.client.log_bytes == 25
+    assert snap.gpus.available and snap.gpus.gpus
+
+
+def test_rotation_of_the_server_log_keeps_every_line(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(DECODE.format(s=1, g=10.0))
+    cfg = _cfg(tmp_path, client_log=None, outputs=())
+    col = Collector(cfg)
+    state = RunState(cfg)
+    apply_files(state, col.read_files(), 1.0)
+    with open(log, "a") as fh:
+        fh.write(DECODE.format(s=2, g=20.0))
+    os.replace(log, tmp_path / "server.log.1")
+    log.write_text(DECODE.format(s=3, g=30.0))
+    read = col.read_files()
+    assert read.server is not None and read.server.events == ("rotated", "opened")
+    assert [r["gen_throughput"] for r in read.records if r] == [20.0, 30.0]
+    apply_files(state, read, 2.0)
+    assert state.snapshot(2.0).server.lines == 3
+    col.close()
+
+
+def test_process_listing_is_applied(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, process="no-such-client-process-xyz", outputs=())
+    col = Collector(cfg)
+    state = RunState(cfg)
+    apply_processes(state, col.sample_processes(), 1.0)
+    assert state.snapshot(1.0).client.processes == ()
+
+
+@pytest.mark.parametrize("bad", ["", "out/[ab"])
+def test_bad_globs_are_config_errors(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ConfigError):
+        Collector(_cfg(tmp_path, outputs=(bad,)))
+
+
+async def test_watch_wakes_on_a_write(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    (tmp_path / "server.log").write_text("")
+    col = Collector(cfg)
+    stop = asyncio.Event()
+    gen = col.watch(stop)
+    first = asyncio.ensure_future(gen.__anext__())
+    await asyncio.sleep(0.5)
+    (tmp_path / "server.log").write_text("x\n")
+    await asyncio.wait_for(first, timeout=5.0)
+    stop.set()
+    await gen.aclose()
+    await col.aclose()
