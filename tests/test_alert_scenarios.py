@@ -2,8 +2,8 @@
 
 Each scenario writes a server log (SGLang 0.4.x lines from this file's own format strings), a
 client log and per-partition JSONL outputs into a temporary directory, then reads them the way
-kdash does: new bytes of the server log from a byte offset through `parse_line`, outputs by
-counting complete lines, the client log by its size. The clock moves only when told to.
+kdash does, through `dash.engine.Collector` and `apply_files` (the simulator's scenarios below read
+with a byte offset and `parse_line` directly). The clock moves only when told to.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from dash.core.parse import parse_line
 from dash.core.partitions import OutputCount
 from dash.core.run import RunState
 from dash.core.snapshot import Alert, ClientSnapshot
+from dash.engine import Collector, apply_files
 
 DECODE = ("[{ts} TP0] Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
           "{usage:.2f}, cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: {queue}, ")
@@ -65,9 +67,7 @@ class Scenario:
         cfg = Config(log=self.log, url="", client_log=self.client_log,
                      outputs=(str(root / "out" / "*.jsonl"),), alerts=dict(alerts))
         self.state = RunState(cfg)
-        self.client = _ClientFile(self.client_log)
-        self.state.client = self.client
-        self._offset, self._lineno = 0, 0
+        self.collector: Collector | None = None  # opened at the first step, like kdash at start
         self.fired: list[Alert] = []
 
     # writing, with formats of our own
@@ -94,26 +94,20 @@ class Scenario:
 
     # reading, as kdash does
     def step(self, seconds: float = 0.0) -> list[Alert]:
-        """Advance the clock, read what the files gained, evaluate the rules."""
+        """Advance the clock, read what the files gained (the real Collector), evaluate."""
         self.clock.advance(seconds)
         now = self.clock.now()
-        with self.log.open("rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read()
-        complete = data[: data.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        records = []
-        for raw in complete.decode("utf-8", "replace").splitlines():
-            self._lineno += 1
-            records.append(parse_line(raw, self._lineno))
-        self.state.feed_server_log(records, now)
-        counts = [OutputCount(p.stem, str(p), p.read_bytes().count(b"\n"))
-                  for p in sorted((self.root / "out").glob("*.jsonl"))]
-        self.state.partitions.apply(counts, now)
-        self.client.poll(now)
+        if self.collector is None:
+            self.collector = Collector(self.state.cfg)
+        self.collector.wait_counts(5.0)
+        apply_files(self.state, self.collector.read_files(), now)
         new = list(self.state.tick(now).new)
         self.fired += new
         return new
+
+    def close(self) -> None:
+        if self.collector is not None:
+            self.collector.close()
 
     def ids(self) -> list[str]:
         return [a.key for a in self.fired]
@@ -124,6 +118,20 @@ class Scenario:
     def startup(self, mfs: float = 0.88, avail: float = 5.21, kv: int = 212000) -> None:
         self.server(*STARTUP, mfs=mfs, avail=avail, kv=kv)
         self.step(20)
+
+
+@pytest.fixture
+def make(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[..., Scenario]]:
+    """Scenarios in tmp_path on the fake clock, their files closed at the end."""
+    made: list[Scenario] = []
+
+    def _make(**alerts: float) -> Scenario:
+        made.append(Scenario(tmp_path, clock, **alerts))
+        return made[-1]
+
+    yield _make
+    for sc in made:
+        sc.close()
 
 
 class _ClientFile:
@@ -158,9 +166,8 @@ def _serve(sc: Scenario, seconds: int, gen: float, running: int, queue: int | tu
         sc.step(every)
 
 
-def test_oom_during_a_large_prefill_at_mem_fraction_093_is_crit_at_once(tmp_path: Path,
-                                                                         clock: FakeClock) -> None:
-    sc = Scenario(tmp_path, clock)
+def test_oom_during_a_large_prefill_at_mem_fraction_093_is_crit_at_once(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc = make()
     sc.startup(mfs=0.93, avail=0.82)
     _serve(sc, 240, 1100.0, 96, 0, 0.55, random.Random(1))
     sc.server(PREFILL, seqs=1, new=32768, usage=0.61, running=96, queue=0)
@@ -177,8 +184,8 @@ def test_oom_during_a_large_prefill_at_mem_fraction_093_is_crit_at_once(tmp_path
     assert "gpu_headroom_low" in sc.ids()  # 0.82 GB after CUDA graph capture, from startup
 
 
-def test_peak_1317_falls_to_a_606_plateau_kv_bound(tmp_path: Path, clock: FakeClock) -> None:
-    sc, rng = Scenario(tmp_path, clock), random.Random(2)
+def test_peak_1317_falls_to_a_606_plateau_kv_bound(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc, rng = make(), random.Random(2)
     sc.startup()
     _serve(sc, 600, 1317.0, 121, (29, 33), 0.74, rng, noise=0.005)
     for i in range(60):  # the decline, over 4 minutes
@@ -194,9 +201,8 @@ def test_peak_1317_falls_to_a_606_plateau_kv_bound(tmp_path: Path, clock: FakeCl
     assert "kv_saturated" not in sc.ids()
 
 
-def test_empty_client_log_while_an_output_grows_is_buffered(tmp_path: Path,
-                                                            clock: FakeClock) -> None:
-    sc = Scenario(tmp_path, clock)
+def test_empty_client_log_while_an_output_grows_is_buffered(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc = make()
     sc.output("B2_opencodeinstruct", 1374)
     sc.startup()
     for _ in range(25):
@@ -209,9 +215,8 @@ def test_empty_client_log_while_an_output_grows_is_buffered(tmp_path: Path,
     assert tmp_path.joinpath("client.log").stat().st_size == 0  # never written to
 
 
-def test_token_usage_over_090_with_a_rising_queue_is_saturated(tmp_path: Path,
-                                                               clock: FakeClock) -> None:
-    sc, rng = Scenario(tmp_path, clock), random.Random(4)
+def test_token_usage_over_090_with_a_rising_queue_is_saturated(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc, rng = make(), random.Random(4)
     sc.startup(kv=159277)
     _serve(sc, 120, 900.0, 40, 0, 0.6, rng)
     for i in range(120):  # 8 minutes at 0.90-0.94 with the queue rising ~0.25/s
@@ -222,8 +227,8 @@ def test_token_usage_over_090_with_a_rising_queue_is_saturated(tmp_path: Path,
     assert "159277" in alert.hint and "fp8" in alert.hint
 
 
-def test_log_silent_after_an_oom(tmp_path: Path, clock: FakeClock) -> None:
-    sc = Scenario(tmp_path, clock, silent_after_s=300)
+def test_log_silent_after_an_oom(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc = make(silent_after_s=300)
     sc.startup()
     _serve(sc, 120, 1100.0, 96, 0, 0.55, random.Random(5))
     sc.server(OOM[-2])  # the OOM line alone: the server hangs instead of dying
@@ -235,8 +240,8 @@ def test_log_silent_after_an_oom(tmp_path: Path, clock: FakeClock) -> None:
     assert "last problem: oom" in silent.evidence
 
 
-def test_a_healthy_hour_raises_no_warning(tmp_path: Path, clock: FakeClock) -> None:
-    sc, rng = Scenario(tmp_path, clock), random.Random(6)
+def test_a_healthy_hour_raises_no_warning(tmp_path: Path, clock: FakeClock, make: Callable[..., Scenario]) -> None:
+    sc, rng = make(), random.Random(6)
     sc.output("B2_opencodeinstruct", 1374)
     sc.startup()
     _serve(sc, 3600, 1150.0, 96, (0, 4), (0.5, 0.6), rng, noise=0.12,
