@@ -1,0 +1,234 @@
+"""`kdash summary LOG` and `kdash export LOG`: headless reads of a whole server log.
+
+Both stream through `scan`: the file is read in large binary chunks, lines are counted with
+`bytes.count`, uvicorn access lines (the bulk of a busy log, never a record) are skipped by one
+compiled pattern at C speed, and only the remaining lines are decoded and parsed. Memory stays
+constant on a multi-GB log; `.gz` logs are read through gzip.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
+from dash.core.parse_summary import LogSummary
+from dash.core.textplot import render_chart
+
+CHUNK = 4 << 20
+_MAX_LINE_BYTES = MAX_LINE_CHARS * 4
+# A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
+# after SGLang's `[ts] ` or vLLM's `(APIServer pid=1) `): parse_line returns None for those.
+_CANDIDATE = re.compile(
+    rb"\n(?!\r?\n|(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) )?INFO:     \d)"
+)
+
+
+class LogError(Exception):
+    """The log cannot be read: printed as one line, exit 2."""
+
+
+class Scan:
+    """Records of one log in file order; `lines` is the line count once iteration ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = 0
+
+    def _open(self) -> IO[bytes]:
+        if self.path.is_dir():
+            raise LogError(f"{self.path}: is a directory")
+        try:
+            if self.path.suffix == ".gz":
+                return gzip.open(self.path, "rb")
+            return self.path.open("rb")
+        except FileNotFoundError:
+            raise LogError(f"{self.path}: no such file") from None
+        except OSError as exc:
+            raise LogError(f"{self.path}: {exc.strerror or exc}") from None
+
+    def __iter__(self) -> Iterator[Record]:
+        with self._open() as fh:
+            carry = b""
+            while True:
+                try:
+                    chunk = fh.read(CHUNK)
+                except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
+                    raise LogError(f"{self.path}: {exc}") from None
+                if not chunk:
+                    break
+                buf = carry + chunk
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    # no newline yet: keep a bounded head of the overlong line
+                    carry = buf[:_MAX_LINE_BYTES]
+                    continue
+                carry = buf[cut:][:_MAX_LINE_BYTES]
+                yield from self._block(buf[:cut])
+            if carry:
+                yield from self._block(carry + b"\n")
+
+    def _block(self, block: bytes) -> Iterator[Record]:
+        """Records of a run of complete lines; advances the line count."""
+        base = self.lines  # line number of the line before the block
+        scan = b"\n" + block
+        pos, lineno = 0, base
+        for m in _CANDIDATE.finditer(scan, 0, len(scan) - 1):
+            start = m.end()
+            lineno += scan.count(b"\n", pos, start)
+            end = scan.find(b"\n", start)
+            pos = start
+            text = scan[start:min(end, start + _MAX_LINE_BYTES)].decode("utf-8", "replace")
+            rec = parse_line(text, lineno)
+            if rec is not None:
+                yield rec
+        self.lines = base + block.count(b"\n")
+
+
+def consume(records: Iterable[Record], summary: LogSummary) -> None:
+    """Every record of the log passes here once, in file order (alert evaluation plugs in here)."""
+    for rec in records:
+        summary.feed(rec)
+
+
+def _ref_time(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def summarize(path: Path) -> dict[str, Any]:
+    """The summary document of one log (raises LogError)."""
+    scan = Scan(path)
+    summary = LogSummary(ref=_ref_time(path))
+    consume(scan, summary)
+    summary.lines = scan.lines
+    doc = summary.to_dict()
+    doc["path"] = str(path)
+    doc["throughput_series"] = summary.throughput.series()
+    return doc
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:,.2f}" if isinstance(v, float) else str(v)
+
+
+def render_text(doc: dict[str, Any], width: int = 80) -> str:
+    """The summary as a plain-text report for a terminal."""
+    rec = doc["records"]
+    gen = doc["gen_throughput"]
+    peak = gen["peak"] or {}
+    pre = doc["prefill"]
+    out = [
+        f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
+        f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
+        f"  records     decode {rec['decode']:,}  prefill {rec['prefill']:,}  "
+        f"event {rec['event']:,}  unparsed {rec['unparsed']:,}",
+        f"  gen tok/s   peak {_fmt(peak.get('gen_throughput'))} at {_fmt(peak.get('ts'))} "
+        f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines",
+        f"  prefix hit  {_fmt(None if pre['cache_hit_ratio'] is None else pre['cache_hit_ratio'] * 100)}%"
+        f" of {pre['cached_tokens'] + pre['new_tokens']:,} prefill tokens",
+    ]
+    last = doc["last_decode"]
+    if last:
+        out.append(
+            f"  last decode line {last['line']} at {_fmt(last['ts'])}: running {_fmt(last['running_req'])}, "
+            f"queue {_fmt(last['queue_req'])}, token usage {_fmt(last['token_usage'])}, "
+            f"gen {_fmt(last['gen_throughput'])} tok/s"
+        )
+    series = doc["throughput_series"]
+    if len(series) >= 2:
+        t0 = series[0][0]
+        xs = [x - t0 for x, _ in series]
+        out.append(render_chart(xs, [y for _, y in series], min(width, 100), 12,
+                                "gen throughput (tok/s) over the log (x: seconds from first decode)"))
+    if doc["event_counts"]:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["event_counts"].items()))
+        out.append(f"  events      {counts}")
+        for ev in doc["events"][-15:]:
+            out.append(f"    line {ev['line']:>9}  {_fmt(ev['ts']):<23} {ev['event']:<12} "
+                       f"{ev['message'][:max(20, width - 60)]}")
+    for text in doc["unparsed_samples"]:
+        out.append(f"  unparsed: {text[:width - 12]}")
+    return "\n".join(out) + "\n"
+
+
+def _fail(message: str) -> int:
+    print(f"kdash: {message}", file=sys.stderr)
+    return 2
+
+
+def run_summary(path: Path, as_json: bool) -> int:
+    """`kdash summary LOG [--json]`."""
+    try:
+        doc = summarize(path)
+    except LogError as exc:
+        return _fail(str(exc))
+    if as_json:
+        doc.pop("throughput_series")
+        _write(json.dumps(doc, indent=1) + "\n")
+    else:
+        width = _terminal_width()
+        _write(render_text(doc, width))
+    return 0
+
+
+CSV_COLUMNS = ("kind", "line", "ts", "rank", "engine", "running_req", "queue_req", "tokens",
+               "token_usage", "gen_throughput", "new_seq", "new_token", "cached_token",
+               "input_throughput", "event", "message", "text")
+
+
+def _csv_row(rec: Record) -> list[Any]:
+    row: list[Any] = [rec.get(c) for c in CSV_COLUMNS]
+    extra = {k: v for k, v in rec.items() if k not in CSV_COLUMNS}
+    row.append(json.dumps(extra, separators=(",", ":")) if extra else "")
+    return row
+
+
+def run_export(path: Path, fmt: str) -> int:
+    """`kdash export LOG [--format jsonl|csv]`: every record, one per line."""
+    try:
+        if fmt == "csv":
+            writer = csv.writer(sys.stdout, lineterminator="\n")
+            writer.writerow([*CSV_COLUMNS, "extra"])
+            for rec in Scan(path):
+                writer.writerow(_csv_row(rec))
+        else:
+            write = sys.stdout.write
+            for rec in Scan(path):
+                write(json.dumps(rec, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    except LogError as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:
+        _quiet_stdout()
+    return 0
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    """The reader went away (`| head`): stop writing without a traceback at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _terminal_width() -> int:
+    try:
+        return max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns, 140))
+    except (OSError, ValueError):
+        return 100

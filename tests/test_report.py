@@ -1,0 +1,129 @@
+"""`kdash summary` and `kdash export`: the streaming reader, the documents, the CLI errors."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dash import report
+from dash.core.parse import Record, parse_line
+from dash.report import Scan, summarize
+
+ACCESS = '[2026-03-01 08:01:00] INFO:     127.0.0.1:55742 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+DECODE = ("[2026-03-01 08:01:0{s}] Decode batch, #running-req: 8, #token: 100, token usage: 0.{u}, "
+          "cuda graph: True, gen throughput (token/s): {g}, #queue-req: 0")
+PREFILL = ("[2026-03-01 08:01:00] Prefill batch, #new-seq: 1, #new-token: 300, #cached-token: 100, "
+           "token usage: 0.10, #running-req: 0, #queue-req: 0")
+
+
+def _naive(path: Path) -> list[Record]:
+    data = path.read_bytes().decode("utf-8", "replace")
+    out = []
+    for n, line in enumerate(data.split("\n"), 1):
+        rec = parse_line(line, n)
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def _mixed_log(tmp_path: Path) -> Path:
+    lines = ["", "\r", ACCESS, "(APIServer pid=1) INFO:     127.0.0.1:39830 - \"GET /health HTTP/1.1\" 200 OK",
+             DECODE.format(s=1, u=10, g="100.00"), ACCESS, ACCESS, PREFILL, "random noise",
+             DECODE.format(s=2, u=20, g="300.50"), "[2026-03-01 08:01:03] Decode batch, garbage",
+             "[2026-03-01 08:01:04] KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.4000 -> 0.5322",
+             ACCESS, DECODE.format(s=5, u=30, g="200.00"), "Killed"]
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines * 3))  # no newline at the end: the last line still counts
+    return path
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 4 << 20])
+def test_reader_matches_line_by_line_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(report, "CHUNK", chunk)
+    path = _mixed_log(tmp_path)
+    scan = Scan(path)
+    got = list(scan)
+    assert got == _naive(path)
+    assert scan.lines == path.read_bytes().count(b"\n") + 1
+    assert [r["kind"] for r in got[:5]] == ["decode", "prefill", "decode", "unparsed", "event"]
+
+
+def test_reader_matches_on_every_real_log(real_logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report, "CHUNK", 100)
+    for path in sorted(real_logs.glob("*.log")):
+        assert list(Scan(path)) == _naive(path), path.name
+
+
+def test_summary_document(tmp_path: Path) -> None:
+    doc = summarize(_mixed_log(tmp_path))
+    assert doc["engine"] == "sglang"
+    assert doc["lines"] == 45
+    assert doc["records"] == {"decode": 9, "prefill": 3, "event": 6, "unparsed": 3}
+    assert doc["gen_throughput"]["peak"] == {"gen_throughput": 300.5, "ts": "2026-03-01T08:01:02", "line": 10}
+    assert doc["gen_throughput"]["mean"] == 200.17
+    assert doc["last_decode"]["line"] == 44 and doc["last_decode"]["token_usage"] == 0.3
+    assert doc["prefill"]["cache_hit_ratio"] == 0.25
+    assert doc["event_counts"] == {"retract": 3, "crash": 3}
+    assert doc["unparsed"] == 3 and doc["unparsed_samples"][0].endswith("Decode batch, garbage")
+    assert doc["first_ts"] == "2026-03-01T08:01:01" and doc["alerts"] == []
+    text = report.render_text(doc)
+    assert "peak 300.50" in text and "retract 3" in text and "\x1b[" not in text
+
+
+def test_gzip_log_reads_the_same(tmp_path: Path) -> None:
+    path = _mixed_log(tmp_path)
+    gz = tmp_path / "server.log.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert list(Scan(gz)) == list(Scan(path))
+
+
+def test_overlong_line_is_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    path.write_bytes(b"x" * (3 << 20) + b" Traceback\n" + DECODE.format(s=1, u=1, g="5.00").encode() + b"\n")
+    recs = list(Scan(path))
+    assert [(r["kind"], r["line"]) for r in recs] == [("decode", 2)]
+
+
+def _kdash(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dash", *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_cli_summary_json_and_text(real_logs: Path) -> None:
+    log = real_logs / "sglang-3909-decode-throughput-decrease.log"
+    res = _kdash("summary", str(log), "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["records"]["decode"] == 9 and doc["alerts"] == []
+    assert doc["gen_throughput"]["peak"]["gen_throughput"] == 186.99
+    text = _kdash("summary", str(log))
+    assert text.returncode == 0 and "decode 9" in text.stdout and "┤" in text.stdout
+
+
+def test_cli_export_formats(real_logs: Path) -> None:
+    log = real_logs / "sglang-10053-decode-cuda-graph-trailing-space.log"
+    res = _kdash("export", str(log))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert rows == _naive(log)
+    res = _kdash("export", str(log), "--format", "csv")
+    table = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["kind"] for r in table] == [r["kind"] for r in rows]
+    assert table[1]["gen_throughput"] == "1.06" and json.loads(table[1]["extra"]) == {"cuda_graph": True}
+
+
+@pytest.mark.parametrize("args", [("summary", "/no/such/log"), ("export", "/no/such/log"),
+                                  ("summary", "."), ("export", "x.log", "--format", "xml"),
+                                  ("summary",)])
+def test_cli_errors_are_one_line(args: tuple[str, ...]) -> None:
+    res = _kdash(*args)
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert res.stderr.startswith("kdash: ") and res.stderr.count("\n") == 1
+    assert "Traceback" not in res.stderr
