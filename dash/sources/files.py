@@ -303,8 +303,11 @@ class _CountJob:
         if wc is None or self.cancelled:
             return None
         with self._lock:
+            # Niced: a first count must not slow the reads the screen waits for.
+            nice = shutil.which("nice")
+            argv = [nice, "-n", "10", wc, "-l"] if nice else [wc, "-l"]
             self._proc = subprocess.Popen(
-                [wc, "-l"], stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                argv, stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
             )
             proc = self._proc
