@@ -115,11 +115,12 @@ def _partitions_view(tracker: Any, now: float) -> tuple[tuple[PartitionSnapshot,
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,
-                  tick_s: float = 1.0) -> list[Alert]:
+                  tick_s: float = 10.0) -> list[Alert]:
     """Every alert that fires over a log, with the log's own timestamps as the clock.
 
     Records without a timestamp keep the last time seen; the clock never goes back. Rules are
-    evaluated whenever the clock has moved `tick_s`, and once more at the end.
+    evaluated whenever the clock has moved `tick_s` (alert durations are minutes; an event's
+    alert takes its `since` from the event itself), and once more at the end.
     """
     cfg = dataclasses.replace(cfg or Config(), url="")
     state = RunState(cfg)
