@@ -1,0 +1,286 @@
+"""`kdash serve` as a real process: a run progresses in real files, Prometheus scrapes it over
+HTTP on 127.0.0.1, and the values match `kdash --once --json` for the same files. Also: nothing
+listens unless a metrics port is asked for."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _ts(offset: float = 0.0) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() + offset))
+
+
+def _decode(running: int, tokens: int, usage: float, tput: float, queue: int) -> str:
+    return (f"[{_ts()} TP0] Decode batch. #running-req: {running}, #token: {tokens}, "
+            f"token usage: {usage:.2f}, gen throughput (token/s): {tput:.2f}, "
+            f"#queue-req: {queue}\n")
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a") as fh:
+        fh.write(text)
+
+
+def _outputs(path: Path, n: int) -> None:
+    _append(path, "".join(json.dumps({"id": i, "text": "ok"}) + "\n" for i in range(n)))
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    """Keep the user's own config and state directory out of the test."""
+    env = dict(os.environ)
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
+               PYTHONUNBUFFERED="1")
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A run just past startup: the capacity line, a few decode lines, some outputs."""
+    (tmp_path / "out").mkdir()
+    log = tmp_path / "server.log"
+    _append(log, f"[{_ts()} TP0] max_total_num_tokens=903439, chunked_prefill_size=8192, "
+                 "max_prefill_tokens=16384, max_running_requests=3529, context_len=131072, "
+                 "available_gpu_mem=10.26 GB\n")
+    for i in range(5):
+        _append(log, _decode(8, 62531 + 320 * i, 0.12, 186.0 + i, 0))
+    _outputs(tmp_path / "out" / "B1.jsonl", 3)
+    return tmp_path
+
+
+def _source_args(d: Path) -> list[str]:
+    return ["--log", str(d / "server.log"), "--outputs", str(d / "out" / "*.jsonl"),
+            "--expect", "B1=10", "--expect", "B2=50", "--url", "", "--refresh", "0.2"]
+
+
+@pytest.fixture
+def serve(run_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dash", "serve", "--metrics-port", "0", *_source_args(run_dir)],
+        cwd=run_dir, env=_env(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        url = _read_url(proc)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def _read_url(proc: subprocess.Popen[str], timeout: float = 20.0) -> str:
+    """The URL `kdash serve` prints on stderr when it starts listening."""
+    assert proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sel.select(timeout=0.5):
+            line = proc.stderr.readline()
+            if "metrics on http://" in line:
+                return line.split("metrics on ", 1)[1].strip()
+            if not line and proc.poll() is not None:
+                break
+    raise AssertionError(f"kdash serve did not start (rc={proc.poll()})")
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _scrape(url: str) -> Samples:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        text = resp.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def _scrape_until(url: str, want: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+                  timeout: float = 20.0) -> Samples:
+    deadline = time.monotonic() + timeout
+    got: Samples = {}
+    while time.monotonic() < deadline:
+        got = _scrape(url)
+        if all(got.get(k) == v for k, v in want.items()):
+            return got
+        time.sleep(0.2)
+    missing = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
+    raise AssertionError(f"scrape never showed (want, got): {missing}")
+
+
+def _once_json(d: Path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", *_source_args(d)],
+                         cwd=d, env=_env(d), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _part(name: str) -> tuple[tuple[str, str], ...]:
+    return (("partition", name),)
+
+
+def test_scrape_matches_once_json_while_the_run_progresses(serve, run_dir: Path) -> None:
+    proc, url = serve
+    assert url.startswith("http://127.0.0.1:")
+    _scrape_until(url, {("kdash_partition_done", _part("B1")): 3,
+                        ("kdash_gen_throughput_tokens_per_second", ()): 190.0})
+    # The run moves on: a faster stretch (a new peak), then a slower one; B1 finishes, B2 starts.
+    log = run_dir / "server.log"
+    _append(log, _decode(64, 90000, 0.55, 1317.0, 4))
+    for i in range(4):
+        _append(log, _decode(120, 120000 + 100 * i, 0.97, 900.0 - i, 212 + i))
+    _outputs(run_dir / "out" / "B1.jsonl", 7)
+    _outputs(run_dir / "out" / "B2.jsonl", 12)
+    got = _scrape_until(url, {("kdash_partition_done", _part("B1")): 10,
+                              ("kdash_partition_done", _part("B2")): 12,
+                              ("kdash_queued_requests", ()): 215})
+    doc = _once_json(run_dir)
+
+    last = doc["server"]["last_decode"]
+    assert got[("kdash_gen_throughput_tokens_per_second", ())] == last["gen_throughput"] == 897.0
+    assert got[("kdash_running_requests", ())] == last["running_req"]
+    assert got[("kdash_queued_requests", ())] == last["queue_req"]
+    assert got[("kdash_token_usage_ratio", ())] == last["token_usage"]
+    assert got[("kdash_peak_gen_throughput_tokens_per_second", ())] == \
+        doc["server"]["peak"]["gen_throughput"] == 1317.0
+    assert got[("kdash_max_total_num_tokens", ())] == \
+        doc["server"]["facts"]["max_total_num_tokens"] == 903439
+    for p in doc["partitions"]:
+        assert got[("kdash_partition_done", _part(p["name"]))] == p["done"]
+        assert got[("kdash_partition_total", _part(p["name"]))] == p["total"]
+    # No GPU here: both say NVML is unavailable, so no GPU series are exported.
+    assert not any(k[0].startswith("kdash_gpu_") for k in got)
+    assert got[("kdash_source_up", (("source", "nvml"),))] == 0
+    assert got[("kdash_source_up", (("source", "server_log"),))] == 1
+    assert got[("kdash_source_up", (("source", "outputs"),))] == 1
+    exported = {(dict(k[1])["alert"], dict(k[1])["subject"] or None)
+                for k, v in got.items() if k[0] == "kdash_alert_active" and v == 1}
+    # serve watched B1 finish, so it says so; a one-shot read finds B1 already done at start,
+    # which is not news. Every other alert agrees.
+    once_alerts = {(a["id"], a.get("subject")) for a in doc["alerts"]}
+    assert ("partition_done", "B1") not in once_alerts
+    assert exported == once_alerts | {("partition_done", "B1")}
+    assert got[("kdash_alerts", (("severity", "info"),))] == \
+        sum(1 for a in doc["alerts"] if a["severity"] == "info") + 1
+
+
+def _listening_ports(pid: int) -> set[int]:
+    proc = psutil.Process(pid)
+    procs = [proc, *proc.children(recursive=True)]
+    return {c.laddr.port for p in procs for c in p.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_serve_listens_only_on_its_port_and_stops_on_sigterm(serve) -> None:
+    proc, url = serve
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    assert _listening_ports(proc.pid) == {port}
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+
+
+def test_serve_stops_on_sigint(serve) -> None:
+    proc, url = serve
+    _scrape(url)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=15) == 0
+
+
+def test_busy_port_is_one_line_and_exit_2(run_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "dash", "serve", "--metrics-port", str(port),
+             *_source_args(run_dir)],
+            cwd=run_dir, env=_env(run_dir), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and f"127.0.0.1:{port}" in out.stderr
+
+
+def test_serve_without_port_is_a_usage_error(run_dir: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "dash", "serve", *_source_args(run_dir)],
+                         cwd=run_dir, env=_env(run_dir), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "--metrics-port" in out.stderr
+
+
+def test_once_opens_no_listening_socket(run_dir: Path, monkeypatch, capsys) -> None:
+    pytest.importorskip("dash.once")
+    from dash.cli import main
+    from dash.config import Config
+    from dash.sources.prom_export import start_exporter
+
+    listened: list[object] = []
+    real_listen = socket.socket.listen
+
+    def spy(self: socket.socket, *args: int) -> None:
+        listened.append(self.getsockname())
+        real_listen(self, *args)
+
+    monkeypatch.setattr(socket.socket, "listen", spy)
+    for key, value in _env(run_dir).items():
+        if key.startswith("XDG_"):
+            monkeypatch.setenv(key, value)
+    monkeypatch.chdir(run_dir)
+    assert main(["--once", "--json", *_source_args(run_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["partitions"]
+    assert listened == []
+    # The spy does see a listener when one is asked for.
+    start_exporter(Config(metrics_port=0), lambda: None).close()
+    assert len(listened) == 1
+
+
+def test_plain_dashboard_opens_no_listening_socket(run_dir: Path) -> None:
+    pytest.importorskip("dash.ui.app")
+    import pty
+
+    master, slave = pty.openpty()
+    env = _env(run_dir) | {"TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    proc = subprocess.Popen([sys.executable, "-m", "dash", *_source_args(run_dir)], cwd=run_dir,
+                            env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    try:
+        drawn = 0
+        deadline = time.monotonic() + 30
+        settle: float | None = None
+        # Keep draining the terminal so the app never blocks on a full pty; look once it has
+        # drawn a screen and run its workers for a couple of seconds.
+        while time.monotonic() < deadline and proc.poll() is None:
+            sel = selectors.DefaultSelector()
+            sel.register(master, selectors.EVENT_READ)
+            if sel.select(timeout=0.2):
+                try:
+                    drawn += len(os.read(master, 65536))
+                except OSError:
+                    break
+            if settle is None and drawn > 2000:
+                settle = time.monotonic() + 2.0
+            if settle is not None and time.monotonic() > settle:
+                break
+        assert proc.poll() is None, "the dashboard exited"
+        assert drawn > 2000, "the dashboard drew nothing"
+        assert _listening_ports(proc.pid) == set()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        os.close(master)
