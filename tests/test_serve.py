@@ -165,6 +165,7 @@ def test_scrape_matches_once_json_while_the_run_progresses(serve, run_dir: Path)
         assert got[("kdash_partition_done", _part(p["name"]))] == p["done"]
         assert got[("kdash_partition_total", _part(p["name"]))] == p["total"]
     # No GPU here: both say NVML is unavailable, so no GPU series are exported.
+    assert doc["gpus"]["available"] is False
     assert not any(k[0].startswith("kdash_gpu_") for k in got)
     assert got[("kdash_source_up", (("source", "nvml"),))] == 0
     assert got[("kdash_source_up", (("source", "server_log"),))] == 1
@@ -284,3 +285,86 @@ def test_plain_dashboard_opens_no_listening_socket(run_dir: Path) -> None:
         proc.kill()
         proc.wait(timeout=10)
         os.close(master)
+
+
+class _ServeThread:
+    """The serve loop on its own event loop thread, stoppable from the test."""
+
+    def __init__(self, cfg, latest, **kwargs) -> None:
+        import asyncio
+        import threading
+
+        from dash.serve import serve
+
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self.error: BaseException | None = None
+
+        def main() -> None:
+            try:
+                self._loop.run_until_complete(serve(cfg, self._stop, latest.publish, **kwargs))
+            except BaseException as exc:  # surfaced by stop()
+                self.error = exc
+
+        self._thread = threading.Thread(target=main, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=15)
+        assert not self._thread.is_alive(), "the serve loop did not stop"
+        self._loop.close()
+        if self.error is not None:
+            raise self.error
+
+
+def test_simulated_run_scrape_matches_once_json(tmp_path: Path, monkeypatch) -> None:
+    import dataclasses
+    import io
+
+    from dash.once import run_once
+    from dash.serve import Latest
+    from dash.sim.run import SimRun
+    from dash.sources.prom_export import start_exporter
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    sim = SimRun(tmp_path / "run", scenario="healthy", gpus=2)
+    sim.start(background=False)  # HTTP on 127.0.0.1; the test moves simulated time itself
+    sim.advance_to(90)
+    cfg = dataclasses.replace(sim.config(), metrics_port=0, refresh=0.2, http_interval=0.3,
+                              nvml_interval=0.5, alert_history=False)
+    latest = Latest()
+    handle = start_exporter(cfg, latest.get)
+    loop = _ServeThread(cfg, latest, clock=sim.clock(), nvml_module=sim.nvml)
+    try:
+        for t in (90, 240, 420):  # the run progresses between scrapes
+            sim.advance_to(t)
+            out = io.StringIO()
+            assert run_once(cfg, as_json=True, nvml_module=sim.nvml, out=out) == 0
+            doc = json.loads(out.getvalue())
+            last = doc["server"]["last_decode"]
+            want = {("kdash_gen_throughput_tokens_per_second", ()): last["gen_throughput"],
+                    ("kdash_running_requests", ()): last["running_req"],
+                    ("kdash_queued_requests", ()): last["queue_req"],
+                    ("kdash_token_usage_ratio", ()): last["token_usage"],
+                    ("kdash_server_http_up", ()): 1.0 if doc["server"]["http"]["state"] == "up"
+                    else 0.0}
+            for p in doc["partitions"]:
+                want[("kdash_partition_done", _part(p["name"]))] = p["done"]
+                want[("kdash_partition_total", _part(p["name"]))] = p["total"]
+            for g in doc["gpus"]:
+                gpu = (("gpu", str(g["index"])),)
+                want[("kdash_gpu_memory_used_bytes", gpu)] = g["memory_used"]
+                want[("kdash_gpu_memory_free_bytes", gpu)] = g["memory_free"]
+            got = _scrape_until(handle.url, want)
+            assert len(doc["gpus"]) == 2
+            assert got[("kdash_max_total_num_tokens", ())] == \
+                doc["server"]["facts"]["max_total_num_tokens"]
+            assert got[("kdash_peak_gen_throughput_tokens_per_second", ())] == \
+                doc["server"]["peak"]["gen_throughput"]
+            assert all(got[("kdash_source_up", (("source", s),))] == 1
+                       for s in ("server_log", "http", "nvml", "client_log", "outputs"))
+    finally:
+        loop.stop()
+        handle.close()
+        sim.stop()
