@@ -169,6 +169,8 @@ class DashApp(WorkerApp):
         changes = self.state.tick(now)
         self._cpu = self.cpu_meter()
         apply.ring_for(self, changes)
+        if changes and self.collector is not None:
+            self.deliver_alerts(changes, now)
         if not self.paused or self.snap is None:
             self.snap = self.state.snapshot(now)
             self.render_snapshot()

@@ -1,73 +1,51 @@
 """Applying worker observations to the run state, on the main thread (the state's only owner).
 
-The appliers live with the state (`RunState.apply_*`) or the collector module
-(`dash.engine.apply_*`); this module is the one place the UI calls them, so the app's handlers stay
-one line each.
+The appliers themselves live in `dash.engine`; this module is the one place the UI calls them, so
+the app's handlers stay one line each, and it picks the raw log lines out for the log pane.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from textual.app import App
 
+from dash import engine
+
 BELL_SEVERITIES = frozenset({"warn", "crit"})
-
-
-def _applier(state: Any, kind: str) -> Callable[[Any, float], None] | None:
-    method = getattr(state, f"apply_{kind}", None)
-    if callable(method):
-        return method  # type: ignore[no-any-return]
-    try:
-        from dash import engine
-    except ImportError:
-        return None
-    fn = getattr(engine, f"apply_{kind}", None)
-    if not callable(fn):
-        return None
-    return lambda obs, now: fn(state, obs, now)
+PANE_LINES = 2000
+"""At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
 
 
 def files(state: Any, reading: Any, now: float) -> None:
     """Feed one `FilesRead` (new server records, client log, output counts) to the state."""
-    fn = _applier(state, "files")
-    if fn is not None:
-        fn(reading, now)
+    engine.apply_files(state, reading, now)
 
 
 def gpus(state: Any, reading: Any, now: float) -> None:
     """Feed one NVML reading (GPU snapshots or `NvmlUnavailable`)."""
-    fn = _applier(state, "gpus")
-    if fn is not None:
-        fn(reading, now)
-    elif hasattr(state, "gpus") and hasattr(state.gpus, "apply"):
-        state.gpus.apply(reading, now)
+    engine.apply_gpus(state, reading, now)
 
 
 def http(state: Any, sample: Any, now: float) -> None:
     """Feed one HTTP poll result."""
-    fn = _applier(state, "http")
-    if fn is not None:
-        fn(sample, now)
-    elif hasattr(state, "http") and hasattr(state.http, "apply"):
-        state.http.apply(sample, now)
+    engine.apply_http(state, sample, now)
 
 
 def processes(state: Any, procs: Any, now: float) -> None:
-    """Feed the client processes found."""
-    fn = _applier(state, "processes")
-    if fn is not None:
-        fn(procs, now)
+    """Feed the client processes found (or the error listing them)."""
+    engine.apply_processes(state, procs, now)
 
 
 def raw_lines(reading: Any) -> list[tuple[str, Sequence[str]]]:
     """The new raw lines of the server and client logs in a `FilesRead`, for the log pane."""
     out: list[tuple[str, Sequence[str]]] = []
     for source in ("server", "client"):
-        lines = getattr(reading, f"{source}_lines", None)
+        follow = getattr(reading, source, None)
+        lines = getattr(follow, "lines", None)
         if lines:
-            out.append((source, lines))
+            out.append((source, lines[-PANE_LINES:]))
     return out
 
 

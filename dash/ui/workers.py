@@ -38,6 +38,8 @@ class WorkerApp(App[int]):
         self._wake = threading.Event()
         self._watching = False
         self._failed: set[str] = set()
+        self._delivery: Any = None
+        self._delivery_errors: set[str] = set()
 
     def start_sources(self) -> None:
         """Start one worker per configured source."""
@@ -66,11 +68,13 @@ class WorkerApp(App[int]):
             # With a watcher, the timeout is only a safety net; without one it is the poll rate.
             idle = self.cfg.refresh * (3 if self._watching else 1)
             self._wake.clear()
-            self.post_message(FilesObserved(self.collector.read_files()))  # type: ignore[union-attr]
+            reading = self.collector.read_files()  # type: ignore[union-attr]
+            self.post_message(FilesObserved(reading))
             # Back off while the main thread is behind, so line batches never pile up unbounded.
             backlog = self.message_queue_size > BACKLOG
             self._stop.wait(MIN_READ_GAP_S * (8 if backlog else 1))
-            self._wake.wait(max(0.0, idle - MIN_READ_GAP_S))
+            if not getattr(reading, "more", False):  # more bytes waiting: read again at once
+                self._wake.wait(max(0.0, idle - MIN_READ_GAP_S))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="nvml")
     def nvml_loop(self) -> None:
@@ -96,6 +100,18 @@ class WorkerApp(App[int]):
             sample = await self.collector.poll_http()  # type: ignore[union-attr]
             self.post_message(HttpSampled(sample))
             await asyncio.sleep(self.cfg.http_interval)
+
+    @work(exit_on_error=False, group="alerts")
+    async def deliver_alerts(self, changes: Any, at: float) -> None:
+        """Send new alerts to --on-alert, --webhook and the history file (errors: one notice)."""
+        if self._delivery is None:
+            from dash.sources.alert_sinks import AlertDelivery
+
+            self._delivery = AlertDelivery.from_config(self.cfg)
+        for error in await self._delivery.deliver(changes, at):
+            if error not in self._delivery_errors:
+                self._delivery_errors.add(error)
+                self.notify(error, title="alert delivery", severity="warning")
 
     @work(exclusive=True, exit_on_error=False, group="watch")
     async def watch_loop(self) -> None:

@@ -1,0 +1,132 @@
+"""kdash in a real terminal: a detached 160x45 tmux session on a simulated run (`kdash demo`).
+
+Reads the screen with `capture-pane`, presses keys with `send-keys`, and checks the exit status and
+that the terminal is restored (alternate screen off) after `q`, SIGTERM and SIGHUP.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+class Tmux:
+    """One detached tmux session running kdash under bash, which records the exit status."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.name = f"kdash-test-{uuid.uuid4().hex[:8]}"
+        self.exit_file = tmp / "exit"
+        self.pid_file = tmp / "pid"
+        run_dir = tmp / "run"
+        kdash = f"{sys.executable} -m dash demo --speed 10 --dir {run_dir}"
+        # kdash runs in the foreground (it owns the terminal); bash records its exit status.
+        script = (f"cd {REPO}; echo $$ > {self.pid_file}; {kdash}; echo $? > {self.exit_file}; "
+                  "sleep 60")
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
+        env["TERM"] = "xterm-256color"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
+                        "bash", "--norc", "-c", script], check=True, env=env)
+
+    def tmux(self, *args: str) -> str:
+        out = subprocess.run(["tmux", *args], capture_output=True, text=True, check=False)
+        return out.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", self.name, key)
+            time.sleep(0.15)
+
+    def wait_for(self, check: Callable[[str], bool], timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if check(screen):
+                return screen
+            time.sleep(0.3)
+        raise AssertionError(f"screen never matched; last screen:\n{screen}")
+
+    def kdash_pid(self) -> int:
+        shell = int(self.pid_file.read_text())
+        out = subprocess.run(["pgrep", "-P", str(shell)], capture_output=True, text=True)
+        return int(out.stdout.split()[0])
+
+    def exit_status(self, timeout: float = 20.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.exit_file.exists() and self.exit_file.read_text().strip():
+                return int(self.exit_file.read_text())
+            time.sleep(0.2)
+        raise AssertionError("kdash did not exit")
+
+    def alternate_screen(self) -> bool:
+        return self.tmux("display", "-p", "-t", self.name, "#{alternate_on}").strip() == "1"
+
+    def close(self) -> None:
+        self.tmux("kill-session", "-t", self.name)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    session = Tmux(tmp_path)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def _ready(screen: str) -> bool:
+    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and (
+        "B2_opencodeinstruct" in screen
+    )
+
+
+def _details_line(screen: str) -> str:
+    """The first line of the selected partition's details (it starts with the partition name)."""
+    for line in screen.splitlines():
+        body = line.lstrip("│")
+        if "/outputs/" in body and body.split(" ", 1)[0].startswith("B"):
+            return body
+    raise AssertionError(f"no partition details on screen:\n{screen}")
+
+
+def test_panels_keys_and_q(tmux: Tmux) -> None:
+    screen = tmux.wait_for(_ready)
+    assert "server" in screen and "memory" in screen
+    assert _details_line(screen).startswith("B1_glaive")
+    assert "GPU 0 memory" in screen
+
+    tmux.keys("2", "g")
+    screen = tmux.wait_for(lambda s: "GPU 1 memory" in s)
+    assert _details_line(screen).startswith("B2_opencodeinstruct")
+
+    tmux.keys("q")
+    assert tmux.exit_status() == 0
+    assert not tmux.alternate_screen()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_signals_exit_cleanly(tmux: Tmux, sig: signal.Signals) -> None:
+    tmux.wait_for(_ready)
+    assert tmux.alternate_screen()
+    os.kill(tmux.kdash_pid(), sig)
+    assert tmux.exit_status() == 0
+    assert not tmux.alternate_screen()
