@@ -95,17 +95,18 @@ class ServeLoop:
     async def run(self, stop: asyncio.Event) -> None:
         """Poll every source on its own interval until `stop` is set; then release them."""
         cfg = self.cfg
-        loops = [_every(cfg.refresh, stop, self.files), _every(cfg.nvml_interval, stop, self.gpus)]
+        steps = [(cfg.refresh, self.files), (cfg.nvml_interval, self.gpus)]
         if cfg.url:
-            loops.append(_every(cfg.http_interval, stop, self.http))
+            steps.append((cfg.http_interval, self.http))
         if cfg.process:
-            loops.append(_every(cfg.nvml_process_interval, stop, self.processes))
-        # The first snapshot waits for one read of the files, so a scrape right after start
-        # already has the log's backfilled history.
-        await self.files()
-        loops.append(_every(cfg.refresh, stop, self.tick))
-        tasks = [asyncio.create_task(c) for c in loops]
+            steps.append((cfg.nvml_process_interval, self.processes))
+        steps.append((cfg.refresh, self.tick))
+        tasks: list[asyncio.Task[None]] = []
         try:
+            # The first snapshot waits for one read of the files, so a scrape right after start
+            # already has the log's backfilled history.
+            await self.files()
+            tasks = [asyncio.create_task(_every(i, stop, step)) for i, step in steps]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
                 t.result()  # a programming error surfaces instead of a silent, half-dead loop
