@@ -62,7 +62,7 @@ def _stats(msg: str) -> tuple[str, dict[str, Any], str] | None:
 def parse_line(text: str, lineno: int = 0) -> Record | None:
     """One log line -> a record, or None for a line of no interest. Never raises."""
     raw = text[:MAX_LINE_CHARS]
-    if not INTEREST.search(raw):
+    if "batch" not in raw and not INTEREST.search(raw):
         return None
     line = clean(raw)
     pre = split_prefix(line)

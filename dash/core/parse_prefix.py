@@ -77,14 +77,16 @@ def split_prefix(line: str) -> Prefix:
     ts: str | None = None
     engine: str | None = None
     pos = 0
-    m = _DOCKER.match(line)
-    if m:
-        ts = m.group(1)
-        pos = m.end()
-    m = _ACTOR.match(line, pos)
-    if m:
-        engine = _actor_engine(m.group(1))
-        pos = m.end()
+    if line[:1].isdigit():
+        m = _DOCKER.match(line)
+        if m:
+            ts = m.group(1)
+            pos = m.end()
+    if line.startswith("(", pos):
+        m = _ACTOR.match(line, pos)
+        if m:
+            engine = _actor_engine(m.group(1))
+            pos = m.end()
     if line.startswith("[", pos):
         m = _SGLANG.match(line, pos)
         if m:

@@ -17,6 +17,10 @@ _Conv = Callable[[str], Any]
 
 
 def _int(v: str) -> int | None:
+    try:
+        return int(v)  # the common case, at C speed
+    except ValueError:
+        pass
     v = v.strip()
     if v.startswith("full="):  # 0.4.9 SWA form `#token: full=N, swa=M`
         v = v[5:]
@@ -25,8 +29,13 @@ def _int(v: str) -> int | None:
 
 
 def _float(v: str) -> float | None:
+    try:
+        f = float(v)  # the common case, at C speed
+        return f if f - f == 0 else None  # not nan / inf
+    except ValueError:
+        pass
     v = v.strip().split(" ", 1)[0]  # `41.7 tokens/s`, `10 reqs`, `53.31 GB`
-    v = v.rstrip("%x").replace(",", "")
+    v = v.rstrip(".%x").replace(",", "")
     if v.startswith("full="):
         v = v[5:]
     try:
@@ -142,21 +151,22 @@ _PREFILL_HEAD = re.compile(
 _VLLM_HEAD = re.compile(r"(?:Engine (\d+): |(\d+) Engines Aggregated: )?(?=Avg prompt throughput: )")
 
 
+# `key: value` items separated by `", "`; an item without `": "` (the `swa=M` continuation of
+# the 0.4.9 SWA form, stray text) is skipped
+_PAIR = re.compile(r"(?:^|, )([^,]+?): ([^,]*)")
+
+
 def _fields(body: str, table: dict[str, tuple[str, _Conv]]) -> Fields:
     out: Fields = {}
-    body = body.rstrip().rstrip(",.").rstrip()
-    for item in body.split(", "):
-        key, sep, value = item.partition(": ")
-        if not sep:
-            continue  # `swa=M` continuation of the 0.4.9 SWA form, or stray text
-        spec = table.get(key.strip())
+    for key, value in _PAIR.findall(body):
+        spec = table.get(key)
         if spec is None:
             if key.endswith(" KV cache usage") and "GPU KV cache usage" not in out:
                 spec = ("token_usage", _fraction_of_percent)  # `XPU KV cache usage` (vLLM 0.33)
             else:
                 continue
         name, conv = spec
-        if name not in out or out[name] is None:
+        if name not in out:
             out[name] = conv(value)
     return out
 

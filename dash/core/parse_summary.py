@@ -18,32 +18,38 @@ MAX_POINTS = 512
 
 
 class Downsampled:
-    """(x, mean y) points; when full, neighbouring points merge and the stride doubles."""
+    """(x of a bucket's first sample, mean y) points; when full, neighbouring buckets merge
+    and the stride doubles. Only a bucket's first sample needs its x (`needs_x`), which
+    spares converting a timestamp per sample."""
 
     def __init__(self, max_points: int = MAX_POINTS) -> None:
         self.max_points = max_points
         self.stride = 1
         self.points: list[tuple[float, float]] = []
-        self._acc: list[tuple[float, float]] = []
+        self._x = 0.0
+        self._sum = 0.0
+        self._n = 0
 
-    def add(self, x: float, y: float) -> None:
-        self._acc.append((x, y))
-        if len(self._acc) < self.stride:
+    def needs_x(self) -> bool:
+        return self._n == 0
+
+    def add(self, x: float | None, y: float) -> None:
+        if self._n == 0:
+            self._x = x if x is not None else float(len(self.points) * self.stride)
+        self._sum += y
+        self._n += 1
+        if self._n < self.stride:
             return
-        self.points.append(_mean(self._acc))
-        self._acc = []
+        self.points.append((self._x, self._sum / self._n))
+        self._n, self._sum = 0, 0.0
         if len(self.points) >= self.max_points:
             pairs = zip(self.points[0::2], self.points[1::2], strict=False)
-            self.points = [_mean([a, b]) for a, b in pairs]
+            self.points = [(a[0], (a[1] + b[1]) / 2) for a, b in pairs]
             self.stride *= 2
 
     def series(self) -> list[tuple[float, float]]:
-        return self.points + ([_mean(self._acc)] if self._acc else [])
-
-
-def _mean(pts: list[tuple[float, float]]) -> tuple[float, float]:
-    n = len(pts)
-    return sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
+        tail = [(self._x, self._sum / self._n)] if self._n else []
+        return self.points + tail
 
 
 class LogSummary:
@@ -95,7 +101,9 @@ class LogSummary:
         self._gen_n += 1
         if self.peak is None or gen > self.peak["gen_throughput"]:
             self.peak = {"gen_throughput": gen, "ts": rec.get("ts"), "line": rec["line"]}
-        x = ts_to_epoch(rec.get("ts"), self.ref) if rec.get("ts") else None
+        x = None
+        if self.throughput.needs_x():
+            x = ts_to_epoch(rec.get("ts"), self.ref)
         self.throughput.add(float(self._gen_n) if x is None else x, gen)
 
     def engine(self) -> str:

@@ -1,0 +1,133 @@
+"""Benchmark: `kdash summary` on a large realistic server log, against `grep -c` on the same file.
+
+    .venv/bin/python bench/parse.py                # 1 GB log under bench/out/
+    .venv/bin/python bench/parse.py --size-mb 100  # a quick run
+
+The log mixes what a busy SGLang server writes during a batch-inference job: per second one
+`Decode batch` line, a few `Prefill batch` lines and many uvicorn access lines, with a startup
+section and a rare retraction. Both commands read the same file in the same run (the second
+read of each is from the page cache, as is the first after generation); the ratio is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+
+STARTUP = """\
+[2026-03-01 08:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tp_size=1, dp_size=1, mem_fraction_static=0.88, kv_cache_dtype='auto', max_running_requests=None, context_length=None, port=30000)
+[2026-03-01 08:00:10] Load weight begin. avail mem=78.53 GB
+[2026-03-01 08:00:25] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.41 GB, mem usage=15.12 GB.
+[2026-03-01 08:00:26] KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB
+[2026-03-01 08:00:26] Memory pool end. avail mem=6.31 GB
+[2026-03-01 08:00:26] Capture cuda graph begin. This can take up to several minutes. avail mem=6.21 GB
+[2026-03-01 08:00:36] Capture cuda graph end. Time elapsed: 9.81 s. mem usage=0.62 GB. avail mem=5.59 GB.
+[2026-03-01 08:00:37] max_total_num_tokens=463000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, available_gpu_mem=5.59 GB
+[2026-03-01 08:00:39] INFO:     Started server process [4021]
+[2026-03-01 08:00:39] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
+[2026-03-01 08:00:41] The server is fired up and ready to roll!
+"""
+
+
+def _stamp(t: int) -> str:
+    day, rest = divmod(t, 86400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    return f"2026-03-{1 + day % 28:02d} {h:02d}:{m:02d}:{s:02d}"
+
+
+def _second(rng: random.Random, t: int) -> str:
+    """What the server logs in one second of a busy run."""
+    ts = _stamp(t)
+    running = rng.randint(150, 256)
+    queue = rng.randint(0, 400)
+    lines = []
+    for _ in range(rng.randint(2, 4)):
+        new = rng.randint(1, 8192)
+        lines.append(
+            f"[{ts}] Prefill batch, #new-seq: {rng.randint(1, 9)}, #new-token: {new}, "
+            f"#cached-token: {rng.randint(0, 4096)}, token usage: {rng.random():.2f}, "
+            f"#running-req: {running}, #queue-req: {queue}, #pending-token: {rng.randint(0, 99999)}, "
+            f"cuda graph: False, input throughput (token/s): {rng.uniform(1e3, 3e4):.2f}"
+        )
+    lines.append(
+        f"[{ts}] Decode batch, #running-req: {running}, #token: {rng.randint(10000, 463000)}, "
+        f"token usage: {rng.random():.2f}, cuda graph: True, "
+        f"gen throughput (token/s): {rng.uniform(2000, 9000):.2f}, #queue-req: {queue}"
+    )
+    for _ in range(rng.randint(12, 20)):
+        lines.append(
+            f'[{ts}] INFO:     127.0.0.1:{rng.randint(30000, 60000)} - '
+            f'"POST /v1/chat/completions HTTP/1.1" 200 OK'
+        )
+    if rng.random() < 0.0005:
+        lines.append(f"[{ts}] KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+                     f"#new_token_ratio: 0.4000 -> 0.5322")
+    rng.shuffle(lines)
+    return "\n".join(lines) + "\n"
+
+
+def generate(path: Path, size_mb: int) -> None:
+    """Write the mixed log (deterministic for a given size)."""
+    rng = random.Random(size_mb)
+    target = size_mb * 1024 * 1024
+    written = 0
+    t = 8 * 3600 + 60
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(STARTUP)
+        while written < target:
+            block = "".join(_second(rng, t + i) for i in range(2000))
+            t += 2000
+            fh.write(block)
+            written += len(block)
+
+
+def _time(cmd: list[str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - t0
+    if res.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()[-500:]}")
+    return elapsed, res.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024, help="log size (default 1024)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--repeat", type=int, default=2, help="best of N runs each (default 2)")
+    ns = ap.parse_args()
+    path = OUT / f"mixed-{ns.size_mb}mb.log"
+    if not path.exists() or path.stat().st_size < ns.size_mb * 1024 * 1024:
+        print(f"generating {path} ...", flush=True)
+        generate(path, ns.size_mb)
+    grep = shutil.which("grep") or "grep"
+    kdash = [sys.executable, "-m", "dash", "summary", str(path), "--json"]
+    g_times, k_times = [], []
+    for _ in range(ns.repeat):
+        g, g_out = _time([grep, "-c", "Decode batch", str(path)])
+        k, _ = _time(kdash)
+        g_times.append(g)
+        k_times.append(k)
+    g, k = min(g_times), min(k_times)
+    size = path.stat().st_size / 1e6
+    print(f"log: {size:.0f} MB, {int(g_out.strip())} decode lines")
+    print(f"grep -c 'Decode batch': {g:.2f} s  ({size / g:.0f} MB/s)")
+    print(f"kdash summary:          {k:.2f} s  ({size / k:.0f} MB/s)")
+    print(f"ratio kdash/grep: {k / g:.1f}x (goal: within 5x)")
+    if not ns.keep:
+        path.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
