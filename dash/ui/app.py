@@ -100,6 +100,8 @@ class DashApp(WorkerApp):
         handle_signals: bool = False,
     ) -> None:
         super().__init__(cfg, collector)
+        # The terminal's own ANSI palette, set before anything renders: cell styles are cached.
+        self.theme = "ansi-dark"
         self.handle_signals = handle_signals
         self.state = state
         self.clock: Clock = clock or SystemClock()
@@ -132,7 +134,6 @@ class DashApp(WorkerApp):
         yield Static(KEY_HINTS, id="keys")
 
     def on_mount(self) -> None:
-        self.theme = "ansi-dark"
         self.query_one("#log", LogPane).display = False
         self.query_one("#server", ServerPanel).border_title = "server"
         self.query_one("#gpus", GpuPanel).border_title = "GPUs"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
@@ -19,6 +20,9 @@ class AlertsPanel(Static):
 
     COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
 
+    def _st(self, name: str) -> Style:
+        return self.get_component_rich_style(f"alerts--{name}", partial=True)
+
     def show(self, snap: RunSnapshot, compact: bool = False) -> None:
         """Render the alerts of `snap`; compact shows one line per alert."""
         alerts = ordered(snap.alerts)
@@ -29,12 +33,12 @@ class AlertsPanel(Static):
         self.set_class(worst < 1, "-ok")
         self.border_title = f"alerts ({len(live)} active)" if alerts else "alerts"
         if not alerts:
-            self.update(Text("all clear", self.get_component_rich_style("alerts--ok")))
+            self.update(Text("all clear", self._st("ok")))
             return
         t = Text(overflow="ellipsis")
-        dim = self.get_component_rich_style("alerts--dim")
+        dim = self._st("dim")
         for a in alerts:
-            style = dim if a.acknowledged else self.get_component_rich_style(f"alerts--{a.severity}")
+            style = dim if a.acknowledged else self._st(f"{a.severity}")
             if len(t):
                 t.append("\n")
             t.append(f"{a.severity.upper():<4} ", style)

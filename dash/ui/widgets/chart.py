@@ -173,6 +173,10 @@ class BrailleChart(Widget):
         plot_h = height - 2
         if plot_h < 1:
             return strips
+        if not any(data.series):
+            blank = Strip.blank(width)
+            note = Strip([Segment("no data yet".center(width), self._style("chart--axis"))])
+            return strips + [blank] * ((plot_h - 1) // 2) + [note.adjust_cell_length(width)]
         cols = (width - GUTTER) * 2
         per_series = [column_values(s, data.start, data.end, cols) for s in data.series]
         top = data.ymax or nice_ceiling(max(

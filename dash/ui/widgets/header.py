@@ -56,7 +56,7 @@ class HeaderBar(Static):
         self.update(text)
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"header--{name}")
+        return self.get_component_rich_style(f"header--{name}", partial=True)
 
     def _line1(self, snap: RunSnapshot, extra: HeaderState) -> Text:
         label, level, since = server_state(snap)

@@ -20,8 +20,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("c", "log pane: switch server / client log"),
     ("/", "log pane: filter (Enter keeps it, Esc clears it)"),
     ("d", "log pane: dim decode-stats lines on / off"),
-    ("p", "pause / resume screen updates (data keeps being read)"),
-    ("a", "acknowledge the active alerts (no more bell for them)"),
+    ("p", "pause / resume the screen (data is still read)"),
+    ("a", "acknowledge the active alerts"),
     ("+ / -", "chart time window: 5m, 15m, 1h, all"),
     ("r", "reset the throughput peak"),
     ("ctrl+l", "redraw the whole screen (after a tmux reattach)"),
@@ -31,11 +31,11 @@ KEYS: tuple[tuple[str, str], ...] = (
 def help_text() -> Text:
     """The key list as text."""
     t = Text()
-    t.append("kdash keys\n\n", "bold")
+    t.append("kdash keys\n", "bold")
     for key, what in KEYS:
         t.append(f"  {key:<12}", "bold")
         t.append(f"{what}\n")
-    t.append("\nctrl+a and ctrl+b are left to tmux.", "dim")
+    t.append("ctrl+a and ctrl+b are left to tmux.", "dim")
     return t
 
 

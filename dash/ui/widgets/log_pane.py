@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -33,6 +34,9 @@ class LogPane(Vertical):
     """Hidden until `l`; `c` switches server/client; `/` filters; `d` toggles dim decode lines."""
 
     COMPONENT_CLASSES = {"logpane--decode", "logpane--match"}
+
+    def _st(self, name: str) -> Style:
+        return self.get_component_rich_style(f"logpane--{name}", partial=True)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -111,7 +115,7 @@ class LogPane(Vertical):
                  "dim")
         if self.filter:
             t.append("  filter: ")
-            t.append(self.filter, self.get_component_rich_style("logpane--match"))
+            t.append(self.filter, self._st("match"))
         self.query_one("#log-title", Static).update(t)
 
     def _matches(self, line: str) -> bool:
@@ -119,5 +123,5 @@ class LogPane(Vertical):
 
     def _text(self, line: str) -> Text:
         if self.dim_decode and is_decode_line(line):
-            return Text(line, self.get_component_rich_style("logpane--decode"), no_wrap=True)
+            return Text(line, self._st("decode"), no_wrap=True)
         return Text(line, no_wrap=True)

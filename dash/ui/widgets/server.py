@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
@@ -43,6 +44,9 @@ class ServerPanel(Static):
 
     COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim"}
 
+    def _st(self, name: str) -> Style:
+        return self.get_component_rich_style(f"server--{name}", partial=True)
+
     def show(self, snap: RunSnapshot) -> None:
         """Render facts and events from `snap`."""
         facts = {**snap.http.facts, **snap.server.facts}
@@ -50,18 +54,18 @@ class ServerPanel(Static):
         pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
         for i in range(0, len(pairs), 2):
             for label, value in pairs[i : i + 2]:
-                t.append(f"{label:>12} ", self.get_component_rich_style("server--dim"))
+                t.append(f"{label:>12} ", self._st("dim"))
                 t.append(f"{value:<16}")
             t.append("\n")
         srv = snap.server
-        t.append(f"{'log':>12} ", self.get_component_rich_style("server--dim"))
+        t.append(f"{'log':>12} ", self._st("dim"))
         t.append(f"{srv.lines:,} lines, {srv.records:,} stats, {srv.unparsed} unparsed")
         if srv.status != "ok":
             t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
-                     self.get_component_rich_style("server--warn"))
+                     self._st("warn"))
         if snap.http.disagreement:
             t.append(f"\n{'http':>12} {fmt.clean(snap.http.disagreement, 80)}",
-                     self.get_component_rich_style("server--warn"))
+                     self._st("warn"))
         t.append("\n")
         for ev in srv.events[-SHOWN_EVENTS:]:
             self._event(t, ev)
@@ -71,6 +75,6 @@ class ServerPanel(Static):
         name = str(ev.get("event", "?"))
         level = EVENT_LEVEL.get(name, "dim")
         ts = fmt.clean(str(ev.get("ts") or ""), 19)[-8:]
-        t.append(f"\n{ts:>8} ", self.get_component_rich_style("server--dim"))
-        t.append(f"{name:<12} ", self.get_component_rich_style(f"server--{level}"))
+        t.append(f"\n{ts:>8} ", self._st("dim"))
+        t.append(f"{name:<12} ", self._st(f"{level}"))
         t.append(fmt.clean(str(ev.get("message", "")), 160))

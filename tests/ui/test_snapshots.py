@@ -1,0 +1,52 @@
+"""Screen snapshots of the frozen fake run (pytest-textual-snapshot).
+
+The app gets a fixed clock, a fixed CPU figure, no sources and no refresh timer, so each frame is
+a pure function of the fixture. Update baselines with `pytest tests/ui --snapshot-update` after a
+deliberate change, and look at `snapshot_report.html` when one fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from dash.core.snapshot import GpusSnapshot
+from dash.core.snapshot import HttpSnapshot as Http
+from dash.ui.app import DashApp
+from dash.ui.widgets.log_pane import LogPane
+from ui.fake_run import NOW, SERVER_LINES, snapshot
+
+SnapCompare = Callable[..., bool]
+MakeApp = Callable[..., DashApp]
+
+
+def test_full_layout(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(160, 45))
+
+
+def test_compact_layout(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(80, 24))
+
+
+def test_log_pane_with_markup_in_lines(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    async def feed(pilot: Pilot[Any]) -> None:
+        pilot.app.query_one(LogPane).append("server", SERVER_LINES)
+
+    assert snap_compare(make_app(), terminal_size=(160, 45), run_before=feed,
+                        press=["l", "2", "g", "g", "plus"])
+
+
+def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    snap = snapshot(
+        http=Http(url="http://127.0.0.1:30000", state="down", since=NOW - 75.0,
+                  reason="connection refused", consecutive_failures=38),
+        gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"),
+        alerts=(),
+    )
+    assert snap_compare(make_app(snap), terminal_size=(160, 45))
+
+
+def test_help_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["question_mark"])
