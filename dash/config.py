@@ -259,6 +259,9 @@ def build_config(
             f"nvml_interval must be at least {MIN_NVML_INTERVAL_S} s (NVML holds a driver lock), "
             f"got {cfg.nvml_interval}"
         )
+    from dash.core.alerts import AlertConfig
+
+    AlertConfig.from_mapping(cfg.alerts)  # a bad threshold is a one-line error now, not at start-up
     if cfg.gpus is None and os.environ.get("CUDA_VISIBLE_DEVICES", "").strip():
         try:
             cfg = dataclasses.replace(cfg, gpus=parse_gpus(os.environ["CUDA_VISIBLE_DEVICES"]))

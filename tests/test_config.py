@@ -1,0 +1,85 @@
+"""Config precedence and one-line errors, through the real CLI entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dash.cli import main
+from dash.config import DEFAULT_URL, ConfigError, build_config
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_later_layers_win_user_then_cwd_then_file_then_flags(tmp_path: Path) -> None:
+    user = _write(tmp_path / "user.toml", 'log = "user.log"\nrefresh = 5\n[expect]\nB1 = 1\n')
+    _write(tmp_path / "kdash.toml", 'log = "cwd.log"\nurl = "http://127.0.0.1:8000"\n')
+    extra = _write(tmp_path / "extra.toml", 'url = "http://127.0.0.1:9000"\n[expect]\nB2 = 2\n')
+    cfg = build_config({"refresh": 2.0, "expect": ["B1=10"]}, config_file=extra, cwd=tmp_path,
+                       user_file=user)
+    assert cfg.log == Path("cwd.log")
+    assert cfg.url == "http://127.0.0.1:9000"
+    assert cfg.refresh == 2.0
+    assert dict(cfg.expect) == {"B1": 10, "B2": 2}
+
+
+def test_defaults_and_emptiness(tmp_path: Path) -> None:
+    cfg = build_config({}, cwd=tmp_path, user_file=tmp_path / "none.toml")
+    assert cfg.url == DEFAULT_URL
+    assert cfg.is_empty()
+    assert not build_config({"url": "http://h:1"}, cwd=tmp_path, user_file=tmp_path / "n").is_empty()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("log = 3\n", "log must be a path"),
+        ("refresh = -1\n", "refresh must be a positive number"),
+        ("bogus = 1\n", "unknown setting 'bogus'"),
+        ("gpus = 'a,b'\n", "expected GPU indices"),
+        ("[expect]\nB1 = 'many'\n", "must be a whole number"),
+        ("[alerts]\nnot_a_threshold = 1\n", "unknown alert setting"),
+        ("log = [\n", "invalid TOML"),
+        ("metrics_port = 70000\n", "a port number"),
+        ("nvml_interval = 0.1\n", "NVML holds a driver lock"),
+    ],
+)
+def test_bad_config_is_one_line_exit_2(tmp_path: Path, capsys, text: str, message: str) -> None:
+    cfg = _write(tmp_path / "k.toml", text)
+    assert main(["--log", str(tmp_path / "x.log"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("kdash: ")
+    with pytest.raises(ConfigError):
+        build_config({}, config_file=cfg, cwd=tmp_path, user_file=tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--json"], ["--bogus"], ["--log"], ["--refresh", "x", "--log", "a"], ["--expect", "B1", "--log", "a"],
+     ["--config", "/nonexistent/k.toml"], ["serve", "--log", "a"], ["summary"], ["export", "a", "--format", "xml"]],
+)
+def test_usage_errors_are_one_line_exit_2(argv: list[str], capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kdash: ") and err.count("\n") == 1
+
+
+def test_nothing_configured_says_what_to_pass(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "--log" in err and "kdash demo" in err and err.count("\n") == 1
+
+
+def test_cuda_visible_devices_selects_gpus(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    cfg = build_config({"log": "a"}, cwd=tmp_path, user_file=tmp_path / "none.toml")
+    assert cfg.gpus == (2, 3)
+    assert build_config({"log": "a", "gpus": "0"}, cwd=tmp_path, user_file=tmp_path / "n").gpus == (0,)
