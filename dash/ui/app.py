@@ -37,6 +37,8 @@ from dash.ui.workers import WorkerApp
 
 COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
+TABLE_PERIOD_S = 2.0
+"""How often a timer tick refreshes the partition and GPU tables."""
 KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / filter  "
              "p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
 
@@ -50,16 +52,20 @@ class StateLike(Protocol):
 
 
 class CpuMeter:
-    """This process's CPU use since the last call, in percent of one core."""
+    """This process's CPU use in percent of one core, averaged over `period` seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, period: float = 5.0) -> None:
+        self.period = period
         self._last = (time.monotonic(), time.process_time())
+        self._value: float | None = None
 
     def __call__(self) -> float | None:
         wall, cpu = time.monotonic(), time.process_time()
         dw, dc = wall - self._last[0], cpu - self._last[1]
-        self._last = (wall, cpu)
-        return 100.0 * dc / dw if dw > 0 else None
+        if dw >= self.period:  # a steadier figure, and a header that repaints less often
+            self._last = (wall, cpu)
+            self._value = 100.0 * dc / dw
+        return self._value
 
 
 class DashApp(WorkerApp):
@@ -118,6 +124,8 @@ class DashApp(WorkerApp):
         self.frames = 0
         self._cpu: float | None = None
         self._signals: list[int] = []
+        self._tables_at = float("-inf")
+        self.table_period = TABLE_PERIOD_S if live else 0.0
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -174,20 +182,28 @@ class DashApp(WorkerApp):
             self.deliver_alerts(changes, now)
         if not self.paused or self.snap is None:
             self.snap = self.state.snapshot(now)
-            self.render_snapshot()
+            self.render_snapshot(tick=True)
         else:
             self._render_header()
 
-    def render_snapshot(self) -> None:
-        """Push the current snapshot into every panel (each skips what did not change)."""
+    def render_snapshot(self, tick: bool = False) -> None:
+        """Push the current snapshot into every panel (each skips what did not change).
+
+        On a timer tick the tables are refreshed every TABLE_PERIOD_S only: a DataTable repaints
+        all of its rows for any changed cell, the largest cost of a frame. A key shows at once.
+        """
         snap = self.snap
         if snap is None:
             return
         self.frames += 1
+        mono = time.monotonic()
+        tables = not tick or mono - self._tables_at >= self.table_period
         with self.batch_update():
             self._render_header()
-            self.query_one("#partitions", PartitionTable).show(snap)
-            self.query_one("#gpus", GpuPanel).show(snap)
+            if tables:
+                self._tables_at = mono
+                self.query_one("#partitions", PartitionTable).show(snap)
+                self.query_one("#gpus", GpuPanel).show(snap)
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
             self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)

@@ -17,14 +17,17 @@ def clean(text: str, limit: int = MAX_SHOWN) -> str:
 
 
 def dur(seconds: float | None) -> str:
-    """`45s`, `12m05s`, `3h12m`, `2d04h`."""
+    """`45s`, `12m`, `3h12m`, `2d04h`: seconds only under a minute.
+
+    Coarse on purpose: text that changes every second repaints its panel every second.
+    """
     if seconds is None or seconds != seconds:
         return "-"
     s = max(0, int(seconds))
     if s < 60:
         return f"{s}s"
     if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
+        return f"{s // 60}m"
     if s < 86400:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"

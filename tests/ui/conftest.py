@@ -25,7 +25,8 @@ def build_app(snap: RunSnapshot | None = None, **kwargs: Any) -> DashApp:
     """A DashApp on the frozen run: fixed clock, fixed CPU figure, no sources, no refresh timer."""
     state = kwargs.pop("state", None) or FrozenState(snap)
     kwargs.setdefault("live", False)
-    return DashApp(Config(), state=state, clock=FakeClock(NOW), cpu_meter=lambda: 0.4, **kwargs)
+    kwargs.setdefault("cpu_meter", lambda: 0.4)
+    return DashApp(Config(), state=state, clock=FakeClock(NOW), **kwargs)
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
 
 from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
 from dash.ui import fmt
+from dash.ui.widgets.panel import Panel
 
 
 def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
@@ -15,7 +15,7 @@ def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
     return sorted(alerts, key=lambda a: (a.acknowledged, -SEVERITY_ORDER.get(a.severity, 0), a.since))
 
 
-class AlertsPanel(Static):
+class AlertsPanel(Panel):
     """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border."""
 
     COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
@@ -33,7 +33,7 @@ class AlertsPanel(Static):
         self.set_class(worst < 1, "-ok")
         self.border_title = f"alerts ({len(live)} active)" if alerts else "alerts"
         if not alerts:
-            self.update(Text("all clear", self._st("ok")))
+            self.show_text(Text("all clear", self._st("ok")))
             return
         t = Text(overflow="ellipsis")
         dim = self._st("dim")
@@ -50,4 +50,4 @@ class AlertsPanel(Static):
                 continue
             t.append(f"\n     {fmt.clean(a.evidence, 200)}", dim)
             t.append(f"\n     → {fmt.clean(a.hint, 200)}")
-        self.update(t)
+        self.show_text(t)

@@ -6,11 +6,11 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from dash.core.snapshot import GpuSnapshot, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.keyed_table import Cell, KeyedTable
+from dash.ui.widgets.panel import Panel
 
 BAR_WIDTH = 14
 WARN_FRAC = 0.95
@@ -66,16 +66,17 @@ class GpuPanel(Vertical):
     """The table, or a banner saying why there is none."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="nvml-banner")
+        yield Panel(id="nvml-banner")
         yield GpuTable(id="gpu-table")
 
     def show(self, snap: RunSnapshot) -> None:
         """Show the GPUs, or the reason NVML is unavailable."""
         gpus = snap.gpus
-        banner = self.query_one("#nvml-banner", Static)
+        banner = self.query_one("#nvml-banner", Panel)
         unavailable = not gpus.available
-        banner.display = unavailable
+        if banner.display != unavailable:
+            banner.display = unavailable
         if unavailable:
             reason = fmt.clean(gpus.reason or "unknown reason", 200)
-            banner.update(Text(f"NVML unavailable: {reason}"))
+            banner.show_text(Text(f"NVML unavailable: {reason}"))
         self.query_one(GpuTable).show(snap)

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
 
 from dash.core.snapshot import RunSnapshot
 from dash.ui import fmt
+from dash.ui.widgets.panel import Panel
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
     return f"log quiet {fmt.dur(age)}", "warn", None
 
 
-class HeaderBar(Static):
+class HeaderBar(Panel):
     """Top of the screen. Styles come from the component classes in dash.tcss."""
 
     COMPONENT_CLASSES = {"header--ok", "header--warn", "header--crit", "header--dim", "header--key"}
@@ -53,7 +53,7 @@ class HeaderBar(Static):
         text.append_text(self._line1(snap, extra))
         text.append("\n")
         text.append_text(self._line2(snap, extra))
-        self.update(text)
+        self.show_text(text)
 
     def _st(self, name: str) -> Style:
         return self.get_component_rich_style(f"header--{name}", partial=True)

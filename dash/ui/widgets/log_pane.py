@@ -14,9 +14,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, RichLog, Static
+from textual.widgets import Input, RichLog
 
 from dash.ui import fmt
+from dash.ui.widgets.panel import Panel
 
 KEEP_LINES = 2000
 """Raw lines kept per log, so that a filter can search back a little."""
@@ -49,7 +50,7 @@ class LogPane(Vertical):
         self.dim_decode = True
 
     def compose(self) -> ComposeResult:
-        yield Static(id="log-title")
+        yield Panel(id="log-title")
         yield RichLog(id="log-view", max_lines=SHOWN_LINES, wrap=False, markup=False,
                       highlight=False, auto_scroll=True)
         yield Input(id="log-filter", placeholder="filter (Enter keeps, Esc clears)")
@@ -116,7 +117,7 @@ class LogPane(Vertical):
         if self.filter:
             t.append("  filter: ")
             t.append(self.filter, self._st("match"))
-        self.query_one("#log-title", Static).update(t)
+        self.query_one("#log-title", Panel).show_text(t)
 
     def _matches(self, line: str) -> bool:
         return not self.filter or self.filter.lower() in line.lower()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
 
 from dash.core.snapshot import PartitionSnapshot, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.keyed_table import Cell, KeyedTable
+from dash.ui.widgets.panel import Panel
 
 BAR_WIDTH = 16
 STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim"}
@@ -61,14 +61,14 @@ class PartitionTable(KeyedTable):
         }
 
 
-class PartitionDetails(Static):
+class PartitionDetails(Panel):
     """Path, lines at start vs written since, last write and recent rate of one partition."""
 
     def show(self, snap: RunSnapshot, name: str | None) -> None:
         """Describe the partition called `name` (the table's selection)."""
         p = next((p for p in snap.partitions if p.name == name), None)
         if p is None:
-            self.update(Text("no partitions yet: pass --outputs 'out/*.jsonl'", "dim"))
+            self.show_text(Text("no partitions yet: pass --outputs 'out/*.jsonl'", "dim"))
             return
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(fmt.clean(p.name, 60), "bold")
@@ -82,4 +82,4 @@ class PartitionDetails(Static):
         t.append(f"  recent {fmt.num(p.recent_rate_per_min, '/min', 1)}")
         if p.eta_low_s is not None and p.eta_high_s is not None:
             t.append(f"  ETA {fmt.dur(p.eta_low_s)}..{fmt.dur(p.eta_high_s)}")
-        self.update(t)
+        self.show_text(t)

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
 
 from dash.core.snapshot import RunSnapshot
 from dash.ui import fmt
+from dash.ui.widgets.panel import Panel
 
 FACTS: tuple[tuple[str, str, str], ...] = (
     ("max_total_num_tokens", "max tokens", "{:,}"),
@@ -39,7 +39,7 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
         return fmt.clean(str(value), 40)
 
 
-class ServerPanel(Static):
+class ServerPanel(Panel):
     """Facts in two columns, then the most recent events (ready, restart, OOM)."""
 
     COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim"}
@@ -69,7 +69,7 @@ class ServerPanel(Static):
         t.append("\n")
         for ev in srv.events[-SHOWN_EVENTS:]:
             self._event(t, ev)
-        self.update(t)
+        self.show_text(t)
 
     def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))
