@@ -11,7 +11,7 @@ same run:
 - parsing alone: `parse_metrics` (drops unused families first) against prometheus_client's parser
   over the whole text.
 
-    .venv/bin/python bench/http.py [--quick]
+    .venv/bin/python bench/http_poll.py [--quick]
 """
 
 from __future__ import annotations
@@ -19,24 +19,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# This file is named http.py: take its folder off the path so `http` stays the standard library's.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Awaitable, Callable  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+import argparse
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import httpx  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
-from dash.core.http_state import HttpTracker  # noqa: E402
-from dash.core.prom import parse_metrics  # noqa: E402
-from dash.sources.http import HttpPoller  # noqa: E402
+from dash.core.http_state import HttpTracker
+from dash.core.prom import parse_metrics
+from dash.sources.http import HttpPoller
 
 FAMILIES = 170
 BUCKETS = tuple(0.005 * 2**i for i in range(19)) + (float("inf"),)
