@@ -8,74 +8,24 @@ of lines cannot swing; the ETA range comes from the long window and a recent one
 
 from __future__ import annotations
 
-import glob
-import os
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Literal
 
+from dash.core.globs import expected_output, glob_error, partition_name
 from dash.core.snapshot import PartitionSnapshot, RunTotals
+
+__all__ = ["RECENT_S", "STALL_AFTER_S", "WINDOW_S", "OutputCount", "PartitionsTracker", "Status",
+           "glob_error", "partition_name"]
 
 WINDOW_S = 600.0
 RECENT_S = 120.0
 STALL_AFTER_S = 300.0
-Status = Literal["counting", "pending", "running", "stalled", "done"]
+Status = Literal["counting", "pending", "running", "stalled", "idle", "done"]
 
 MIN_SPAN_S = 20.0
 """A rate over less time than this is noise."""
-
-
-def glob_error(pattern: str) -> str | None:
-    """Why `pattern` is not a usable glob, or None."""
-    if not pattern.strip():
-        return "empty glob"
-    if "\x00" in pattern:
-        return f"glob contains a NUL byte: {pattern!r}"
-    if pattern.endswith(("/", os.sep)):
-        return f"glob names a directory, not files: {pattern!r}"
-    depth = 0
-    for ch in pattern:
-        if ch == "[":
-            depth += 1
-        elif ch == "]" and depth:
-            depth -= 1
-    if depth:
-        return f"unbalanced '[' in glob: {pattern!r}"
-    return None
-
-
-def partition_name(pattern: str, path: str) -> str:
-    """The part of `path` that the glob's wildcards matched: what tells partitions apart.
-
-    `prepared/*/responses.jsonl` names `prepared/B2/responses.jsonl` "B2"; `out/*.jsonl` names
-    `out/B2.jsonl` "B2" (the stem); a literal path is named by its stem.
-    """
-    pparts = PurePath(pattern).parts
-    parts = PurePath(path).parts
-    if len(pparts) == len(parts) and "**" not in pattern:
-        picked = [
-            _stem(p) if i == len(parts) - 1 else p
-            for i, (pp, p) in enumerate(zip(pparts, parts, strict=True))
-            if glob.has_magic(pp)
-        ]
-        if picked:
-            return "/".join(picked)
-        return _stem(parts[-1])
-    literal = 0
-    while literal < min(len(pparts), len(parts)) - 1 and not glob.has_magic(pparts[literal]):
-        literal += 1
-    rest = list(parts[literal:])
-    rest[-1] = _stem(rest[-1])
-    return "/".join(rest)
-
-
-def _stem(name: str) -> str:
-    for ext in (".jsonl", ".json", ".ndjson", ".txt", ".csv", ".gz"):
-        if name.endswith(ext) and len(name) > len(ext):
-            return name[: -len(ext)]
-    return PurePath(name).stem or name
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +94,14 @@ class PartitionsTracker:
         window_s: float = WINDOW_S,
         recent_s: float = RECENT_S,
         stall_after_s: float = STALL_AFTER_S,
+        outputs: tuple[str, ...] = (),
     ) -> None:
+        """`outputs`: the output globs, to say where a partition with no file yet will write."""
         self._expect = dict(expect or {})
         self._input_totals: dict[str, int] = {}
         self._parts: dict[str, _Part] = {}
+        self._outputs = outputs
+        self._expected_paths: dict[str, str] = {}
         self._window = window_s
         self._recent = recent_s
         self._stall = stall_after_s
@@ -204,8 +158,21 @@ class PartitionsTracker:
         return self._expect.get(name, self._input_totals.get(name))
 
     def snapshot(self, now: float) -> tuple[PartitionSnapshot, ...]:
-        """Every partition, sorted by name."""
-        return tuple(self._snap(name, p, now) for name, p in sorted(self._parts.items()))
+        """Every partition, sorted by name: those with an output file, and those only known
+        by a total (`--inputs`, `--expect`) whose file does not exist yet ("pending")."""
+        names = sorted(self._parts.keys() | self._expect.keys() | self._input_totals.keys())
+        snaps = []
+        for name in names:
+            p = self._parts.get(name)
+            snaps.append(self._pending(name) if p is None else self._snap(name, p, now))
+        return tuple(snaps)
+
+    def _pending(self, name: str) -> PartitionSnapshot:
+        path = self._expected_paths.get(name)
+        if path is None:
+            path = self._expected_paths[name] = expected_output(self._outputs, name)
+        return PartitionSnapshot(name=name, path=path, done=0, total=self.total_of(name),
+                                 at_start=0, rate_per_min=None, eta_s=None, status="pending")
 
     def _snap(self, name: str, p: _Part, now: float) -> PartitionSnapshot:
         total = self.total_of(name)
@@ -234,7 +201,11 @@ class PartitionsTracker:
             return "done"
         if p.last_write is None:
             return "pending"
-        return "stalled" if now - p.last_write > self._stall else "running"
+        if now - p.last_write <= self._stall:
+            return "running"
+        # Without a total a quiet partition may just be finished (or its client gone): only
+        # one that still owes lines is stalled.
+        return "stalled" if total is not None else "idle"
 
     def totals(self, now: float) -> RunTotals:
         """The whole run: sums, a run ETA, and the partition that will finish last."""

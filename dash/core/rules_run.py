@@ -45,19 +45,18 @@ def _is_done(p: PartitionSnapshot) -> bool:
 
 
 def rule_output_stalled(ctx: RuleContext) -> Iterator[Finding]:
-    """`output_stalled` (warn, per partition): a running partition has not grown for a while."""
+    """`output_stalled` (warn, per partition): a partition that owes lines has stopped growing.
+
+    Only the tracker's "stalled" status counts: a quiet partition with no known total is
+    "idle" (it may simply be finished), never stalled.
+    """
     cfg, now = ctx.cfg, ctx.now
-    parts = ctx.snap.partitions
-    for p in parts:
-        if _is_done(p) or p.last_write is None or not (p.written > 0 or p.status == "stalled"):
+    for p in ctx.snap.partitions:
+        if p.status != "stalled" or _is_done(p) or p.last_write is None:
             continue
         quiet = now - p.last_write
         if quiet < cfg.stalled_after_s:
             continue
-        others_busy = any(o.name != p.name and o.last_write is not None
-                          and now - o.last_write < cfg.stalled_after_s for o in parts)
-        if p.total is None and others_busy:
-            continue  # a sequential client moved on; with no total, this one may be finished
         total = f"/{p.total}" if p.total is not None else ""
         yield Finding("output_stalled", "warn",
                       f"{p.name}: no new output for {fmt_duration(quiet)} at {p.done}{total}",

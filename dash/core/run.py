@@ -95,7 +95,7 @@ class RunState:
 def _make_partitions(cfg: Config) -> Any:
     if PartitionsTracker is None:
         return None
-    return PartitionsTracker(cfg.expect)
+    return PartitionsTracker(cfg.expect, outputs=cfg.outputs)
 
 
 def _make_client(cfg: Config) -> Any:

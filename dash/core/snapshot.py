@@ -96,7 +96,10 @@ class PartitionSnapshot:
     eta_s: float | None
     eta_low_s: float | None = None
     eta_high_s: float | None = None
-    status: Literal["counting", "pending", "running", "stalled", "done"] = "pending"
+    status: Literal["counting", "pending", "running", "stalled", "idle", "done"] = "pending"
+    """"stalled": owes lines (known total) but has not grown for minutes; "idle": the same quiet
+    with no total, which may just mean finished; "pending": no line written since kdash started
+    (or no output file yet)."""
     last_write: float | None = None
     """Clock time the file last grew."""
     counting_progress: float | None = None

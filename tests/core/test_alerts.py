@@ -265,7 +265,7 @@ def test_growing_client_log_is_not_buffered() -> None:
 
 def test_output_stalled_per_partition_and_done_is_info() -> None:
     run = Run(stalled_after_s=600)
-    run.extra["partitions"] = (_part("B1", 500, 400, T0, total=1000),
+    run.extra["partitions"] = (_part("B1", 500, 400, T0, total=1000, status="stalled"),
                                _part("B2", 1000, 900, T0, total=1000, status="done"))
     run.tick(599)
     assert set(run.active()) == {"partition_done:B2"}
@@ -276,8 +276,19 @@ def test_output_stalled_per_partition_and_done_is_info() -> None:
 
 def test_sequential_client_without_totals_is_not_stalled() -> None:
     run = Run(stalled_after_s=600)
-    run.extra["partitions"] = (_part("B1", 500, 400, T0), _part("B2", 10, 0, T0 + 700))
+    run.extra["partitions"] = (_part("B1", 500, 400, T0, status="idle"),
+                               _part("B2", 10, 0, T0 + 700))
     run.tick(701)
+    assert not any(k.startswith("output_stalled") for k in run.active())
+
+
+def test_quiet_partitions_without_totals_are_idle_not_stalled() -> None:
+    # The run is over (or its client is gone): nothing owes lines, so nothing is stalled.
+    run = Run(stalled_after_s=600)
+    run.extra["partitions"] = (_part("B1", 500, 400, T0, status="idle"),
+                               _part("B2", 700, 0, T0, status="idle"))
+    run.tick(3600)
+    run.tick(60)
     assert not any(k.startswith("output_stalled") for k in run.active())
 
 

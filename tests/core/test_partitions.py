@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dash.core.globs import expected_output
 from dash.core.partitions import OutputCount, PartitionsTracker, glob_error, partition_name
 
 
@@ -104,3 +105,63 @@ def test_totals_inputs_expect_and_last_to_finish() -> None:
     tot = t.totals(60.0)
     assert tot.done == 60 and tot.total == 300 and tot.rate_per_min == pytest.approx(60.0)
     assert tot.eta_s == pytest.approx(240.0) and tot.last_to_finish == "B"
+
+
+def test_quiet_partition_is_stalled_only_when_it_owes_lines() -> None:
+    t = PartitionsTracker({"B1": 50}, stall_after_s=300.0)
+    t.apply([OutputCount("B1", "b1", 0), OutputCount("B2", "b2", 0)], 0.0)
+    t.apply([OutputCount("B1", "b1", 20), OutputCount("B2", "b2", 30)], 30.0)
+    assert [s.status for s in t.snapshot(100.0)] == ["running", "running"]
+    b1, b2 = t.snapshot(400.0)
+    assert (b1.status, b2.status) == ("stalled", "idle")  # B2 has no total: maybe finished
+    t.apply([OutputCount("B1", "b1", 20), OutputCount("B2", "b2", 31)], 410.0)
+    assert t.snapshot(410.0)[1].status == "running"
+
+
+@pytest.mark.parametrize(("patterns", "name", "path"), [
+    (("prepared/*/responses.jsonl",), "B3_x", "prepared/B3_x/responses.jsonl"),
+    (("out/*.jsonl",), "B3", "out/B3.jsonl"),
+    (("out/part_*.jsonl",), "part_B3", "out/part_B3.jsonl"),
+    (("/abs/run-*/r.jsonl",), "run-7", "/abs/run-7/r.jsonl"),
+    (("out/*",), "B3", ""),  # B3, B3.jsonl, B3.json...: cannot tell
+    (("out/part_*.jsonl",), "B3", ""),  # no file named B3 matches
+    (("out/*/*.jsonl",), "a/b", ""),
+    (("out/?3.jsonl",), "B3", ""),
+    (("data/**/*.jsonl",), "B3", ""),
+    (("out/only.jsonl",), "only", ""),
+    ((), "B3", ""),
+    (("out/[ab].jsonl", "res/*.jsonl"), "B3", "res/B3.jsonl"),
+])
+def test_expected_output_inverts_a_single_star(patterns: tuple[str, ...], name: str,
+                                               path: str) -> None:
+    assert expected_output(patterns, name) == path
+    if path:
+        assert partition_name(next(p for p in patterns if "*" in p), path) == name
+
+
+def test_partitions_known_by_totals_are_pending_until_their_file_appears() -> None:
+    t = PartitionsTracker({"B5": 40}, outputs=("out/*.jsonl",))
+    t.set_input_totals({"B1": 10, "B3": 30, "B4": 20})
+    t.apply([OutputCount("B1", "out/B1.jsonl", 4)], 0.0)
+    snaps = {s.name: s for s in t.snapshot(0.0)}
+    assert sorted(snaps) == ["B1", "B3", "B4", "B5"]
+    b3 = snaps["B3"]
+    assert (b3.status, b3.done, b3.total, b3.at_start, b3.path) == \
+        ("pending", 0, 30, 0, "out/B3.jsonl")
+    assert snaps["B5"].total == 40 and snaps["B5"].path == "out/B5.jsonl"
+    tot = t.totals(0.0)
+    assert (tot.done, tot.total) == (4, 100)
+    # B3's output appears: the same row, now counted, every line written since start.
+    t.apply([OutputCount("B1", "out/B1.jsonl", 4),
+             OutputCount("B3", "out/B3.jsonl", 2, appeared_later=True)], 5.0)
+    snaps = {s.name: s for s in t.snapshot(5.0)}
+    assert len(t.snapshot(5.0)) == 4
+    b3 = snaps["B3"]
+    assert (b3.status, b3.done, b3.total, b3.at_start) == ("running", 2, 30, 0)
+    assert t.totals(5.0).done == 6
+
+
+def test_pending_partition_without_a_derivable_path_has_an_empty_path() -> None:
+    t = PartitionsTracker({"B2": 5}, outputs=("out/*",))
+    (s,) = t.snapshot(0.0)
+    assert (s.name, s.path, s.status, s.total) == ("B2", "", "pending", 5)
