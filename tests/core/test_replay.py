@@ -1,0 +1,139 @@
+"""The replay's pure part: record times from a log's own stamps, and the cursor over them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from dash.core.replay import MAX_QUIET_TICKS, ReplayCursor, Timeline, runs
+from dash.core.snapshot import Record
+
+
+def rec(ts: str | None, kind: str = "decode", line: int = 0) -> Record:
+    return {"kind": kind, "line": line, "ts": ts, "rank": None, "engine": "sglang"}
+
+
+def local(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def timeline(stamps: list[str | None], ref: str = "2025-03-01T12:00:00", cap: int = 100) -> Timeline:
+    tl = Timeline(ref=local(ref), cap=cap)
+    for i, ts in enumerate(stamps):
+        tl.add(rec(ts, line=i + 1))
+    tl.finish()
+    return tl
+
+
+def test_dated_stamps_give_their_own_times_and_untimed_records_take_the_one_before() -> None:
+    tl = timeline([None, "2025-02-27T04:46:39", None, "2025-02-27T04:46:41.500"])
+    t0 = local("2025-02-27T04:46:39")
+    assert list(tl.times) == [t0, t0, t0, t0 + 2.5]
+    assert tl.timed and not tl.cut
+
+
+def test_times_never_go_back_when_ranks_print_out_of_order() -> None:
+    tl = timeline(["2025-02-27T04:46:40", "2025-02-27T04:46:38", "2025-02-27T04:46:41"])
+    t0 = local("2025-02-27T04:46:40")
+    assert list(tl.times) == [t0, t0, t0 + 1]
+
+
+def test_time_only_stamps_roll_over_midnight() -> None:
+    # The file was last written the morning after: the first stamp belongs to the day before.
+    tl = timeline(["23:59:50", "23:59:59", "00:00:05", "01:30:00"], ref="2024-08-02T01:31:00")
+    start = local("2024-08-01T23:59:50")
+    assert [t - start for t in tl.times] == [0.0, 9.0, 15.0, 5410.0]
+
+
+def test_a_log_without_any_stamp_is_spaced_one_record_a_second() -> None:
+    tl = timeline([None, None, None])
+    assert not tl.timed
+    assert [t - tl.times[0] for t in tl.times] == [0.0, 1.0, 2.0]
+
+
+def test_the_cap_cuts_the_log_and_says_so() -> None:
+    tl = Timeline(ref=0.0, cap=2)
+    assert tl.add(rec("2025-02-27T04:46:39")) and tl.add(rec("2025-02-27T04:46:40"))
+    assert not tl.add(rec("2025-02-27T04:46:41"))
+    assert tl.cut and len(tl.records) == len(tl.times) == 2
+
+
+def test_garbage_stamps_are_untimed_not_fatal() -> None:
+    tl = timeline(["2025-02-27T04:46:39", "99:99:99", "2025-13-45T00:00:00"])
+    assert list(tl.times) == [tl.times[0]] * 3
+
+
+TIMES = [100.0, 100.0, 130.0, 170.0, 200.0, 290.0]
+
+
+def test_cursor_starts_with_the_records_at_the_first_time() -> None:
+    c = ReplayCursor(TIMES)
+    step = c.first()
+    assert (step.rebuild, step.start, step.stop, step.now) == (False, 0, 2, 100.0)
+    assert c.fraction == 0.0 and not c.at_end
+
+
+def test_advance_feeds_what_the_clock_passed_and_stops_at_the_end() -> None:
+    c = ReplayCursor(TIMES)
+    c.first()
+    step = c.advance_to(175.0)
+    assert (step.start, step.stop, step.now) == (2, 4, 175.0)
+    assert c.advance_to(150.0).stop == 4  # advancing never goes back
+    assert c.now == 175.0
+    step = c.advance_to(10_000.0)
+    assert (step.start, step.stop, step.now) == (4, 6, 290.0)
+    assert c.at_end and c.fraction == 1.0
+
+
+def test_seek_back_asks_for_a_rebuild_up_to_the_target() -> None:
+    c = ReplayCursor(TIMES)
+    c.advance_to(250.0)
+    step = c.jump(-60)
+    assert (step.rebuild, step.start, step.stop, step.now) == (True, 0, 4, 190.0)
+    assert c.fed == 4
+    step = c.jump(60)
+    assert (step.rebuild, step.start, step.stop, step.now) == (False, 4, 5, 250.0)
+
+
+def test_seek_is_clamped_to_the_log() -> None:
+    c = ReplayCursor(TIMES)
+    assert c.jump(-60).now == 100.0
+    assert c.jump(10_000).now == 290.0 and c.at_end
+    step = c.seek(-5.0)
+    assert step.rebuild and step.stop == 2 and step.now == 100.0
+
+
+def test_an_empty_log_is_at_its_end() -> None:
+    c = ReplayCursor([])
+    assert c.first().stop == 0 and c.at_end
+
+
+def test_runs_tick_every_interval_of_log_time() -> None:
+    c = ReplayCursor(TIMES)
+    c.first()
+    step = c.advance_to(290.0)
+    got = runs(step, TIMES, 60.0)
+    assert got == [(2, 3, 160.0), (3, 5, 220.0), (5, 5, 280.0), (5, 6, 290.0)]
+    fed = [i for a, b, _ in got for i in range(a, b)]
+    assert fed == [2, 3, 4, 5]  # each record once, in order
+    for a, b, t in got:
+        assert all(TIMES[i] <= t for i in range(a, b))  # never fed ahead of the clock
+
+
+def test_runs_skip_the_rest_of_a_long_quiet_stretch() -> None:
+    times = [0.0, 1_000_000.0]
+    c = ReplayCursor(times)
+    c.first()
+    got = runs(c.advance_to(1_000_000.0), times, 10.0)
+    assert len(got) <= MAX_QUIET_TICKS + 3
+    assert got[-1] == (1, 2, 1_000_000.0)
+
+
+@pytest.mark.parametrize("target", [100.0, 150.0, 290.0])
+def test_a_rebuild_feeds_from_the_first_record(target: float) -> None:
+    c = ReplayCursor(TIMES)
+    c.advance_to(290.0)
+    step = c.seek(target - 0.5) if target > 100.0 else c.seek(target)
+    got = runs(step, TIMES, 10.0)
+    assert got[0][0] == 0 and got[-1][2] == step.now
