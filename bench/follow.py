@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dash.config import Config
 from dash.core.run import RunState
 from dash.engine import Collector, apply_files
-from dash.sources.files import FileFollower, LineCounter, count_newlines
+from dash.sources.counts import LineCounter, count_newlines
+from dash.sources.files import FileFollower
 
 GB = 1024**3
 MB = 1024**2

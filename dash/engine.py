@@ -17,7 +17,8 @@ from dash.config import Config, ConfigError
 from dash.core.parse import parse_line
 from dash.core.partitions import OutputCount, glob_error
 from dash.core.snapshot import ProcessInfo, Record
-from dash.sources.files import FileFollower, FollowRead, OutputsSource
+from dash.sources.counts import OutputsSource
+from dash.sources.files import FileFollower, FollowRead
 from dash.sources.procs import ProcessError, ProcessSource
 
 if TYPE_CHECKING:

@@ -284,6 +284,9 @@ def _sim_alerts(tmp_path: Path, scenario: str, until: float,
             lineno += 1
             records.append(parse_line(raw, lineno))
         state.feed_server_log(records, now)
+        # Totals from the prompt files, as `--inputs` gives them (a partition owing lines can stall).
+        state.partitions.set_input_totals({p.stem: p.read_bytes().count(b"\n")
+                                           for p in sim.inputs_dir.glob("*.jsonl")})
         state.partitions.apply([OutputCount(p.stem, str(p), p.read_bytes().count(b"\n"))
                                 for p in sorted(sim.outputs_dir.glob("*.jsonl"))], now)
         client.poll(now)

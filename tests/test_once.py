@@ -60,7 +60,7 @@ def test_text_report(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_waits_for_the_first_count_of_a_big_output(run_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("dash.sources.files.BIG_COUNT", 1000)
+    monkeypatch.setattr("dash.sources.counts.BIG_COUNT", 1000)
     (run_dir / "prepared" / "B1" / "responses.jsonl").write_text('{"x": 1}\n' * 20000)
     assert main(_args("--json")) == 0
     parts = {p["name"]: p for p in json.loads(capsys.readouterr().out)["partitions"]}
@@ -71,3 +71,19 @@ def test_bad_glob_is_one_line_and_exit_2(run_dir: Path, capsys: pytest.CaptureFi
     assert main(["--once", "--outputs", "out/[x", "--url", ""]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "glob" in err
+
+
+def test_partitions_with_prompts_or_expect_but_no_output_yet_are_pending(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (run_dir / "prepared" / "B3").mkdir()
+    (run_dir / "prepared" / "B3" / "prompts.jsonl").write_text('{"p": 1}\n' * 7)
+    assert main(_args("--json", "--expect", "B4=3")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    parts = {p["name"]: p for p in doc["partitions"]}
+    assert list(parts) == ["B1", "B2", "B3", "B4"]
+    for name, total in (("B3", 7), ("B4", 3)):
+        p = parts[name]
+        assert {k: p[k] for k in ("done", "total", "at_start", "status", "path")} == \
+            {"done": 0, "total": total, "at_start": 0, "status": "pending",
+             "path": f"prepared/{name}/responses.jsonl"}
+    assert (doc["totals"]["done"], doc["totals"]["total"]) == (4 + 2, 10 + 10 + 7 + 3)

@@ -368,3 +368,24 @@ def test_simulated_run_scrape_matches_once_json(tmp_path: Path, monkeypatch) -> 
         loop.stop()
         handle.close()
         sim.stop()
+
+
+async def test_a_backlog_bigger_than_one_read_is_drained_in_one_refresh(tmp_path: Path) -> None:
+    from dash.config import Config
+    from dash.serve import ServeLoop
+    from dash.sources.files import MAX_READ_PER_POLL
+
+    log = tmp_path / "server.log"
+    log.write_text("")
+    loop = ServeLoop(Config(log=log, url="", backfill_bytes=0, alert_history=False),
+                     lambda _snap: None)
+    try:
+        await loop.files()  # following starts at the (empty) end
+        line = "x" * 1023 + "\n"
+        n = MAX_READ_PER_POLL * 3 // 2 // len(line)  # one and a half capped reads
+        with log.open("a") as fh:
+            fh.write(line * n)
+        await loop.files()
+        assert loop.state.server_log.snapshot(0.0).lines == n
+    finally:
+        await loop.close()

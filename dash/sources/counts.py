@@ -1,0 +1,281 @@
+"""Counting the complete lines of the partitions' output (and input) files, incrementally.
+
+Only appended bytes are read. A first count of a big file runs in the background (`wc -l` on our
+own read-only descriptor, niced; Python's `bytes.count` when there is no `wc`) and reports its
+progress, so the first frame never waits for it. `OutputsSource` finds the files by glob.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from dash.core.globs import partition_name
+from dash.core.partitions import OutputCount
+
+BIG_COUNT = 32 * 1024 * 1024
+"""New bytes above this are counted in the background (the first count of a big file)."""
+
+COUNT_CHUNK = 1024 * 1024
+
+
+def count_newlines(fd: int, start: int, end: int, job: _CountJob | None = None) -> tuple[int, int]:
+    """Newlines in [start, end) of fd, and where reading stopped (big reads + bytes.count)."""
+    n = 0
+    pos = start
+    while pos < end:
+        data = os.pread(fd, min(COUNT_CHUNK, end - pos), pos)
+        if not data:
+            break
+        n += data.count(b"\n")
+        pos += len(data)
+        if job is not None:
+            if job.cancelled:
+                break
+            job.pos = pos
+    return n, pos
+
+
+class _CountJob:
+    """A first count running in a thread: `wc -l` reading our descriptor, else Python."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.pos = 0
+        self.result: tuple[int, int] | None = None
+        self.error: str | None = None
+        self.cancelled = False
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def progress(self) -> float:
+        with self._lock:
+            if self._fd is not None and self._proc is not None:
+                try:
+                    # wc shares our open file description: its offset is its progress.
+                    self.pos = os.lseek(self._fd, 0, os.SEEK_CUR)
+                except OSError:
+                    pass
+        return min(1.0, self.pos / self.size) if self.size else 1.0
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+
+    def run(self, path: Path, ident: tuple[int, int]) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            self.finished.set()
+            return
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ident:
+                self.error = "replaced while counting"
+            else:
+                with self._lock:
+                    self._fd = fd
+                self.result = self._wc(fd) or count_newlines(fd, 0, self.size, self)
+        except (OSError, ValueError) as exc:
+            self.error = str(exc)
+        finally:
+            with self._lock:
+                self._fd = None
+                self._proc = None
+                os.close(fd)
+            self.finished.set()
+
+    def _wc(self, fd: int) -> tuple[int, int] | None:
+        """`wc -l` on our descriptor: it counts at memory speed; where it stopped is exact."""
+        wc = shutil.which("wc")
+        if wc is None or self.cancelled:
+            return None
+        with self._lock:
+            # Niced: a first count must not slow the reads the screen waits for.
+            nice = shutil.which("nice")
+            argv = [nice, "-n", "10", wc, "-l"] if nice else [wc, "-l"]
+            self._proc = subprocess.Popen(
+                argv, stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
+            )
+            proc = self._proc
+        out, _ = proc.communicate()
+        with self._lock:
+            self._proc = None
+        if proc.returncode != 0 or self.cancelled:
+            os.lseek(fd, 0, os.SEEK_SET)
+            return None
+        return int(out.split()[0]), os.lseek(fd, 0, os.SEEK_CUR)
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """One file's count at one poll."""
+
+    lines: int | None
+    counting: bool = False
+    progress: float | None = None
+    reset: bool = False
+    exists: bool = True
+
+
+class LineCounter:
+    """Complete lines of one file, counted incrementally: only appended bytes are read."""
+
+    def __init__(self, path: Path | str, executor: ThreadPoolExecutor, *, big: int = BIG_COUNT):
+        self.path = Path(path)
+        self._pool = executor
+        self._big = big
+        self._ident: tuple[int, int] | None = None
+        self.offset = 0
+        self.lines = 0
+        self._known = False
+        self._job: _CountJob | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._job is not None and not self._job.finished.is_set()
+
+    def count(self) -> Count:
+        """The count now; starts or checks a background count when there is a lot to read."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            reset = self._ident is not None
+            self._restart(None)
+            return Count(None, reset=reset, exists=False)
+        ident = (st.st_dev, st.st_ino)
+        reset = False
+        if ident != self._ident or st.st_size < self.offset:
+            reset = self._ident is not None
+            self._restart(ident)
+        if self._job is not None:
+            if not self._job.finished.is_set():
+                return Count(self.lines if self._known else None, True, self._job.progress(), reset)
+            self._take_job()
+        if st.st_size - self.offset > self._big:
+            self._job = _CountJob(st.st_size)
+            self._pool.submit(self._job.run, self.path, ident)
+            return Count(self.lines if self._known else None, True, 0.0, reset)
+        if st.st_size > self.offset:
+            self._read_more(st.st_size)
+        self._known = True
+        return Count(self.lines, reset=reset)
+
+    def _restart(self, ident: tuple[int, int] | None) -> None:
+        if self._job is not None:
+            self._job.cancel()
+            self._job = None
+        self._ident = ident
+        self.offset = 0
+        self.lines = 0
+        self._known = False
+
+    def _take_job(self) -> None:
+        job, self._job = self._job, None
+        if job is not None and job.result is not None:
+            # The job counted from 0 (a first count, or a big growth after a restart).
+            self.lines, self.offset = job.result
+            self._known = True
+
+    def _read_more(self, size: int) -> None:
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            n, self.offset = count_newlines(fd, self.offset, size)
+            self.lines += n
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if self._job is not None:
+            self._job.cancel()
+
+
+class OutputsSource:
+    """The partitions' output files (and optional input files, for totals), found by globs.
+
+    Globs are re-run at most every `rescan_s`, so a partition whose file appears later joins.
+    """
+
+    def __init__(self, outputs: tuple[str, ...], inputs: tuple[str, ...] = (), *,
+                 big: int | None = None, rescan_s: float = 1.0) -> None:
+        self._outputs = outputs
+        self._inputs = inputs
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kdash-count")
+        self._big = BIG_COUNT if big is None else big
+        self._rescan_s = rescan_s
+        self._out: dict[str, tuple[str, LineCounter, bool]] = {}
+        self._in: dict[str, tuple[str, LineCounter]] = {}
+        self._scanned_at: float | None = None
+        self.last_read_counting = False
+        """Whether the last `read` left a count unfinished (read again after `busy` clears)."""
+
+    def _scan(self) -> None:
+        now = time.monotonic()
+        if self._scanned_at is not None and now - self._scanned_at < self._rescan_s:
+            return
+        first = self._scanned_at is None
+        self._scanned_at = now
+        for path, name in _matches(self._outputs):
+            if path not in self._out:
+                self._out[path] = (name, LineCounter(path, self._pool, big=self._big), not first)
+        for path, name in _matches(self._inputs):
+            if path not in self._in:
+                self._in[path] = (name, LineCounter(path, self._pool, big=self._big))
+
+    def read(self) -> tuple[tuple[OutputCount, ...], dict[str, int]]:
+        """Counts of every output file, and the totals counted from input files by name."""
+        self._scan()
+        counts = []
+        for path, (name, counter, later) in self._out.items():
+            c = counter.count()
+            counts.append(OutputCount(name, path, c.lines, c.counting, c.progress, c.reset, later))
+        totals: dict[str, int] = {}
+        self.last_read_counting = any(c.counting for c in counts)
+        for name, counter in self._in.values():
+            c = counter.count()
+            self.last_read_counting |= c.counting
+            if c.lines is not None:
+                totals[name] = c.lines
+        return tuple(counts), totals
+
+    @property
+    def busy(self) -> bool:
+        """Whether a background count is still running."""
+        return any(c.busy for _, c, _ in self._out.values()) or any(
+            c.busy for _, c in self._in.values())
+
+    def close(self) -> None:
+        for _, c, _ in self._out.values():
+            c.close()
+        for _, c in self._in.values():
+            c.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(path, partition name) of every regular file the globs match; duplicate names keep paths."""
+    out: list[tuple[str, str]] = []
+    names: set[str] = set()
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern, recursive=True)):
+            if not os.path.isfile(path):
+                continue
+            name = partition_name(pattern, path)
+            if name in names:
+                name = path
+            names.add(name)
+            out.append((path, name))
+    return out
