@@ -1,9 +1,12 @@
 """`kdash summary LOG` and `kdash export LOG`: headless reads of a whole server log.
 
-Both stream through `scan`: the file is read in large binary chunks, lines are counted with
-`bytes.count`, uvicorn access lines (the bulk of a busy log, never a record) are skipped by one
-compiled pattern at C speed, and only the remaining lines are decoded and parsed. Memory stays
-constant on a multi-GB log; `.gz` logs are read through gzip.
+Both stream through `Scan`: the file is read in large binary blocks of whole lines, counted with
+`bytes.count`. Export parses every line that can be a record (uvicorn access lines, the bulk of
+a busy log, are skipped by one compiled pattern at C speed). Summary folds each block into a
+`Part` straight from the bytes (`dash.core.fastscan`) and only falls back to record-by-record
+parsing for a block the fast path cannot vouch for; on a large plain file the second half is
+read by a second process. Memory stays constant on a multi-GB log; `.gz` logs are read through
+gzip (one process).
 """
 
 from __future__ import annotations
@@ -11,18 +14,23 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import multiprocessing
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from dash.core.alerts import alert_to_json
+from dash.core.fastscan import scan_block
 from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
-from dash.core.parse_summary import LogSummary
+from dash.core.parse_summary import LogSummary, Part, PartBuilder
+from dash.core.run import replay_alerts
 from dash.core.textplot import render_chart
 
 CHUNK = 4 << 20
+PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by two processes
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
 # after SGLang's `[ts] ` or vLLM's `(APIServer pid=1) `): parse_line returns None for those.
@@ -36,10 +44,14 @@ class LogError(Exception):
 
 
 class Scan:
-    """Records of one log in file order; `lines` is the line count once iteration ends."""
+    """Records (or summary parts) of one log in file order; `lines` is the line count once
+    iteration ends. `start`/`end` read a byte range of a plain file, `start` at a line start,
+    counting its lines from 1."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, start: int = 0, end: int | None = None) -> None:
         self.path = path
+        self.start = start
+        self.end = end
         self.lines = 0
 
     def _open(self) -> IO[bytes]:
@@ -48,22 +60,32 @@ class Scan:
         try:
             if self.path.suffix == ".gz":
                 return gzip.open(self.path, "rb")
-            return self.path.open("rb")
+            fh = self.path.open("rb")
         except FileNotFoundError:
             raise LogError(f"{self.path}: no such file") from None
         except OSError as exc:
             raise LogError(f"{self.path}: {exc.strerror or exc}") from None
+        fh.seek(self.start)
+        return fh
 
-    def __iter__(self) -> Iterator[Record]:
+    def _read(self, fh: IO[bytes], left: int | None) -> bytes:
+        try:
+            return fh.read(CHUNK if left is None else min(CHUNK, left))
+        except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
+            raise LogError(f"{self.path}: {exc}") from None
+
+    def blocks(self) -> Iterator[bytes]:
+        """Runs of whole lines (the last one given its missing newline); an overlong line is
+        cut to a bounded head. `lines` counts what the caller has been given."""
         with self._open() as fh:
             carry = b""
-            while True:
-                try:
-                    chunk = fh.read(CHUNK)
-                except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
-                    raise LogError(f"{self.path}: {exc}") from None
+            left = None if self.end is None else self.end - self.start
+            while left is None or left > 0:
+                chunk = self._read(fh, left)
                 if not chunk:
                     break
+                if left is not None:
+                    left -= len(chunk)
                 buf = carry + chunk
                 cut = buf.rfind(b"\n") + 1
                 if cut == 0:
@@ -71,9 +93,25 @@ class Scan:
                     carry = buf[:_MAX_LINE_BYTES]
                     continue
                 carry = buf[cut:][:_MAX_LINE_BYTES]
-                yield from self._block(buf[:cut])
+                yield buf[:cut]
             if carry:
-                yield from self._block(carry + b"\n")
+                yield carry + b"\n"
+
+    def __iter__(self) -> Iterator[Record]:
+        for block in self.blocks():
+            yield from self._block(block)
+
+    def parts(self) -> Iterator[Part]:
+        """One summary part per block: the fast path where it vouches, else record by record."""
+        for block in self.blocks():
+            part = scan_block(block, self.lines + 1)
+            if part is None:
+                base = self.lines
+                part = PartBuilder().feed_all(self._block(block))
+                part.lines = self.lines - base
+            else:
+                self.lines += part.lines
+            yield part
 
     def _block(self, block: bytes) -> Iterator[Record]:
         """Records of a run of complete lines; advances the line count."""
@@ -92,10 +130,42 @@ class Scan:
         self.lines = base + block.count(b"\n")
 
 
-def consume(records: Iterable[Record], summary: LogSummary) -> None:
-    """Every record of the log passes here once, in file order (alert evaluation plugs in here)."""
-    for rec in records:
-        summary.feed(rec)
+def _range_parts(path: Path, start: int, end: int) -> list[Part]:
+    """The parts of a byte range, its lines counted from 1 (run in the second process)."""
+    return list(Scan(path, start, end).parts())
+
+
+def _line_start_after(path: Path, pos: int) -> int:
+    """The offset of the first line start at or after `pos`."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, pos - 1))
+        while True:
+            piece = fh.read(1 << 16)
+            if not piece:
+                return fh.tell()
+            nl = piece.find(b"\n")
+            if nl >= 0:
+                return fh.tell() - len(piece) + nl + 1
+
+
+def _parts(path: Path) -> Iterator[Part]:
+    """Every part of the log in file order; a large plain file is split in two at a line
+    start and the second half read by a forked process at the same time."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        size = 0
+    if path.suffix == ".gz" or size < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+        yield from Scan(path).parts()
+        return
+    mid = _line_start_after(path, size // 2)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        later = pool.apply_async(_range_parts, (path, mid, size))
+        first = Scan(path, 0, mid)
+        yield from first.parts()
+        for part in later.get():
+            part.shift(first.lines)
+            yield part
 
 
 def _ref_time(path: Path) -> float:
@@ -107,13 +177,18 @@ def _ref_time(path: Path) -> float:
 
 def summarize(path: Path) -> dict[str, Any]:
     """The summary document of one log (raises LogError)."""
-    scan = Scan(path)
     summary = LogSummary(ref=_ref_time(path))
-    consume(scan, summary)
-    summary.lines = scan.lines
+    for part in _parts(path):
+        summary.merge(part)
+    return document(path, summary)
+
+
+def document(path: Path, summary: LogSummary) -> dict[str, Any]:
+    """The summary's document, alerts replayed on the log's own clock."""
     doc = summary.to_dict()
     doc["path"] = str(path)
     doc["throughput_series"] = summary.throughput.series()
+    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), None)]
     return doc
 
 
@@ -158,7 +233,21 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
                        f"{ev['message'][:max(20, width - 60)]}")
     for text in doc["unparsed_samples"]:
         out.append(f"  unparsed: {text[:width - 12]}")
+    out.extend(_alert_lines(doc["alerts"], width))
     return "\n".join(out) + "\n"
+
+
+def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
+    """The alerts the log would have raised, replayed on its own clock."""
+    if not alerts:
+        return ["  alerts      none"]
+    out = [f"  alerts      {len(alerts)}"]
+    for a in alerts:
+        out.append(f"    {a['severity'].upper():<5} {a['id']:<20} {_fmt(a['since'])}  "
+                   f"{a['message'][:max(20, width - 50)]}")
+        if a.get("line"):
+            out.append(f"          {str(a['line'])[:width - 12]}")
+    return out
 
 
 def _fail(message: str) -> int:

@@ -72,7 +72,8 @@ def test_summary_document(tmp_path: Path) -> None:
     assert doc["prefill"]["cache_hit_ratio"] == 0.25
     assert doc["event_counts"] == {"retract": 3, "crash": 3}
     assert doc["unparsed"] == 3 and doc["unparsed_samples"][0].endswith("Decode batch, garbage")
-    assert doc["first_ts"] == "2026-03-01T08:01:01" and doc["alerts"] == []
+    assert doc["first_ts"] == "2026-03-01T08:01:01"
+    assert [a["id"] for a in doc["alerts"]] == ["server_crash"]
     text = report.render_text(doc)
     assert "peak 300.50" in text and "retract 3" in text and "\x1b[" not in text
 
