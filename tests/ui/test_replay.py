@@ -1,0 +1,200 @@
+"""`kdash replay` through Textual's Pilot: real log files read by the worker, keys, alerts."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pytest
+
+from dash.cli import main
+from dash.config import Config
+from dash.replay import replay_config
+from dash.ui.replay import ReplayApp, ReplayHelpScreen
+from dash.ui.widgets.log_pane import LogPane
+from ui.fake_run import screen_text
+
+SIZE = (160, 45)
+T0 = 1_750_000_000.0
+"""The simulated run's first second (its log prints local time)."""
+OOM_AT = 300.0
+"""The oom-crash-restart scenario's OOM, in seconds from the start."""
+
+
+class Pacer:
+    """The real clock the replay paces itself by, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture(scope="module")
+def sim_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from dash.sim import SimRun
+
+    root = tmp_path_factory.mktemp("oom")
+    SimRun(root, "oom-crash-restart", start_epoch=T0).advance_to(420)
+    return root / "server.log"
+
+
+def make(log: Path, speed: float = 30.0, outputs: tuple[str, ...] = ()) -> tuple[ReplayApp, Pacer]:
+    pacer = Pacer()
+    cfg = replay_config(log, outputs, base=Config())
+    return ReplayApp(cfg, speed=speed, pacer=pacer, cpu_meter=lambda: 0.4), pacer
+
+
+async def loaded(app: ReplayApp, pilot: object) -> None:
+    for _ in range(400):
+        if app.cursor is not None:
+            return
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    raise AssertionError(f"the log was never loaded: {app.status()}")
+
+
+def tick(app: ReplayApp, pacer: Pacer, real_s: float) -> None:
+    pacer.t += real_s
+    app.refresh_state()
+
+
+def alert_ids(app: ReplayApp) -> set[str]:
+    assert app.snap is not None
+    return {a.id for a in app.snap.alerts}
+
+
+async def test_the_log_clock_runs_at_speed_and_space_stops_it(sim_log: Path) -> None:
+    app, pacer = make(sim_log, speed=30.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.clock.now() == T0
+        tick(app, pacer, 2.0)
+        assert app.clock.now() == T0 + 60.0
+        await pilot.press("space")
+        assert app.replay_paused
+        tick(app, pacer, 5.0)
+        assert app.clock.now() == T0 + 60.0
+        assert "paused" in screen_text(app)
+        await pilot.press("space")
+        tick(app, pacer, 1.0)
+        assert app.clock.now() == T0 + 90.0
+        assert app.snap is not None and app.snap.now == T0 + 90.0
+
+
+async def test_right_and_left_move_a_minute_and_alerts_follow_the_log_clock(sim_log: Path) -> None:
+    app, pacer = make(sim_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("space")  # the clock moves only by the keys
+        for _ in range(4):
+            await pilot.press("right")
+        assert app.clock.now() == T0 + 240.0
+        assert "server_oom" not in alert_ids(app)
+        await pilot.press("right", "right")
+        assert app.clock.now() == T0 + 360.0
+        assert app.snap is not None
+        oom = next(a for a in app.snap.alerts if a.id == "server_oom")
+        assert oom.severity == "crit" and oom.since == T0 + OOM_AT  # when it happened in the log
+        text = screen_text(app)
+        assert oom.message[:40] in text
+        assert time.strftime("%H:%M:%S", time.localtime(T0 + 360.0)) in text
+        before = app.state
+        await pilot.press("left", "left")  # back before the OOM: the state is rebuilt
+        assert app.state is not before
+        assert app.clock.now() == T0 + 240.0
+        assert "server_oom" not in alert_ids(app)
+        assert "gpu_headroom_low" in alert_ids(app)  # from startup, as it was at this time
+
+
+async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
+    app, pacer = make(sim_log, speed=300.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        tick(app, pacer, 1.0)
+        assert app.cursor is not None and not app.cursor.at_end
+        tick(app, pacer, 1.0)
+        assert app.cursor.at_end
+        end = app.clock.now()
+        tick(app, pacer, 10.0)
+        assert app.clock.now() == end
+        text = screen_text(app)
+        assert "END OF LOG" in text and "100%" in text
+        assert "server_restarted" in alert_ids(app)
+        assert "replay of a log, no live GPUs" in text
+
+
+async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_log: Path) -> None:
+    app, pacer = make(sim_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, ReplayHelpScreen)
+        help_text = screen_text(app)
+        assert "left / right" in help_text and "acknowledge" in help_text
+        await pilot.press("space")  # closes the help; does not pause
+        assert not isinstance(app.screen, ReplayHelpScreen) and not app.replay_paused
+        await pilot.press("right", "right", "right", "right", "right", "right")
+        await pilot.press("l")
+        pane = app.query_one("#log", LogPane)
+        assert pane.display and any("out of memory" in line for line in pane.lines["server"])
+        await pilot.press("slash", "o", "u", "t", "space", "o", "f")
+        assert pane.filter == "out of" and not app.replay_paused
+        await pilot.press("enter", "q")
+    assert app.return_code == 0
+
+
+async def test_a_real_vllm_oom_replays_with_its_month_day_stamps(real_logs: Path) -> None:
+    app, pacer = make(real_logs / "vllm-9290-oom-engine-error-traceback.log")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.timeline is not None and app.timeline.timed
+        assert time.strftime("%m-%d %H:%M:%S", time.localtime(app.clock.now())) == "10-11 12:27:29"
+        tick(app, pacer, 1.0)
+        assert app.snap is not None
+        oom = next(a for a in app.snap.alerts if a.id == "server_oom")
+        assert oom.since == app.timeline.times[0]
+        assert "END OF LOG" in screen_text(app)
+
+
+async def test_a_log_without_timestamps_replays_in_line_order_and_says_so(real_logs: Path) -> None:
+    app, pacer = make(real_logs / "sglang-4547-cuda-error-oom-overlap-thread-traceback.log",
+                      speed=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.timeline is not None and not app.timeline.timed
+        assert "nominal 1 record/s" in screen_text(app)
+        assert app.status()[0].startswith("replay +00:00:00")
+        for _ in range(len(app.timeline.records) + 1):
+            tick(app, pacer, 1.0)
+        assert app.cursor is not None and app.cursor.at_end
+        assert "server_oom" in alert_ids(app)
+        assert "CUDA out of memory in the server" in screen_text(app)
+
+
+async def test_outputs_show_their_final_counts(sim_log: Path) -> None:
+    outputs = (str(sim_log.parent / "outputs" / "*.jsonl"),)
+    app, pacer = make(sim_log, outputs=outputs)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.snap is not None
+        counts = {p.name: p.done for p in app.snap.partitions}
+        for path in (sim_log.parent / "outputs").glob("*.jsonl"):
+            assert counts[path.stem] == path.read_bytes().count(b"\n")
+        await pilot.press("space", "right", "left")  # a rebuild keeps them
+        assert {p.name: p.done for p in app.snap.partitions} == counts
+
+
+def test_a_missing_log_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(tmp_path / "nope.log")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_a_bad_speed_is_one_line_and_exit_2(sim_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dash.replay import run_replay
+
+    ns = argparse.Namespace(path=str(sim_log), outputs=None, speed=0.0)
+    assert run_replay(ns) == 2
+    assert "--speed" in capsys.readouterr().err
