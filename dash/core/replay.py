@@ -165,3 +165,46 @@ def runs(step: Step, times: Sequence[float], tick_s: float) -> list[tuple[int, i
         i = j
         if t >= step.now:
             return out
+
+
+CHECKPOINT_S = 300.0
+"""Log time between saved states, so a step back replays minutes, not the whole log."""
+MAX_CHECKPOINTS = 128
+"""Saved states kept; when full, every other one is dropped and the spacing doubles."""
+
+
+class Checkpoints:
+    """States saved along the log (opaque payloads, e.g. pickled), bounded in number."""
+
+    def __init__(self, every_s: float = CHECKPOINT_S, cap: int = MAX_CHECKPOINTS) -> None:
+        self.every_s = every_s
+        self.cap = max(2, cap)
+        self.items: list[tuple[float, int, object]] = []
+        """(log time, records fed, payload), in time order."""
+
+    def due(self, now: float) -> bool:
+        """Whether a state at `now` is worth saving."""
+        return not self.items or now >= self.items[-1][0] + self.every_s
+
+    def add(self, now: float, fed: int, payload: object) -> None:
+        """Save the state at `now` (after `fed` records); never out of order."""
+        if self.items and now <= self.items[-1][0]:
+            return
+        self.items.append((now, fed, payload))
+        if len(self.items) > self.cap:
+            self.items = self.items[::2]
+            self.every_s *= 2
+
+    def resume(self, step: Step) -> tuple[Step, object | None]:
+        """A rebuild step starting from the last saved state at or before its target, if any."""
+        if not step.rebuild:
+            return step, None
+        best = None
+        for item in self.items:
+            if item[0] > step.now or item[1] > step.stop:
+                break
+            best = item
+        if best is None:
+            return step, None
+        now, fed, payload = best
+        return Step(True, now, fed, step.stop, step.now), payload

@@ -9,6 +9,7 @@ clock, left/right move it a minute; going back rebuilds the state from the first
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -25,7 +26,7 @@ from dash.config import Config
 from dash.core.clock import FakeClock
 from dash.core.gpus import UNAVAILABLE_PREFIX, NvmlUnavailable
 from dash.core.partitions import OutputCount
-from dash.core.replay import ReplayCursor, Step, Timeline, runs
+from dash.core.replay import Checkpoints, ReplayCursor, Step, Timeline, runs
 from dash.core.run import RunState
 from dash.core.snapshot import Record
 from dash.ui.app import DashApp
@@ -104,6 +105,7 @@ class ReplayApp(DashApp):
         self.speed = speed
         self.timeline = timeline
         self.cursor: ReplayCursor | None = None
+        self.checkpoints = Checkpoints()
         self.replay_paused = False
         self.load_error: str | None = None
         self._outputs = outputs
@@ -153,15 +155,19 @@ class ReplayApp(DashApp):
         self._paced_at = self._pacer()
         self._rerender_now()
 
-    def _fresh_state(self) -> None:
-        """A new run state at the start of the log: no GPUs, the outputs' final counts."""
+    def _fresh_state(self, saved: object | None = None, at: float | None = None) -> None:
+        """The state saved at `at`, or a new one at the start: no GPUs, the outputs' counts."""
         start = self.cursor.start if self.cursor is not None else 0.0
-        state = RunState(self.cfg)
-        if state.gpus is not None:
-            state.gpus.apply(NvmlUnavailable(UNAVAILABLE_PREFIX + NO_GPUS), start)
-        if state.partitions is not None and self._outputs:
-            state.partitions.apply(self._outputs, start)
-        self.state = state
+        if isinstance(saved, bytes):
+            self.state = pickle.loads(saved)  # our own bytes, made from this run's state
+            start = start if at is None else at
+        else:
+            state = RunState(self.cfg)
+            if state.gpus is not None:
+                state.gpus.apply(NvmlUnavailable(UNAVAILABLE_PREFIX + NO_GPUS), start)
+            if state.partitions is not None and self._outputs:
+                state.partitions.apply(self._outputs, start)
+            self.state = state
         self.replay_clock.set(start)
         pane = self.query_one("#log", LogPane)
         pane.lines["server"].clear()
@@ -170,14 +176,17 @@ class ReplayApp(DashApp):
     def _apply(self, step: Step) -> None:
         """Feed the records a cursor move passed, ticking the alerts on the log clock."""
         assert self.timeline is not None
-        if step.rebuild:
-            self._fresh_state()
         records, times = self.timeline.records, self.timeline.times
+        if step.rebuild:
+            step, saved = self.checkpoints.resume(step)
+            self._fresh_state(saved, step.since)
         for i, j, t in runs(step, times, TICK_S):
             if j > i:
                 self.state.feed_server_log(records[i:j], t)
             self.replay_clock.set(t)
             self.state.tick(t)
+            if self.checkpoints.due(t):
+                self.checkpoints.add(t, j, pickle.dumps(self.state))
         self.replay_clock.set(step.now)
         first = step.start if not step.rebuild else max(0, step.stop - PANE_SCAN)
         lines = pane_lines(records[first:step.stop])

@@ -137,3 +137,31 @@ def test_a_rebuild_feeds_from_the_first_record(target: float) -> None:
     step = c.seek(target - 0.5) if target > 100.0 else c.seek(target)
     got = runs(step, TIMES, 10.0)
     assert got[0][0] == 0 and got[-1][2] == step.now
+
+
+def test_a_step_back_resumes_from_the_last_saved_state_before_it() -> None:
+    from dash.core.replay import Checkpoints
+
+    c = ReplayCursor(TIMES)
+    cps = Checkpoints(every_s=60.0)
+    for _i, j, t in runs(c.advance_to(290.0), TIMES, 10.0):
+        if cps.due(t):
+            cps.add(t, j, f"state@{t:g}")
+    assert [(t, fed) for t, fed, _ in cps.items] == [(110.0, 2), (170.0, 4), (230.0, 5), (290.0, 6)]
+    step, saved = cps.resume(c.seek(200.0))
+    assert saved == "state@170" and (step.rebuild, step.since, step.start, step.stop) == (True, 170.0, 4, 5)
+    step, saved = cps.resume(c.seek(100.0))
+    assert saved is None and (step.start, step.stop) == (0, 2)  # before the first: from scratch
+    forward = c.advance_to(250.0)
+    assert cps.resume(forward) == (forward, None)  # only a step back restores
+
+
+def test_checkpoints_stay_bounded_by_thinning() -> None:
+    from dash.core.replay import Checkpoints
+
+    cps = Checkpoints(every_s=1.0, cap=8)
+    for t in range(100):
+        if cps.due(float(t)):
+            cps.add(float(t), t, t)
+    assert 4 <= len(cps.items) <= 8 and cps.every_s > 1.0
+    assert [t for t, _, _ in cps.items] == sorted(t for t, _, _ in cps.items)

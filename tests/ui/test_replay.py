@@ -198,3 +198,25 @@ def test_a_bad_speed_is_one_line_and_exit_2(sim_log: Path, capsys: pytest.Captur
     ns = argparse.Namespace(path=str(sim_log), outputs=None, speed=0.0)
     assert run_replay(ns) == 2
     assert "--speed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("back", [1, 3])
+async def test_a_jump_back_from_a_saved_state_matches_replaying_from_the_start(
+        sim_log: Path, back: int) -> None:
+    app, _ = make(sim_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("space", *["right"] * 7)
+        assert len(app.checkpoints.items) >= 2
+        await pilot.press(*["left"] * back)
+        assert app.snap is not None
+        snap = app.snap
+    straight, _ = make(sim_log)
+    async with straight.run_test(size=SIZE) as pilot:
+        await loaded(straight, pilot)
+        await pilot.press("space", *["right"] * (7 - back))
+        assert straight.snap is not None
+        assert straight.snap.now == snap.now == T0 + 60.0 * (7 - back)
+        assert [(a.id, a.since) for a in straight.snap.alerts] == [(a.id, a.since) for a in snap.alerts]
+        assert straight.snap.server.peak == snap.server.peak
+        assert straight.snap.server.records == snap.server.records
