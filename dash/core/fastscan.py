@@ -29,9 +29,10 @@ MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 _TS = rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
 # The first `gen throughput` item is the one the parser keeps: no item before it may start so.
 # A number must end its item (`, ` or the line's end follows).
-_PREFILL = (rb"\[(" + _TS + rb")\] Prefill batch[.,] #new-seq: \d+, #new-token: (\d+), "
+_TAGS = rb"(?: (?:DP|TP|EP|PP|ATTN_CP|MOE_DP)\d{1,4})*"  # rank tags after the stamp
+_PREFILL = (rb"\[(" + _TS + rb")" + _TAGS + rb"\] Prefill batch[.,] #new-seq: \d+, #new-token: (\d+), "
             rb"#cached-token: (\d+)(?=, |\n)")
-_DECODE = (rb"(\[" + _TS + rb"\] Decode batch[.,] #running-req: \d+, #token: \d+, "
+_DECODE = (rb"(\[" + _TS + _TAGS + rb"\] Decode batch[.,] #running-req: \d+, #token: \d+, "
            rb"(?:(?!gen )[^,\n]{0,200}, ){0,30}gen throughput \(token/s\): (\d+\.\d+))(?=, |\n)")
 # Tried at every line start: a uvicorn access line in the strict shape fails at once; groups:
 # prefill ts, new, cached, decode line head (up to its gen value), gen, any other whole line.

@@ -227,8 +227,9 @@ class LogSummary:
         self._gen_n += len(gens)
 
     def engine(self) -> str:
-        decode_engines = self.engines.most_common(1)
-        return decode_engines[0][0] if decode_engines else "unknown"
+        """The engine most records came from (a tie goes to the first name, alphabetically)."""
+        counts = sorted(self.engines.items(), key=lambda kv: (-kv[1], kv[0]))
+        return counts[0][0] if counts and counts[0][1] else "unknown"
 
     def to_dict(self) -> dict[str, Any]:
         total = self._cached + self._new
