@@ -72,6 +72,7 @@ class ReplayHelpScreen(HelpScreen):
 
 
 def hms(seconds: float) -> str:
+    """`01:02:03` for a duration (the position in a log without timestamps)."""
     s = max(0, int(seconds))
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 

@@ -220,3 +220,18 @@ async def test_a_jump_back_from_a_saved_state_matches_replaying_from_the_start(
         assert [(a.id, a.since) for a in straight.snap.alerts] == [(a.id, a.since) for a in snap.alerts]
         assert straight.snap.server.peak == snap.server.peak
         assert straight.snap.server.records == snap.server.records
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\xff garbage\nno records here\n" * 50])
+async def test_a_log_without_records_says_so_and_keys_do_nothing_harmful(
+        tmp_path: Path, content: bytes) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(content)
+    app, pacer = make(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await pilot.press("right", "left", "space", "space")
+        tick(app, pacer, 3.0)
+        assert "this log has no server records" in screen_text(app)
+        await pilot.press("q")
+    assert app.return_code == 0
