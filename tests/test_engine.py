@@ -102,3 +102,29 @@ async def test_watch_wakes_on_a_write(tmp_path: Path) -> None:
     stop.set()
     await gen.aclose()
     await col.aclose()
+
+
+def test_a_stalled_partition_alerts_at_the_configured_time_and_an_idle_one_never(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "B1.jsonl").write_text("{}\n" * 5)
+    (out / "B2.jsonl").write_text("{}\n" * 5)
+    cfg = _cfg(tmp_path, expect={"B1": 20}, alerts={"stalled_after_s": 60.0})
+    col = Collector(cfg)
+    state = RunState(cfg)
+    fired: dict[str, float] = {}
+    try:
+        for t in range(0, 200, 10):
+            if t == 10:  # both grow once, then the client goes quiet
+                for p in (out / "B1.jsonl", out / "B2.jsonl"):
+                    with p.open("a") as fh:
+                        fh.write("{}\n")
+            apply_files(state, col.read_files(), float(t))
+            fired.update((a.key, float(t)) for a in state.tick(float(t)).new)
+        b1, b2 = state.snapshot(200.0).partitions
+        assert (b1.status, b2.status) == ("stalled", "idle")
+        assert 70.0 <= fired["output_stalled:B1"] <= 90.0
+        assert "output_stalled:B2" not in fired
+    finally:
+        col.close()

@@ -37,9 +37,10 @@ try:
 except ImportError:  # pragma: no cover
     GpuTracker = None  # type: ignore[assignment,misc]
 try:
-    from dash.core.partitions import PartitionsTracker
+    from dash.core.partitions import STALL_AFTER_S, PartitionsTracker
 except ImportError:  # pragma: no cover
     PartitionsTracker = None  # type: ignore[assignment,misc]
+    STALL_AFTER_S = 300.0
 try:
     from dash.core.client import ClientTracker
 except ImportError:  # pragma: no cover
@@ -95,7 +96,9 @@ class RunState:
 def _make_partitions(cfg: Config) -> Any:
     if PartitionsTracker is None:
         return None
-    return PartitionsTracker(cfg.expect, outputs=cfg.outputs)
+    # A partition shows "stalled" no later than the output_stalled alert (which needs it) fires.
+    stall = min(STALL_AFTER_S, AlertConfig.from_mapping(cfg.alerts).stalled_after_s)
+    return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall)
 
 
 def _make_client(cfg: Config) -> Any:
