@@ -235,3 +235,16 @@ async def test_a_log_without_records_says_so_and_keys_do_nothing_harmful(
         assert "this log has no server records" in screen_text(app)
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_a_real_time_only_log_replays_on_its_own_clock(real_logs: Path) -> None:
+    app, pacer = make(real_logs / "sglang-1270-decode-time-only-timestamp.log", speed=600.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.timeline is not None and app.timeline.timed and app.cursor is not None
+        first = app.timeline.records[0]["ts"]
+        assert time.strftime("%H:%M:%S", time.localtime(app.clock.now())) == first
+        while not app.cursor.at_end:
+            tick(app, pacer, 1.0)
+        assert app.snap is not None and app.snap.server.last_decode is not None
+        assert app.snap.server.last_decode["line"] == app.timeline.records[-1]["line"]
