@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import multiprocessing
 import os
 import re
 import sys
@@ -27,7 +26,6 @@ from dash.core.fastscan import scan_block
 from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
 from dash.core.parse_summary import LogSummary, Part, PartBuilder
 from dash.core.run import replay_alerts
-from dash.core.textplot import render_chart
 
 CHUNK = 4 << 20
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by two processes
@@ -68,34 +66,48 @@ class Scan:
         fh.seek(self.start)
         return fh
 
-    def _read(self, fh: IO[bytes], left: int | None) -> bytes:
+    def _read(self, fh: IO[bytes], view: memoryview) -> int:
         try:
-            return fh.read(CHUNK if left is None else min(CHUNK, left))
+            return fh.readinto(view)  # type: ignore[attr-defined]
         except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
             raise LogError(f"{self.path}: {exc}") from None
 
-    def blocks(self) -> Iterator[bytes]:
-        """Runs of whole lines (the last one given its missing newline); an overlong line is
-        cut to a bounded head. `lines` counts what the caller has been given."""
+    def runs(self) -> Iterator[tuple[bytearray, int]]:
+        """(buffer, end) for each run of whole lines: `buffer[0]` is a newline and the lines are
+        `buffer[1:end]` (the last line of the file given its missing newline). The buffer is
+        reused: use it before the next step. An overlong line is cut to a bounded head.
+        `lines` counts what the caller has been given."""
+        buf = bytearray(1 + _MAX_LINE_BYTES + CHUNK)
+        buf[0] = 10
+        view = memoryview(buf)
         with self._open() as fh:
-            carry = b""
+            have = 1  # buf[1:have] is the carried partial line
             left = None if self.end is None else self.end - self.start
             while left is None or left > 0:
-                chunk = self._read(fh, left)
-                if not chunk:
+                want = CHUNK if left is None else min(CHUNK, left)
+                got = self._read(fh, view[have:have + want])
+                if not got:
                     break
                 if left is not None:
-                    left -= len(chunk)
-                buf = carry + chunk
-                cut = buf.rfind(b"\n") + 1
+                    left -= got
+                have += got
+                cut = buf.rfind(b"\n", 1, have) + 1
                 if cut == 0:
                     # no newline yet: keep a bounded head of the overlong line
-                    carry = buf[:_MAX_LINE_BYTES]
+                    have = min(have, 1 + _MAX_LINE_BYTES)
                     continue
-                carry = buf[cut:][:_MAX_LINE_BYTES]
-                yield buf[:cut]
-            if carry:
-                yield carry + b"\n"
+                yield buf, cut
+                rest = min(have - cut, _MAX_LINE_BYTES)
+                buf[1:1 + rest] = buf[cut:cut + rest]
+                have = 1 + rest
+            if have > 1:
+                buf[have] = 10
+                yield buf, have + 1
+
+    def blocks(self) -> Iterator[bytes]:
+        """Runs of whole lines, as `runs` gives them, each its own bytes."""
+        for buf, end in self.runs():
+            yield bytes(buf[1:end])
 
     def __iter__(self) -> Iterator[Record]:
         for block in self.blocks():
@@ -103,11 +115,11 @@ class Scan:
 
     def parts(self) -> Iterator[Part]:
         """One summary part per block: the fast path where it vouches, else record by record."""
-        for block in self.blocks():
-            part = scan_block(block, self.lines + 1)
+        for buf, end in self.runs():
+            part = scan_block(buf, end, self.lines + 1)
             if part is None:
                 base = self.lines
-                part = PartBuilder().feed_all(self._block(block))
+                part = PartBuilder().feed_all(self._block(bytes(buf[1:end])))
                 part.lines = self.lines - base
             else:
                 self.lines += part.lines
@@ -148,6 +160,16 @@ def _line_start_after(path: Path, pos: int) -> int:
                 return fh.tell() - len(piece) + nl + 1
 
 
+def processes() -> int:
+    """How many processes a large summary uses: 2 where the machine has 2 cores or more;
+    `KDASH_PROCESSES=1` keeps it to one."""
+    try:
+        wanted = int(os.environ.get("KDASH_PROCESSES", "2"))
+    except ValueError:
+        wanted = 2
+    return max(1, min(wanted, 2, os.cpu_count() or 1))
+
+
 def _parts(path: Path) -> Iterator[Part]:
     """Every part of the log in file order; a large plain file is split in two at a line
     start and the second half read by a forked process at the same time."""
@@ -155,10 +177,13 @@ def _parts(path: Path) -> Iterator[Part]:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0
-    if path.suffix == ".gz" or size < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+    if path.suffix == ".gz" or size < PARALLEL_MIN or processes() < 2:
         yield from Scan(path).parts()
         return
-    mid = _line_start_after(path, size // 2)
+    import multiprocessing  # only here: a small log starts quicker without it
+
+    # the first process also merges and replays alerts: it takes a little less
+    mid = _line_start_after(path, size * 47 // 100)
     with multiprocessing.get_context("fork").Pool(1) as pool:
         later = pool.apply_async(_range_parts, (path, mid, size))
         first = Scan(path, 0, mid)
@@ -221,6 +246,8 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         )
     series = doc["throughput_series"]
     if len(series) >= 2:
+        from dash.core.textplot import render_chart  # plotext: only for the text report
+
         t0 = series[0][0]
         xs = [x - t0 for x, _ in series]
         out.append(render_chart(xs, [y for _, y in series], min(width, 100), 12,

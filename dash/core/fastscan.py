@@ -42,11 +42,13 @@ _OTHER = 5
 # what report.Scan never parses: uvicorn access lines after an optional `[..] ` / `(..) `
 _ACCESS = re.compile(rb"(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) )?INFO:     \d")
 _DECODE_HEAD = b"Decode batch"
+Buffer = bytes | bytearray
 
 
-def _refused(block: bytes) -> bool:
+def _refused(s: Buffer, end: int) -> bool:
     """A byte that makes the parser rewrite a line: carriage return, colour codes."""
-    return b"\r" in block or b"\x1b" in block or (b"^" in block and b"^[" in block)
+    return (s.find(b"\r", 0, end) >= 0 or s.find(b"\x1b", 0, end) >= 0
+            or (s.find(b"^", 0, end) >= 0 and s.find(b"^[", 0, end) >= 0))
 
 
 def _key(head: bytes) -> bytes:
@@ -60,8 +62,9 @@ def _norm_key(head: bytes) -> str:
 class _Locator:
     """Line numbers of lines found by content, walking forward once through the block."""
 
-    def __init__(self, s: bytes, first_line: int) -> None:
+    def __init__(self, s: Buffer, end: int, first_line: int) -> None:
         self.s = s
+        self.end = end
         self.first_line = first_line
         self.cur = 0
         self.nl = 0  # newlines in s[:cur]
@@ -73,7 +76,7 @@ class _Locator:
         needle = b"\n" + head + (b"\n" if whole else b"")
         p, after = self.cur - 1, len(needle)
         while True:
-            p = s.find(needle, p + 1)
+            p = s.find(needle, p + 1, self.end)
             if not whole and s[p + after:p + after + 1] not in (b",", b"\n"):
                 continue  # a longer line that only starts the same
             if skip == 0:
@@ -82,11 +85,11 @@ class _Locator:
         self.nl += s.count(b"\n", self.cur, p)
         line = self.first_line + self.nl
         self.cur, self.nl = p + 1, self.nl + 1  # past this line's leading newline
-        end = s.find(b"\n", p + 1)
-        return line, s[p + 1:min(end, p + 1 + MAX_LINE_BYTES)]
+        stop = s.find(b"\n", p + 1, self.end)
+        return line, bytes(s[p + 1:min(stop, p + 1 + MAX_LINE_BYTES)])
 
     def total(self) -> int:
-        return self.nl + self.s.count(b"\n", self.cur) - 1
+        return self.nl + self.s.count(b"\n", self.cur, self.end) - 1
 
 
 def _decode_roles(heads: list[bytes], gens: list[float]) -> dict[int, str]:
@@ -104,20 +107,19 @@ def _decode_roles(heads: list[bytes], gens: list[float]) -> dict[int, str]:
     return roles
 
 
-def scan_block(block: bytes, first_line: int) -> Part | None:
-    """The `Part` of a block of whole lines (`first_line` is its first line's number), or
-    None when the block must be read record by record."""
-    if _refused(block):
+def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
+    """The `Part` of the whole lines `s[1:end]` (`s[0]` is a newline; `first_line` is the
+    first one's number), or None when they must be read record by record."""
+    if _refused(s, end):
         return None
-    s = b"\n" + block
-    rows = _ROW.findall(s)
+    rows = _ROW.findall(s, 0, end)
     if not rows:
-        return Part(lines=block.count(b"\n"))
+        return Part(lines=s.count(b"\n", 0, end) - 1)
     pre_ts, new_col, cached_col, head_col, gen_col, other_col = zip(*rows, strict=True)
     others = list(filter(None, other_col))
     heads = list(filter(None, head_col))
     inside = sum(o.count(_DECODE_HEAD) for o in others)
-    if s.count(_DECODE_HEAD) != len(heads) + inside:
+    if s.count(_DECODE_HEAD, 0, end) != len(heads) + inside:
         return None  # `Decode batch` in the tail of a strict line: the parser reads it so
     part = Part()
     news = list(filter(None, new_col))
@@ -137,7 +139,7 @@ def scan_block(block: bytes, first_line: int) -> Part | None:
         head_rows = list(compress(range(n), head_col))
         items += [(head_rows[j], j) for j in roles]
         items.sort()
-    other_ts = _walk(part, _Locator(s, first_line), rows, items, heads, head_rows, roles)
+    other_ts = _walk(part, _Locator(s, end, first_line), rows, items, heads, head_rows, roles)
     if other_ts is None:
         return None
     _first_last_ts(part, rows, other_ts)

@@ -65,7 +65,7 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
     assert got == want
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
     assert want["lines"] == path.read_bytes().count(b"\n")
-    assert scan_block(path.read_bytes(), 1) is not None  # the fast path read it all
+    assert _scan(path.read_bytes()) is not None  # the fast path read it all
 
 
 @pytest.mark.parametrize("fmt", ["0.5.12", "0.4.10", "0.4.3"])
@@ -77,7 +77,7 @@ def test_simulated_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt:
     sim.advance_to(1800.0)
     want = reference(sim.server_log)
     assert want["records"]["decode"] > 0
-    assert scan_block(sim.server_log.read_bytes(), 1) is not None
+    assert _scan(sim.server_log.read_bytes()) is not None
     assert fast(sim.server_log, monkeypatch, 4096, parallel=False) == want
     assert fast(sim.server_log, monkeypatch, 1 << 20, parallel=True) == want
 
@@ -134,6 +134,10 @@ def test_mixed_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: st.D
 
 # -- the block scanner on its own --------------------------------------------------------------
 
+def _scan(block: bytes, first_line: int = 1) -> Any:
+    return scan_block(bytearray(b"\n" + block + b"unread"), len(block) + 1, first_line)
+
+
 def _dec(s: int, g: str = "10.00") -> bytes:
     return (TS.format(m=1, s=s) + DECODE.format(r=1, t=2, u=3, g=g, q=0)).encode()
 
@@ -143,7 +147,7 @@ def test_strict_lines_give_numbers_and_line_numbers() -> None:
     acc = (TS.format(m=1, s=0) + ACCESS.format(t=5)).encode()
     block = b"\n".join([acc, _dec(1, "5.00"), pre, acc, _dec(1, "9.50"), _dec(1, "9.50"),
                         b"Killed", _dec(12, "1.00")]) + b"\n"
-    part = scan_block(block, 101)
+    part = _scan(block, 101)
     assert part is not None
     assert part.lines == 8 and part.gens == [5.0, 9.5, 9.5, 1.0]
     assert (part.new, part.cached) == (300, 100)
@@ -157,7 +161,7 @@ def test_strict_lines_give_numbers_and_line_numbers() -> None:
 def test_equal_lines_are_told_apart_by_position() -> None:
     acc = (TS.format(m=1, s=0) + ACCESS.format(t=5)).encode()
     block = b"\n".join([_dec(1), acc, _dec(1), b"Killed", _dec(1), _dec(1)]) + b"\n"
-    part = scan_block(block, 1)
+    part = _scan(block)
     assert part is not None and part.peak == (0, 1)
     assert part.last_decode is not None and part.last_decode["line"] == 6
     assert [e["line"] for e in part.events] == [4]
@@ -169,7 +173,7 @@ def test_equal_lines_are_told_apart_by_position() -> None:
     b"\nAvg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs",
 ])
 def test_blocks_the_parser_would_read_differently_are_refused(bad: bytes) -> None:
-    assert scan_block(_dec(1) + bad + b"\n", 1) is None
+    assert _scan(_dec(1) + bad + b"\n") is None
 
 
 def test_alert_feed_stays_bounded_and_even() -> None:
