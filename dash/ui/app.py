@@ -17,7 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from dash.config import Config
 from dash.core.clock import Clock, SystemClock
@@ -30,6 +30,7 @@ from dash.ui.widgets.charts import WINDOWS, ChartsRow
 from dash.ui.widgets.gpus import GpuPanel, GpuTable
 from dash.ui.widgets.header import HeaderBar, HeaderState
 from dash.ui.widgets.help import HelpScreen
+from dash.ui.widgets.keyed_table import KeyedTable
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
 from dash.ui.widgets.server import ServerPanel
@@ -245,15 +246,15 @@ class DashApp(WorkerApp):
 
     # -- selection ----------------------------------------------------------------------------
 
-    @on(DataTable.RowHighlighted, "#partitions")
-    def _partition_moved(self, event: DataTable.RowHighlighted) -> None:
-        self.partition = event.row_key.value
+    @on(KeyedTable.RowHighlighted, "#partitions")
+    def _partition_moved(self, event: KeyedTable.RowHighlighted) -> None:
+        self.partition = event.key
         if self.snap is not None:
             self.query_one("#part-details", PartitionDetails).show(self.snap, self.partition)
 
-    @on(DataTable.RowHighlighted, "#gpu-table")
-    def _gpu_moved(self, event: DataTable.RowHighlighted) -> None:
-        key = event.row_key.value
+    @on(KeyedTable.RowHighlighted, "#gpu-table")
+    def _gpu_moved(self, event: KeyedTable.RowHighlighted) -> None:
+        key = event.key
         self.gpu_index = int(key) if key is not None else None
         if self.snap is not None:
             self.query_one("#charts", ChartsRow).show(self.snap, self.window, self.gpu_index)

@@ -16,7 +16,14 @@ def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
 
 
 class AlertsPanel(Panel):
-    """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border."""
+    """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border.
+
+    Long messages, evidence and hints wrap (indented under the severity) rather than being cut:
+    the hint is the point of an alert. The panel scrolls when they do not all fit.
+    """
+
+    WRAP = True
+    INDENT = 5
 
     COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
 
@@ -24,7 +31,7 @@ class AlertsPanel(Panel):
         return self.get_component_rich_style(f"alerts--{name}", partial=True)
 
     def show(self, snap: RunSnapshot, compact: bool = False) -> None:
-        """Render the alerts of `snap`; compact shows one line per alert."""
+        """Render the alerts of `snap`; compact leaves out the evidence and hints."""
         alerts = ordered(snap.alerts)
         live = [a for a in alerts if not a.acknowledged]
         worst = max((SEVERITY_ORDER.get(a.severity, 0) for a in live), default=-1)
@@ -35,19 +42,19 @@ class AlertsPanel(Panel):
         if not alerts:
             self.show_text(Text("all clear", self._st("ok")))
             return
-        t = Text(overflow="ellipsis")
+        t = Text(overflow="fold")
         dim = self._st("dim")
         for a in alerts:
             style = dim if a.acknowledged else self._st(f"{a.severity}")
             if len(t):
                 t.append("\n")
             t.append(f"{a.severity.upper():<4} ", style)
-            t.append(f"{fmt.clean(a.message, 160)}", dim if a.acknowledged else "bold")
+            t.append(f"{fmt.clean(a.message, 300)}", dim if a.acknowledged else "bold")
             t.append(f"  {fmt.dur(snap.now - a.since)}", dim)
             if a.acknowledged:
                 t.append("  ack'd", dim)
             if compact:
                 continue
-            t.append(f"\n     {fmt.clean(a.evidence, 200)}", dim)
-            t.append(f"\n     → {fmt.clean(a.hint, 200)}")
+            t.append(f"\n     {fmt.clean(a.evidence, 400)}", dim)
+            t.append(f"\n     → {fmt.clean(a.hint, 400)}")
         self.show_text(t)

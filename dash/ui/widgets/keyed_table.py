@@ -1,54 +1,92 @@
-"""A DataTable updated by row key, cell by cell: never cleared and rebuilt on a tick.
+"""A small table of rows keyed by a stable id, drawn line by line: a changed row repaints alone.
 
-Rebuilding (`clear()` + `add_rows`) resets the cursor and repaints every row; here a refresh
-compares each row with what is on screen, calls `update_cell` only where a value changed, and adds
-or removes rows only when the set of keys changes. The column set can switch between a full and a
-compact layout (a rare event, on resize), which is the only time the table is rebuilt.
+Textual's DataTable repaints every row whenever any cell changes (its render caches are keyed on
+one table-wide update counter), which at one refresh a second was the largest cost of a frame.
+Here each row is rendered once to a cached `Strip`; `sync` compares every cell with what is on
+screen, drops the cache of a row only when one of its cells changed, and marks only that row's
+screen line for repaint. The cursor (a highlighted row), up/down/home/end, a click and a
+`RowHighlighted` message when the row under the cursor changes work as in a DataTable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
 
 Cell = str | Text
 Columns = Sequence[tuple[str, str, int | None]]
-"""(key, label, width or None for auto) per column."""
+"""(key, label, width or None for the label's width) per column."""
+PAD = 1
+"""Blank cells on each side of a column."""
 
 
-class KeyedTable(DataTable[Cell]):
-    """Rows keyed by a stable id, cells updated in place."""
+class KeyedTable(Widget, can_focus=True):
+    """Rows keyed by a stable id, cells compared in place; a header row on top."""
 
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "up", show=False),
+        Binding("down", "cursor(1)", "down", show=False),
+        Binding("home", "cursor_to(0)", show=False),
+        Binding("end", "cursor_to(-1)", show=False),
+    ]
+    COMPONENT_CLASSES = {"keyedtable--header", "keyedtable--cursor"}
     FULL_COLUMNS: Columns = ()
     COMPACT_COLUMNS: Columns = ()
 
+    class RowHighlighted(Message):
+        """The row under the cursor is now `key` (None: the table is empty)."""
+
+        def __init__(self, table: KeyedTable, key: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id, classes=classes)
         self._compact: bool | None = None
-        self._shown: dict[str, dict[str, Cell]] = {}
+        self._keys: list[str] = []
+        self._cells: dict[str, dict[str, Cell]] = {}
+        self._strips: dict[str, Strip] = {}
+        self._header: Strip | None = None
         self._last_rows: Mapping[str, Mapping[str, Cell]] = {}
+        self._top = 0
+        self._highlighted: str | None = None
+        self.cursor_row = 0
         self.cell_updates = 0
         """Cells written since mount (tests check that an unchanged snapshot writes none)."""
+
+    # -- contents -----------------------------------------------------------------------------
 
     @property
     def columns_now(self) -> Columns:
         return self.COMPACT_COLUMNS if self._compact else self.FULL_COLUMNS
 
+    @property
+    def row_count(self) -> int:
+        return len(self._keys)
+
     def set_compact(self, compact: bool) -> None:
-        """Switch column sets; keeps the cursor row."""
+        """Switch column sets (a resize across the compact threshold); keeps the cursor row."""
         if compact == self._compact:
             return
-        cursor = self.cursor_row
         self._compact = compact
-        self.clear(columns=True)
-        self._shown.clear()
-        for key, label, width in self.columns_now:
-            self.add_column(label, key=key, width=width)
+        self._cells.clear()
+        self._keys.clear()
+        self._forget()
         self.sync(self._last_rows)
-        if self.row_count:
-            self.move_cursor(row=min(cursor, self.row_count - 1), animate=False)
 
     def sync(self, rows: Mapping[str, Mapping[str, Cell]]) -> None:
         """Make the table show `rows` (key -> column key -> cell), in the given order."""
@@ -56,29 +94,137 @@ class KeyedTable(DataTable[Cell]):
         if self._compact is None:
             self.set_compact(False)
             return
-        keys = [k for k, _, _ in self.columns_now]
-        with self.app.batch_update():
-            for gone in [k for k in self._shown if k not in rows]:
-                self.remove_row(gone)
-                del self._shown[gone]
-            for row_key, cells in rows.items():
-                shown = self._shown.get(row_key)
-                if shown is None:
-                    values = {k: cells.get(k, "") for k in keys}
-                    self.add_row(*values.values(), key=row_key)
-                    self._shown[row_key] = values
-                    self.cell_updates += len(values)
-                    continue
-                for k in keys:
-                    value = cells.get(k, "")
-                    if shown.get(k) != value:
-                        self.update_cell(row_key, k, value)
-                        shown[k] = value
-                        self.cell_updates += 1
+        columns = [k for k, _, _ in self.columns_now]
+        order = list(rows)
+        if order != self._keys:  # rows came, went or moved: every line below may shift
+            for gone in set(self._keys) - set(order):
+                self._cells.pop(gone, None)
+                self._strips.pop(gone, None)
+            self._keys = order
+            self.refresh()
+        for index, key in enumerate(order):
+            cells = rows[key]
+            shown = self._cells.setdefault(key, {})
+            changed = 0
+            for col in columns:
+                value = cells.get(col, "")
+                if col not in shown or shown[col] != value:
+                    shown[col] = value
+                    changed += 1
+            if changed:
+                self.cell_updates += changed
+                self._strips.pop(key, None)
+                self._refresh_row(index)
+        self._set_cursor(min(self.cursor_row, max(0, len(order) - 1)))
 
     def row_key_at(self, row: int) -> str | None:
         """The key of the row at index `row`, or None."""
-        if not 0 <= row < self.row_count:
-            return None
-        key = self.coordinate_to_cell_key((row, 0)).row_key.value
-        return key
+        return self._keys[row] if 0 <= row < len(self._keys) else None
+
+    # -- cursor -------------------------------------------------------------------------------
+
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        """Put the cursor on row `row` (clamped to the table)."""
+        if self._keys:
+            self._set_cursor(max(0, min(row, len(self._keys) - 1)))
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(row=self.cursor_row + step)
+
+    def action_cursor_to(self, row: int) -> None:
+        self.move_cursor(row=row if row >= 0 else len(self._keys) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            self.move_cursor(row=self._top + event.y - 1)
+
+    def _set_cursor(self, row: int) -> None:
+        old = self.cursor_row
+        self.cursor_row = row
+        if row != old:
+            for index in (old, row):
+                if 0 <= index < len(self._keys):
+                    self._strips.pop(self._keys[index], None)
+                    self._refresh_row(index)
+        self._scroll_to_cursor()
+        key = self.row_key_at(row)
+        if key != self._highlighted:
+            self._highlighted = key
+            self.post_message(self.RowHighlighted(self, key))
+
+    def _scroll_to_cursor(self) -> None:
+        visible = max(1, self.size.height - 1)
+        top = min(self._top, self.cursor_row)
+        top = max(top, self.cursor_row - visible + 1)
+        if top != self._top:
+            self._top = top
+            self.refresh()
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        self._forget()
+        self._scroll_to_cursor()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._forget()  # focus, theme or class change: colours are baked into the strips
+
+    def on_focus(self) -> None:
+        self._refresh_row(self.cursor_row)
+
+    def on_blur(self) -> None:
+        self._refresh_row(self.cursor_row)
+
+    def _forget(self) -> None:
+        self._strips.clear()
+        self._header = None
+        self.refresh()
+
+    def _refresh_row(self, index: int) -> None:
+        y = index - self._top + 1
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            if self._header is None:
+                style = self.get_component_rich_style("keyedtable--header", partial=True)
+                self._header = self._strip([Text(label, style) for _, label, _ in self.columns_now],
+                                           width, self.rich_style)
+            return self._header
+        index = self._top + y - 1
+        if index >= len(self._keys):
+            return Strip.blank(width, self.rich_style)
+        key = self._keys[index]
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._row_strip(key, index, width)
+        return strip
+
+    def _row_strip(self, key: str, index: int, width: int) -> Strip:
+        cells = self._cells.get(key, {})
+        texts = [cell if isinstance(cell, Text) else Text(cell)
+                 for cell in (cells.get(k, "") for k, _, _ in self.columns_now)]
+        base = self.rich_style
+        if index == self.cursor_row:
+            base = base + self.get_component_rich_style("keyedtable--cursor")
+            return self._strip(texts, width, base, over=base)
+        return self._strip(texts, width, base)
+
+    def _strip(self, texts: list[Text], width: int, base: Style, over: Style | None = None) -> Strip:
+        # One run of segments per cell, so that an SVG export places every column at its cell.
+        console = self.app.console
+        segments: list[Segment] = []
+        for (_, label, col_width), cell in zip(self.columns_now, texts, strict=True):
+            cell = cell.copy()
+            cell.truncate(col_width or len(label), overflow="ellipsis", pad=True)
+            if over is not None:
+                cell.stylize(over)
+            segments.append(Segment(" " * PAD, over))
+            # Text.render leaves out the Text's own base style: apply it under the spans.
+            segments.extend(Segment.apply_style(cell.render(console), console.get_style(cell.style)))
+            segments.append(Segment(" " * PAD, over))
+        strip = Strip(segments).crop(0, width).extend_cell_length(width, over)
+        return strip.apply_style(base)

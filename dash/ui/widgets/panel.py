@@ -1,23 +1,118 @@
-"""A Static whose content is replaced only when it changed, and never triggers a relayout."""
+"""Text panels drawn line by line: an update repaints only the rows whose text changed.
+
+A `Static.update` re-renders the whole widget (and by default relayouts the screen); at one
+refresh a second, with a line count or an age changing somewhere in most panels, that is most of
+what kdash costs. Here the text is rendered to one cached `Strip` per row; a new text is compared
+row by row with what is on screen and only the rows that differ are marked for repaint.
+"""
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 
-class Panel(Static):
-    """Text content sized by the stylesheet: an update repaints this widget only.
+def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
+    """`text` as one Strip per screen row of `width` cells (wrapped, or cut with an ellipsis).
 
-    `Static.update` relayouts the whole screen by default (its size may depend on its content),
-    which at one refresh a second costs more than everything else kdash does.
+    Wrapped rows after the first of a line start `indent` cells in (a hanging indent).
+    """
+    options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
+                                     highlight=False, markup=False)
+    if wrap and 0 < indent < width // 2:
+        rows = [row for line in text.split("\n", allow_blank=True)
+                for row in _hanging(console, line, width, indent)]
+        text = Text("\n").join(rows)
+        options = options.update(no_wrap=True)
+    return [Strip(line) for line in console.render_lines(text, options, pad=False, new_lines=False)]
+
+
+def _hanging(console: Console, line: Text, width: int, indent: int) -> list[Text]:
+    if line.cell_len <= width:
+        return [line]
+    first = line.wrap(console, width, overflow="fold", no_wrap=False)[0]
+    rest = line[len(first.plain):]
+    rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]
+    if not rest.plain:
+        return [first]
+    pieces = rest.wrap(console, width - indent, overflow="fold", no_wrap=False)
+    return [first, *(Text(" " * indent) + piece for piece in pieces)]
+
+
+def changed_rows(old: list[Strip], new: list[Strip]) -> list[int]:
+    """Indexes of the rows that differ between two renders (a row present in one only counts)."""
+    return [y for y in range(max(len(old), len(new)))
+            if y >= len(old) or y >= len(new) or old[y] != new[y]]
+
+
+class Panel(ScrollView, can_focus=False):
+    """Text content sized by the stylesheet; scrolls when it does not fit (where CSS allows).
+
+    Text without an explicit `no_wrap` is wrapped when `WRAP` is true, else cut with an ellipsis.
     """
 
-    _shown: Text | None = None
+    WRAP = False
+    INDENT = 0
+    """Hanging indent of wrapped rows (when WRAP)."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = Text()
+        self._strips: list[Strip] = []
+        self._width = -1
+        self.rows_repainted = 0
+        """Rows marked for repaint since mount (tests check that an unchanged text marks none)."""
 
     def show_text(self, text: Text) -> None:
-        """Show `text` unless it is what is already shown."""
-        if self._shown is not None and text == self._shown:
+        """Show `text`; only the rows that changed are repainted."""
+        if text == self._text and self._width >= 0:
             return
-        self._shown = text
-        self.update(text, layout=False)
+        self._text = text
+        self._rebuild(self._width)
+
+    def on_resize(self) -> None:
+        self._rebuild(self.scrollable_content_region.width, full=True)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._width >= 0:  # theme or class change: colours are baked into the strips
+            self._rebuild(self._width, full=True)
+
+    def _rebuild(self, width: int, full: bool = False) -> None:
+        if width < 0:
+            return  # not laid out yet: the first resize renders
+        new = (text_strips(self.app.console, self._text, max(1, width), self.WRAP, self.INDENT)
+               if width else [])
+        base = self.rich_style
+        new = [strip.apply_style(base) for strip in new]
+        rows = range(max(len(new), len(self._strips))) if full else changed_rows(self._strips, new)
+        self._strips, self._width = new, width
+        if self.virtual_size != Size(width, len(new)):
+            self.virtual_size = Size(width, len(new))
+            self.refresh()
+            return
+        for y in rows:
+            self.refresh_line(y)
+        self.rows_repainted += len(rows)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Rows of the text at `width` (for `height: auto`)."""
+        return len(text_strips(self.app.console, self._text, max(1, width), self.WRAP, self.INDENT))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._width:  # a scrollbar came or went: wrap to the new width
+            self._rebuild(width)
+        row = self.scroll_offset.y + y
+        if 0 <= row < len(self._strips):
+            return self._strips[row].extend_cell_length(width, self.rich_style)
+        return Strip([Segment(" " * width, self.rich_style)], width)
+
+    @property
+    def plain(self) -> str:
+        """The text shown, without styles."""
+        return self._text.plain
