@@ -28,7 +28,8 @@ from dash.core.parse_summary import LogSummary, Part, PartBuilder
 from dash.core.run import replay_alerts
 
 CHUNK = 4 << 20
-PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by two processes
+PARALLEL_MIN = 64 << 20
+MAX_ALERT_LINES = 15  # a plain file at least this big is summarised by two processes
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
 # after SGLang's `[ts] ` or vLLM's `(APIServer pid=1) `): parse_line returns None for those.
@@ -268,10 +269,10 @@ def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
     """The alerts the log would have raised, replayed on its own clock."""
     if not alerts:
         return ["  alerts      none"]
-    out = [f"  alerts      {len(alerts)}"]
-    for a in alerts:
-        out.append(f"    {a['severity'].upper():<5} {a['id']:<20} {_fmt(a['since'])}  "
-                   f"{a['message'][:max(20, width - 50)]}")
+    out = [f"  alerts      {len(alerts)} fired over the log" +
+           (f" (the last {MAX_ALERT_LINES} below)" if len(alerts) > MAX_ALERT_LINES else "")]
+    for a in alerts[-MAX_ALERT_LINES:]:
+        out.append(f"    {a['severity'].upper():<5} {a['id']:<20} {a['message'][:max(20, width - 32)]}")
         if a.get("line"):
             out.append(f"          {str(a['line'])[:width - 12]}")
     return out
