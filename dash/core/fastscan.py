@@ -69,7 +69,7 @@ class _Locator:
         self.cur = 0
         self.nl = 0  # newlines in s[:cur]
 
-    def find(self, head: bytes, skip: int = 0, whole: bool = True) -> tuple[int, bytes]:
+    def find(self, head: bytes, skip: int = 0, whole: bool = True) -> tuple[int, bytes] | None:
         """(line number, text) of the next line equal to `head` (`whole`), or else starting
         with `head` followed by `, ` or its end, after `skip` earlier such lines."""
         s = self.s
@@ -77,6 +77,8 @@ class _Locator:
         p, after = self.cur - 1, len(needle)
         while True:
             p = s.find(needle, p + 1, self.end)
+            if p < 0:
+                return None  # cannot happen for a row of this block; refuse rather than guess
             if not whole and s[p + after:p + after + 1] not in (b",", b"\n"):
                 continue  # a longer line that only starts the same
             if skip == 0:
@@ -156,7 +158,10 @@ def _walk(part: Part, loc: _Locator, rows: list[tuple[bytes, ...]], items: list[
     for row, j in items:
         prev_row, last_row = last_row, row
         if j < 0:
-            line, text = loc.find(rows[row][_OTHER])
+            found = loc.find(rows[row][_OTHER])
+            if found is None:
+                return None
+            line, text = found
             if _ACCESS.match(text):
                 continue
             rec = parse_line(text.decode("utf-8", "replace"), line)
@@ -172,7 +177,10 @@ def _walk(part: Part, loc: _Locator, rows: list[tuple[bytes, ...]], items: list[
         if head in heads[prev_dec + 1:j]:  # same-looking lines not located yet: step over
             skip = sum(1 for m in range(prev_dec + 1, j)
                        if heads[m] == head and head_rows[m] > prev_row)
-        line, text = loc.find(head, skip, whole=False)
+        found = loc.find(head, skip, whole=False)
+        if found is None:
+            return None
+        line, text = found
         prev_dec = j
         _decode_role(part, roles[j], j, line, head, text)
     part.lines = loc.total()

@@ -176,6 +176,15 @@ def test_blocks_the_parser_would_read_differently_are_refused(bad: bytes) -> Non
     assert _scan(_dec(1) + bad + b"\n") is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=40), st.sampled_from([_dec(1), _dec(15, "3.00")])),
+                max_size=30))
+def test_garbage_never_raises(pieces: list[bytes]) -> None:
+    block = b"\n".join(pieces) + b"\n"
+    part = _scan(block)
+    assert part is None or part.lines == block.count(b"\n")
+
+
 def test_alert_feed_stays_bounded_and_even() -> None:
     feed = AlertFeed(max_decodes=10)
     rec = {"kind": "event", "event": "oom", "line": 5}
