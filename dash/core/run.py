@@ -72,6 +72,12 @@ class RunState:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
         return self.alerts.evaluate(self._compose(now), now)
 
+    def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
+        """`tick(now)` then `snapshot(now)`, composing the state once instead of twice."""
+        composed = self._compose(now)
+        changes = self.alerts.evaluate(composed, now)
+        return changes, dataclasses.replace(composed, alerts=self.alerts.active())
+
     def acknowledge(self, key: str) -> bool:
         """Mark an active alert seen (by `Alert.key`)."""
         return self.alerts.acknowledge(key)

@@ -176,13 +176,14 @@ class DashApp(WorkerApp):
     def refresh_state(self) -> None:
         """Evaluate alerts and, unless paused, render the current snapshot."""
         now = self.clock.now()
-        changes = self.state.tick(now)
+        both = getattr(self.state, "tick_and_snapshot", None)  # one composition, not two
+        changes, fresh = both(now) if both is not None else (self.state.tick(now), None)
         self._cpu = self.cpu_meter()
         apply.ring_for(self, changes)
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
         if not self.paused or self.snap is None:
-            self.snap = self.state.snapshot(now)
+            self.snap = fresh if fresh is not None else self.state.snapshot(now)
             self.render_snapshot(tick=True)
         else:
             self._render_header()

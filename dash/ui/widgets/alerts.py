@@ -28,7 +28,7 @@ class AlertsPanel(Panel):
     COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"alerts--{name}", partial=True)
+        return self.part_style(f"alerts--{name}")
 
     def show(self, snap: RunSnapshot, compact: bool = False) -> None:
         """Render the alerts of `snap`; compact leaves out the evidence and hints."""

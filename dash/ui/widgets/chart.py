@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -121,44 +122,70 @@ class BrailleChart(Widget):
         self._key: object = None
         self._strips: list[Strip] = []
         self._built_for: object = None
+        self._styles: dict[str, Style] = {}
         self.builds = 0
         """How many times the strips were rebuilt (tests check that idle frames cost nothing)."""
 
     def set_data(self, data: ChartData) -> None:
-        """Show `data`; repaints only if what would be drawn changed.
+        """Show `data`; repaints only the rows whose picture changed.
 
-        The window's end is rounded up to a whole dot column, so a chart whose data did not change
-        is redrawn only when time has moved by one column, not on every refresh.
+        The window's end is rounded up to a whole dot column, so every point stays in the same
+        column until time has moved by one column: between those steps new data changes the title
+        and the last columns only, and only the rows those touch are repainted.
         """
         data = _quantized(data, max(1, self.size.width - GUTTER) * 2)
         key = _data_key(data)
         if key == self._key:
             return
         self._data, self._key = data, key
-        self.refresh()
+        self._redraw(full=False)
 
     def on_resize(self) -> None:
         self._key = None
         if self._data is not None:
             self.set_data(self._data)
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._built_for = None  # colours are baked into the strips
+        self._styles.clear()
+
     def invalidate(self) -> None:
         """Forget the cached strips (after a theme change or a full redraw)."""
         self._built_for = None
-        self.refresh()
+        self._redraw(full=True)
 
-    def render_line(self, y: int) -> Strip:
+    def _redraw(self, full: bool) -> None:
+        if not self.size.area:
+            self.refresh()  # not laid out yet: render_line builds once it is
+            return
+        old = self._strips
+        self._ensure_built()
+        if full or len(old) != len(self._strips):
+            self.refresh()
+            return
+        for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
+            if a != b:
+                self.refresh(Region(0, y, self.size.width, 1))
+
+    def _ensure_built(self) -> None:
         want = (self._key, self.size)
         if want != self._built_for:
             self._strips = self._build()
             self._built_for = want
             self.builds += 1
+
+    def render_line(self, y: int) -> Strip:
+        self._ensure_built()
         if y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.size.width)
 
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(name)
+        style = self._styles.get(name)
+        if style is None:  # resolving a component style walks the DOM: once per theme, not per row
+            style = self._styles[name] = self.get_component_rich_style(name)
+        return style
 
     def _build(self) -> list[Strip]:
         width, height = self.size.width, self.size.height

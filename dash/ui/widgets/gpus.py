@@ -32,7 +32,7 @@ class GpuTable(KeyedTable):
     )
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"gpus--{name}", partial=True)
+        return self.part_style(f"gpus--{name}")
 
     def show(self, snap: RunSnapshot) -> None:
         """Update rows from the snapshot's GPUs."""

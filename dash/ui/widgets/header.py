@@ -56,7 +56,7 @@ class HeaderBar(Panel):
         self.show_text(text)
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"header--{name}", partial=True)
+        return self.part_style(f"header--{name}")
 
     def _line1(self, snap: RunSnapshot, extra: HeaderState) -> Text:
         label, level, since = server_state(snap)

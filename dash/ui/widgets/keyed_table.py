@@ -64,6 +64,7 @@ class KeyedTable(Widget, can_focus=True):
         self._last_rows: Mapping[str, Mapping[str, Cell]] = {}
         self._top = 0
         self._highlighted: str | None = None
+        self._styles: dict[str, Style] = {}
         self.cursor_row = 0
         self.cell_updates = 0
         """Cells written since mount (tests check that an unchanged snapshot writes none)."""
@@ -176,7 +177,20 @@ class KeyedTable(Widget, can_focus=True):
     def on_blur(self) -> None:
         self._refresh_row(self.cursor_row)
 
+    def _style(self, name: str, partial: bool = False) -> Style:
+        """A component style ("" = the widget's own), resolved once per style change."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self.get_component_rich_style(name, partial=partial) if name else self.rich_style
+            self._styles[name] = style
+        return style
+
+    def part_style(self, name: str) -> Style:
+        """The component class `name`'s own style (partial), resolved once per style change."""
+        return self._style(name, partial=True)
+
     def _forget(self) -> None:
+        self._styles.clear()
         self._strips.clear()
         self._header = None
         self.refresh()
@@ -190,13 +204,13 @@ class KeyedTable(Widget, can_focus=True):
         width = self.size.width
         if y == 0:
             if self._header is None:
-                style = self.get_component_rich_style("keyedtable--header", partial=True)
+                style = self._style("keyedtable--header", partial=True)
                 self._header = self._strip([Text(label, style) for _, label, _ in self.columns_now],
-                                           width, self.rich_style)
+                                           width, self._style(""))
             return self._header
         index = self._top + y - 1
         if index >= len(self._keys):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         key = self._keys[index]
         strip = self._strips.get(key)
         if strip is None:
@@ -207,9 +221,9 @@ class KeyedTable(Widget, can_focus=True):
         cells = self._cells.get(key, {})
         texts = [cell if isinstance(cell, Text) else Text(cell)
                  for cell in (cells.get(k, "") for k, _, _ in self.columns_now)]
-        base = self.rich_style
+        base = self._style("")
         if index == self.cursor_row:
-            base = base + self.get_component_rich_style("keyedtable--cursor")
+            base = base + self._style("keyedtable--cursor")
             return self._strip(texts, width, base, over=base)
         return self._strip(texts, width, base)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -64,6 +65,8 @@ class Panel(ScrollView, can_focus=False):
         self._text = Text()
         self._strips: list[Strip] = []
         self._width = -1
+        self._base: Style | None = None
+        self._parts: dict[str, Style] = {}
         self.rows_repainted = 0
         """Rows marked for repaint since mount (tests check that an unchanged text marks none)."""
 
@@ -79,6 +82,8 @@ class Panel(ScrollView, can_focus=False):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._base = None
+        self._parts.clear()
         if self._width >= 0:  # theme or class change: colours are baked into the strips
             self._rebuild(self._width, full=True)
 
@@ -87,7 +92,7 @@ class Panel(ScrollView, can_focus=False):
             return  # not laid out yet: the first resize renders
         new = (text_strips(self.app.console, self._text, max(1, width), self.WRAP, self.INDENT)
                if width else [])
-        base = self.rich_style
+        base = self.base_style
         new = [strip.apply_style(base) for strip in new]
         rows = range(max(len(new), len(self._strips))) if full else changed_rows(self._strips, new)
         self._strips, self._width = new, width
@@ -109,8 +114,22 @@ class Panel(ScrollView, can_focus=False):
             self._rebuild(width)
         row = self.scroll_offset.y + y
         if 0 <= row < len(self._strips):
-            return self._strips[row].extend_cell_length(width, self.rich_style)
-        return Strip([Segment(" " * width, self.rich_style)], width)
+            return self._strips[row].extend_cell_length(width, self.base_style)
+        return Strip([Segment(" " * width, self.base_style)], width)
+
+    def part_style(self, name: str) -> Style:
+        """The component class `name`'s own style (partial), resolved once per style change."""
+        style = self._parts.get(name)
+        if style is None:
+            style = self._parts[name] = self.get_component_rich_style(name, partial=True)
+        return style
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own colours (resolved once per style change: it walks the DOM)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
 
     @property
     def plain(self) -> str:

@@ -31,7 +31,7 @@ class PartitionTable(KeyedTable):
     )
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"parts--{name}", partial=True)
+        return self.part_style(f"parts--{name}")
 
     def show(self, snap: RunSnapshot) -> None:
         """Update rows from the snapshot's partitions."""

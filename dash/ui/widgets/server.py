@@ -45,7 +45,7 @@ class ServerPanel(Panel):
     COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim"}
 
     def _st(self, name: str) -> Style:
-        return self.get_component_rich_style(f"server--{name}", partial=True)
+        return self.part_style(f"server--{name}")
 
     def show(self, snap: RunSnapshot) -> None:
         """Render facts and events from `snap`."""
