@@ -29,6 +29,7 @@ from dash.core.run import replay_alerts
 
 CHUNK = 4 << 20
 PARALLEL_MIN = 64 << 20
+SEGMENT = 512 << 20  # bytes read per round by the two processes
 MAX_ALERT_LINES = 15  # a plain file at least this big is summarised by two processes
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
@@ -172,8 +173,9 @@ def processes() -> int:
 
 
 def _parts(path: Path) -> Iterator[Part]:
-    """Every part of the log in file order; a large plain file is split in two at a line
-    start and the second half read by a forked process at the same time."""
+    """Every part of the log in file order. A large plain file is read in segments, each
+    split in two at a line start, its second half read by a forked process at the same time
+    (segments bound what that process hands back)."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
@@ -183,15 +185,24 @@ def _parts(path: Path) -> Iterator[Part]:
         return
     import multiprocessing  # only here: a small log starts quicker without it
 
-    # the first process also merges and replays alerts: it takes a little less
-    mid = _line_start_after(path, size * 47 // 100)
+    done, start = 0, 0  # lines and bytes before the segment
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        later = pool.apply_async(_range_parts, (path, mid, size))
-        first = Scan(path, 0, mid)
-        yield from first.parts()
-        for part in later.get():
-            part.shift(first.lines)
-            yield part
+        while start < size:
+            end = size if size - start < SEGMENT * 3 // 2 else _line_start_after(path, start + SEGMENT)
+            # the first process also merges and replays alerts: it takes a little less
+            mid = min(end, _line_start_after(path, start + (end - start) * 47 // 100))
+            later = pool.apply_async(_range_parts, (path, mid, end))
+            first = Scan(path, start, mid)
+            for part in first.parts():
+                part.shift(done)
+                yield part
+            done += first.lines
+            offset = done  # the second process counted its lines from 1
+            for part in later.get():
+                part.shift(offset)
+                done += part.lines
+                yield part
+            start = end
 
 
 def _ref_time(path: Path) -> float:

@@ -42,6 +42,7 @@ _OTHER = 5
 # what report.Scan never parses: uvicorn access lines after an optional `[..] ` / `(..) `
 _ACCESS = re.compile(rb"(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) )?INFO:     \d")
 _DECODE_HEAD = b"Decode batch"
+_PROBE = 64
 Buffer = bytes | bytearray
 
 
@@ -74,11 +75,14 @@ class _Locator:
         with `head` followed by `, ` or its end, after `skip` earlier such lines."""
         s = self.s
         needle = b"\n" + head + (b"\n" if whole else b"")
+        probe = needle[:_PROBE]  # a short needle is searched faster; the rest is compared
         p, after = self.cur - 1, len(needle)
         while True:
-            p = s.find(needle, p + 1, self.end)
+            p = s.find(probe, p + 1, self.end)
             if p < 0:
                 return None  # cannot happen for a row of this block; refuse rather than guess
+            if after > _PROBE and s[p:p + after] != needle:
+                continue
             if not whole and s[p + after:p + after + 1] not in (b",", b"\n"):
                 continue  # a longer line that only starts the same
             if skip == 0:

@@ -37,6 +37,7 @@ def reference(path: Path) -> dict[str, Any]:
 def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> dict[str, Any]:
     monkeypatch.setattr(report, "CHUNK", chunk)
     monkeypatch.setattr(report, "PARALLEL_MIN", 0 if parallel else 1 << 60)
+    monkeypatch.setattr(report, "SEGMENT", 300_000)  # several rounds on a small log
     return report.summarize(path)
 
 
