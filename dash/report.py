@@ -27,7 +27,7 @@ from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
 from dash.core.parse_summary import LogSummary, Part, PartBuilder
 from dash.core.run import replay_alerts
 
-CHUNK = 4 << 20
+CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20
 SEGMENT = 512 << 20  # bytes read per round by the two processes
 MAX_ALERT_LINES = 15  # a plain file at least this big is summarised by two processes
