@@ -28,9 +28,9 @@ from dash.core.parse_summary import LogSummary, Part, PartBuilder
 from dash.core.run import replay_alerts
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
-PARALLEL_MIN = 64 << 20
+PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by two processes
 SEGMENT = 512 << 20  # bytes read per round by the two processes
-MAX_ALERT_LINES = 15  # a plain file at least this big is summarised by two processes
+MAX_ALERT_LINES = 15  # alerts listed in the text report
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
 # after SGLang's `[ts] ` or vLLM's `(APIServer pid=1) `): parse_line returns None for those.
@@ -215,8 +215,11 @@ def _ref_time(path: Path) -> float:
 def summarize(path: Path) -> dict[str, Any]:
     """The summary document of one log (raises LogError)."""
     summary = LogSummary(ref=_ref_time(path))
-    for part in _parts(path):
-        summary.merge(part)
+    try:
+        for part in _parts(path):
+            summary.merge(part)
+    except OSError as exc:  # the file went away between the two processes' reads
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
     return document(path, summary)
 
 
