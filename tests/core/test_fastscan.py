@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import subprocess
@@ -67,6 +68,15 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
     assert want["lines"] == path.read_bytes().count(b"\n")
     assert _scan(path.read_bytes()) is not None  # the fast path read it all
+
+
+def test_gzip_log_summarises_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mixed.log"
+    _bench().generate(path, 1)
+    gz = tmp_path / "mixed.log.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    plain, packed = fast(path, monkeypatch, 1 << 20, True), fast(gz, monkeypatch, 1 << 20, True)
+    assert {**packed, "path": str(path)} == plain
 
 
 @pytest.mark.parametrize("fmt", ["0.5.12", "0.4.10", "0.4.3"])
