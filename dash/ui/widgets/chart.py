@@ -123,6 +123,7 @@ class BrailleChart(Widget):
         self._strips: list[Strip] = []
         self._built_for: object = None
         self._styles: dict[str, Style] = {}
+        self._plot_key: object = None
         self.builds = 0
         """How many times the strips were rebuilt (tests check that idle frames cost nothing)."""
 
@@ -147,12 +148,12 @@ class BrailleChart(Widget):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._built_for = None  # colours are baked into the strips
+        self._built_for = self._plot_key = None  # colours are baked into the strips
         self._styles.clear()
 
     def invalidate(self) -> None:
         """Forget the cached strips (after a theme change or a full redraw)."""
-        self._built_for = None
+        self._built_for = self._plot_key = None
         self._redraw(full=True)
 
     def _redraw(self, full: bool) -> None:
@@ -201,6 +202,7 @@ class BrailleChart(Widget):
         if plot_h < 1:
             return strips
         if not any(data.series):
+            self._plot_key = None
             blank = Strip.blank(width)
             note = Strip([Segment("no data yet".center(width), self._style("chart--axis"))])
             return strips + [blank] * ((plot_h - 1) // 2) + [note.adjust_cell_length(width)]
@@ -210,6 +212,12 @@ class BrailleChart(Widget):
             [v for vals in per_series for v in vals if v is not None]
             + ([data.peak[1]] if data.peak else [0.0])
         ))
+        # A new point usually leaves every column's maximum as it was: then only the title moved.
+        plot_key = (tuple(map(tuple, per_series)), top, data.peak, data.start, data.end,
+                    data.window_label, self.size)
+        if plot_key == self._plot_key and len(self._strips) == height:
+            return strips + self._strips[1:]
+        self._plot_key = plot_key
         grids = [plot_dots(vals, plot_h * 4, top) for vals in per_series]
         ref = self._peak_cells(data, top, plot_h, cols)
         for row in range(plot_h):

@@ -22,14 +22,19 @@ def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: in
 
     Wrapped rows after the first of a line start `indent` cells in (a hanging indent).
     """
+    wrap = wrap if text.no_wrap is None else not text.no_wrap
+    return [strip for line in text.split("\n", allow_blank=True)
+            for strip in line_strips(console, line, width, wrap, indent)]
+
+
+def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
+    """One line of text (no newline in it) as the Strips of its screen rows."""
     options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
                                      highlight=False, markup=False)
-    if wrap and 0 < indent < width // 2:
-        rows = [row for line in text.split("\n", allow_blank=True)
-                for row in _hanging(console, line, width, indent)]
-        text = Text("\n").join(rows)
+    if wrap and 0 < indent < width // 2 and line.cell_len > width:
+        line = Text("\n").join(_hanging(console, line, width, indent))
         options = options.update(no_wrap=True)
-    return [Strip(line) for line in console.render_lines(text, options, pad=False, new_lines=False)]
+    return [Strip(row) for row in console.render_lines(line, options, pad=False, new_lines=False)]
 
 
 def _hanging(console: Console, line: Text, width: int, indent: int) -> list[Text]:
@@ -67,6 +72,7 @@ class Panel(ScrollView, can_focus=False):
         self._width = -1
         self._base: Style | None = None
         self._parts: dict[str, Style] = {}
+        self._lines: dict[int, tuple[Text, list[Strip]]] = {}
         self.rows_repainted = 0
         """Rows marked for repaint since mount (tests check that an unchanged text marks none)."""
 
@@ -90,10 +96,7 @@ class Panel(ScrollView, can_focus=False):
     def _rebuild(self, width: int, full: bool = False) -> None:
         if width < 0:
             return  # not laid out yet: the first resize renders
-        new = (text_strips(self.app.console, self._text, max(1, width), self.WRAP, self.INDENT)
-               if width else [])
-        base = self.base_style
-        new = [strip.apply_style(base) for strip in new]
+        new = self._render(width, full) if width else []
         rows = range(max(len(new), len(self._strips))) if full else changed_rows(self._strips, new)
         self._strips, self._width = new, width
         if self.virtual_size != Size(width, len(new)):
@@ -103,6 +106,24 @@ class Panel(ScrollView, can_focus=False):
         for y in rows:
             self.refresh_line(y)
         self.rows_repainted += len(rows)
+
+    def _render(self, width: int, full: bool) -> list[Strip]:
+        """Every row, re-rendering only the lines of text that changed since the last render."""
+        if full or width != self._width:
+            self._lines.clear()
+        text, base = self._text, self.base_style
+        wrap = self.WRAP if text.no_wrap is None else not text.no_wrap
+        out: list[Strip] = []
+        i = -1
+        for i, line in enumerate(text.split("\n", allow_blank=True)):
+            cached = self._lines.get(i)
+            if cached is None or cached[0] != line or cached[0].style != line.style:
+                strips = line_strips(self.app.console, line, max(1, width), wrap, self.INDENT)
+                cached = self._lines[i] = (line, [strip.apply_style(base) for strip in strips])
+            out.extend(cached[1])
+        for gone in [k for k in self._lines if k > i]:
+            del self._lines[gone]
+        return out
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows of the text at `width` (for `height: auto`)."""
