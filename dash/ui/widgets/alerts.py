@@ -38,7 +38,9 @@ class AlertsPanel(Panel):
         self.set_class(worst == 2, "-crit")
         self.set_class(worst == 1, "-warn")
         self.set_class(worst < 1, "-ok")
-        self.border_title = f"alerts ({len(live)} active)" if alerts else "alerts"
+        title = f"alerts ({len(live)} active)" if alerts else "alerts"
+        if self.border_title != title:  # setting it, even unchanged, repaints the whole panel
+            self.border_title = title
         if not alerts:
             self.show_text(Text("all clear", self._st("ok")))
             return
