@@ -22,7 +22,7 @@ from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesS
 BACKLOG = 20
 """Messages waiting on the main thread beyond which the file reader slows down."""
 MIN_READ_GAP_S = 0.25
-"""Watch wake-ups closer than this are merged into one read (a log growing 20 lines/s)."""
+"""Reads never come closer than this, whatever the refresh period."""
 PROCESS_INTERVAL_S = 5.0
 
 
@@ -67,14 +67,18 @@ class WorkerApp(App[int]):
         while not worker.is_cancelled and not self._stop.is_set():
             # With a watcher, the timeout is only a safety net; without one it is the poll rate.
             idle = self.cfg.refresh * (3 if self._watching else 1)
+            # Wake-ups within one refresh period are merged into one read: on a busy log the
+            # watcher fires several times a second, and the screen shows nothing faster anyway.
+            gap = max(MIN_READ_GAP_S, self.cfg.refresh)
             self._wake.clear()
             reading = self.collector.read_files()  # type: ignore[union-attr]
             self.post_message(FilesObserved(reading))
             # Back off while the main thread is behind, so line batches never pile up unbounded.
             backlog = self.message_queue_size > BACKLOG
-            self._stop.wait(MIN_READ_GAP_S * (8 if backlog else 1))
-            if not getattr(reading, "more", False):  # more bytes waiting: read again at once
-                self._wake.wait(max(0.0, idle - MIN_READ_GAP_S))
+            more = getattr(reading, "more", False)  # more bytes waiting (a backlog): read again soon
+            self._stop.wait((MIN_READ_GAP_S if more else gap) * (8 if backlog else 1))
+            if not more:
+                self._wake.wait(max(0.0, idle - gap))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="nvml")
     def nvml_loop(self) -> None:
