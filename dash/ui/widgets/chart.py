@@ -126,6 +126,8 @@ class BrailleChart(Widget):
         self._plot_key: object = None
         self.builds = 0
         """How many times the strips were rebuilt (tests check that idle frames cost nothing)."""
+        self.rows_repainted = 0
+        """Rows marked for repaint one by one (a full repaint is not counted)."""
 
     def set_data(self, data: ChartData) -> None:
         """Show `data`; repaints only the rows whose picture changed.
@@ -168,6 +170,7 @@ class BrailleChart(Widget):
         for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
             if a != b:
                 self.refresh(Region(0, y, self.size.width, 1))
+                self.rows_repainted += 1
 
     def _ensure_built(self) -> None:
         want = (self._key, self.size)

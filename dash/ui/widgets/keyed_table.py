@@ -68,6 +68,8 @@ class KeyedTable(Widget, can_focus=True):
         self.cursor_row = 0
         self.cell_updates = 0
         """Cells written since mount (tests check that an unchanged snapshot writes none)."""
+        self.rows_repainted = 0
+        """Rows marked for repaint one by one since mount."""
 
     # -- contents -----------------------------------------------------------------------------
 
@@ -199,6 +201,7 @@ class KeyedTable(Widget, can_focus=True):
         y = index - self._top + 1
         if 1 <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
+            self.rows_repainted += 1
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

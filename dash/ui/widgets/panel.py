@@ -156,3 +156,7 @@ class Panel(ScrollView, can_focus=False):
     def plain(self) -> str:
         """The text shown, without styles."""
         return self._text.plain
+
+    def plain_rows(self) -> list[str]:
+        """The rows as laid out at the current width (wrapped or cut), without styles."""
+        return [strip.text for strip in self._strips]

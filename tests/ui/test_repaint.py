@@ -1,0 +1,129 @@
+"""What one refresh repaints: only the rows whose text changed, never a whole panel or table.
+
+kdash runs for days at one refresh a second; its cost is what Textual re-renders. These tests
+change one value of the frozen run and check how many screen rows were marked for repaint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from dash.config import Config
+from dash.core.run import RunState
+from dash.core.snapshot import Alert, PartitionSnapshot
+from dash.ui.app import DashApp
+from dash.ui.widgets.alerts import AlertsPanel
+from dash.ui.widgets.chart import BrailleChart
+from dash.ui.widgets.gpus import GpuTable
+from dash.ui.widgets.header import HeaderBar
+from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.partitions import PartitionTable
+from ui.fake_run import NOW, FrozenState, screen_text, snapshot
+
+SIZE = (160, 45)
+MakeApp = Callable[..., DashApp]
+
+
+def _repaints(app: DashApp) -> dict[str, int]:
+    widgets = [*app.query(Panel), *app.query(BrailleChart), app.query_one(PartitionTable),
+               app.query_one(GpuTable)]
+    return {w.id or type(w).__name__: w.rows_repainted for w in widgets}
+
+
+async def test_an_unchanged_snapshot_repaints_no_row(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = _repaints(app)
+        for _ in range(3):
+            app.refresh_state()
+        await pilot.pause()
+        assert _repaints(app) == before
+
+
+async def test_one_changed_partition_repaints_its_row_only(make_app: MakeApp) -> None:
+    state = FrozenState()
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = _repaints(app)
+        parts = list(state.snap.partitions)
+        parts[2] = dataclasses.replace(parts[2], done=813)
+        state.snap = dataclasses.replace(state.snap, partitions=tuple(parts))
+        app.refresh_state()
+        await pilot.pause()
+        after = _repaints(app)
+        assert after["partitions"] - before["partitions"] == 1
+        assert {k: v for k, v in after.items() if k != "partitions"} == {
+            k: v for k, v in before.items() if k != "partitions"}
+        assert "813/5000" in screen_text(app)
+
+
+async def test_a_new_cpu_figure_repaints_one_header_row(make_app: MakeApp) -> None:
+    cpu = iter([0.4, 0.4, 1.7])
+    app = make_app(cpu_meter=lambda: next(cpu, 1.7))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        header = app.query_one(HeaderBar)
+        before = header.rows_repainted
+        app.refresh_state()
+        app.refresh_state()
+        await pilot.pause()
+        assert header.rows_repainted - before == 1
+        assert "kdash CPU 1.7%" in screen_text(app)
+
+
+async def test_a_new_throughput_in_the_title_repaints_the_title_row_only(make_app: MakeApp) -> None:
+    state = FrozenState()
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        chart = app.query_one("#chart-throughput", BrailleChart)
+        before = chart.rows_repainted
+        server = state.snap.server
+        last = {**(server.last_decode or {}), "gen_throughput": 611.0}
+        state.snap = dataclasses.replace(
+            state.snap, server=dataclasses.replace(server, last_decode=last))
+        app.refresh_state()
+        await pilot.pause()
+        assert chart.rows_repainted - before == 1
+        assert "gen tok/s 611" in screen_text(app)
+
+
+async def test_long_alert_hints_wrap_instead_of_being_cut(make_app: MakeApp) -> None:
+    hint = ("KV-bound: lower --max-running-requests, or raise --mem-fraction-static if the "
+            "GPUs have headroom; a plateau this far below the peak usually means the KV cache "
+            "is full and requests are being retracted")
+    alert = Alert("throughput_plateau", "warn", NOW - 420.0,
+                  "gen throughput fell from peak 1316 to plateau 605 tok/s (-54%) over 7 m and "
+                  "has stayed there", "token_usage 0.97, queue 212, running 128 (max 128)", hint)
+    app = make_app(snapshot(alerts=(alert,)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.query_one(AlertsPanel)
+        rows = [r.strip() for r in panel.plain_rows()]
+        assert "…" not in "".join(rows)
+        joined = " ".join(rows)
+        assert "over 7 m and has stayed there" in joined
+        assert "requests are being retracted" in joined
+        # Continuation rows are indented under the message, not under the severity.
+        assert all(r.startswith("     ") for r in panel.plain_rows()[1:])
+
+
+async def test_a_partition_without_an_output_file_is_listed(make_app: MakeApp) -> None:
+    new = PartitionSnapshot("B6_expected", "/data/run7/out/B6_expected.jsonl", 0, 800, 0, None,
+                            None, status="pending")
+    app = make_app(snapshot(partitions=(*snapshot().partitions, new)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        text = screen_text(app)
+        assert "B6_expected" in text and "0/800" in text
+        assert app.partition == "B6_expected"
+
+
+def test_tick_and_snapshot_equals_tick_then_snapshot() -> None:
+    a, b = RunState(Config()), RunState(Config())
+    changes, snap = a.tick_and_snapshot(1000.0)
+    assert changes == b.tick(1000.0)
+    assert snap == b.snapshot(1000.0)
