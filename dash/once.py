@@ -47,8 +47,7 @@ def collect_once(cfg: Config, *, nvml_module: object | None = None,
     finally:
         collector.close()
     now = clock.now()
-    state.tick(now)
-    return state.snapshot(now)
+    return state.tick_and_snapshot(now)[1]
 
 
 def run_once(cfg: Config, as_json: bool, *, nvml_module: object | None = None,

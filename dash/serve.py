@@ -86,11 +86,11 @@ class ServeLoop:
     async def tick(self) -> None:
         """Evaluate alerts, deliver the changes, publish the snapshot."""
         now = self.clock.now()
-        changes = self.state.tick(now)
+        changes, snap = self.state.tick_and_snapshot(now)
+        self.publish(snap)
         if changes:
             for err in await self.sinks.deliver(changes, now):
                 self._note(f"alert delivery: {err}")
-        self.publish(self.state.snapshot(now))
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll every source on its own interval until `stop` is set; then release them."""

@@ -9,42 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any
 
 from dash.config import Config
 from dash.core.alerts import AlertChanges, AlertConfig, AlertEngine
+from dash.core.client import ClientTracker
+from dash.core.gpus import GpuTracker
+from dash.core.http_state import HttpTracker
+from dash.core.partitions import STALL_AFTER_S, PartitionsTracker
 from dash.core.server_log import ServerLogTracker
 from dash.core.snapshot import (
     Alert,
-    ClientSnapshot,
-    GpusSnapshot,
-    HttpSnapshot,
-    PartitionSnapshot,
     Record,
     RunSnapshot,
-    RunTotals,
 )
 from dash.core.timestamps import ts_to_epoch
-
-# The other trackers live in their own modules; a run without one (a partial install, or a
-# module not written yet) still composes, with that part of the snapshot left at its default.
-try:
-    from dash.core.http_state import HttpTracker
-except ImportError:  # pragma: no cover
-    HttpTracker = None  # type: ignore[assignment,misc]
-try:
-    from dash.core.gpus import GpuTracker
-except ImportError:  # pragma: no cover
-    GpuTracker = None  # type: ignore[assignment,misc]
-try:
-    from dash.core.partitions import STALL_AFTER_S, PartitionsTracker
-except ImportError:  # pragma: no cover
-    PartitionsTracker = None  # type: ignore[assignment,misc]
-    STALL_AFTER_S = 300.0
-try:
-    from dash.core.client import ClientTracker
-except ImportError:  # pragma: no cover
-    ClientTracker = None  # type: ignore[assignment,misc]
 
 
 class RunState:
@@ -53,10 +31,10 @@ class RunState:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.server_log = ServerLogTracker(str(cfg.log) if cfg.log else None)
-        self.http: Any = HttpTracker(cfg.url or None) if HttpTracker is not None else None
-        self.gpus: Any = GpuTracker() if GpuTracker is not None else None
-        self.partitions: Any = _make_partitions(cfg)
-        self.client: Any = _make_client(cfg)
+        self.http = HttpTracker(cfg.url or None)
+        self.gpus = GpuTracker()
+        self.partitions = _make_partitions(cfg)
+        self.client = ClientTracker(cfg)
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
         self.notices: list[str] = []
 
@@ -65,7 +43,7 @@ class RunState:
         """Feed server-log records; a server restart also restarts the partitions' rates."""
         before = self.server_log.restarts
         self.server_log.feed(records, now, lines)
-        if self.server_log.restarts != before and self.partitions is not None:
+        if self.server_log.restarts != before:
             self.partitions.note_restart(now)
 
     def tick(self, now: float) -> AlertChanges:
@@ -88,39 +66,17 @@ class RunState:
 
     def _compose(self, now: float) -> RunSnapshot:
         server = self.server_log.snapshot(now)
-        http = HttpSnapshot(url=self.cfg.url or None)
-        if self.http is not None:
-            http = self.http.snapshot(now, server.last_decode,
-                                      last_decode_at=server.last_record_at)
-        parts, totals = _partitions_view(self.partitions, now)
-        client = self.client.snapshot(now) if self.client is not None else ClientSnapshot()
-        gpus = self.gpus.snapshot() if self.gpus is not None else GpusSnapshot()
-        return RunSnapshot(now=now, server=server, http=http, partitions=parts, totals=totals,
-                           client=client, gpus=gpus, notices=tuple(self.notices[-20:]))
+        http = self.http.snapshot(now, server.last_decode, last_decode_at=server.last_record_at)
+        return RunSnapshot(now=now, server=server, http=http,
+                           partitions=self.partitions.snapshot(now),
+                           totals=self.partitions.totals(now), client=self.client.snapshot(now),
+                           gpus=self.gpus.snapshot(), notices=tuple(self.notices[-20:]))
 
 
-def _make_partitions(cfg: Config) -> Any:
-    if PartitionsTracker is None:
-        return None
+def _make_partitions(cfg: Config) -> PartitionsTracker:
     # A partition shows "stalled" no later than the output_stalled alert (which needs it) fires.
     stall = min(STALL_AFTER_S, AlertConfig.from_mapping(cfg.alerts).stalled_after_s)
     return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall)
-
-
-def _make_client(cfg: Config) -> Any:
-    if ClientTracker is None:
-        return None
-    return ClientTracker(cfg)  # type: ignore[call-arg]
-
-
-def _partitions_view(tracker: Any, now: float) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
-    if tracker is None:
-        return (), RunTotals()
-    result = tracker.snapshot(now)
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], RunTotals):
-        return tuple(result[0]), result[1]
-    totals = tracker.totals(now) if hasattr(tracker, "totals") else RunTotals()
-    return tuple(result), totals
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,
