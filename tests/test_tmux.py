@@ -39,11 +39,14 @@ class Tmux:
                   "sleep 60")
         env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
         env["TERM"] = "xterm-256color"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
+        # A server of its own (-L) with no user config (-f): another tmux server on the machine,
+        # with its own sizes and options, cannot change what this test sees.
+        self.base = ["tmux", "-L", self.name, "-f", "/dev/null"]
+        subprocess.run([*self.base, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
                         "bash", "--norc", "-c", script], check=True, env=env)
 
     def tmux(self, *args: str) -> str:
-        out = subprocess.run(["tmux", *args], capture_output=True, text=True, check=False)
+        out = subprocess.run([*self.base, *args], capture_output=True, text=True, check=False)
         return out.stdout
 
     def screen(self) -> str:
@@ -81,7 +84,7 @@ class Tmux:
         return self.tmux("display", "-p", "-t", self.name, "#{alternate_on}").strip() == "1"
 
     def close(self) -> None:
-        self.tmux("kill-session", "-t", self.name)
+        self.tmux("kill-server")
 
 
 @pytest.fixture
