@@ -24,9 +24,6 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
-# Run as a script, bench/ is first on sys.path, where a sibling module may shadow the standard
-# library (bench/http.py would hide `http.server`); look in the repository instead.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
 WARMUP_S = 8.0
 """Not measured: start-up and the backfill of the log's end."""
@@ -94,7 +91,8 @@ def measure(ns: argparse.Namespace) -> int:
            "--url", run.url, *(["--profile", ns.profile] if ns.profile else [])]
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
     env["TERM"] = "xterm-256color"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "45",
+    tmux = ["tmux", "-L", session, "-f", "/dev/null"]  # a server of its own, default options
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "160", "-y", "45",
                     *cmd], check=True, env=env)
     tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"
                             " > /dev/null", shell=True, start_new_session=True)
@@ -102,9 +100,9 @@ def measure(ns: argparse.Namespace) -> int:
         wait_for(pid_file)
         return report(ns, psutil.Process(int(pid_file.read_text())), psutil.Process(tail.pid), run)
     finally:
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=False)
+        subprocess.run([*tmux, "send-keys", "-t", session, "q"], check=False)
         time.sleep(1.5)
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+        subprocess.run([*tmux, "kill-server"], check=False)
         os.killpg(tail.pid, 15)
         tail.wait()
         run.stop()
