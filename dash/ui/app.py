@@ -1,8 +1,8 @@
 """The dashboard app: composes the panels, routes keys and messages, renders one snapshot a tick.
 
 All run state lives in a `RunState` owned by the main thread: worker messages are applied to it in
-the handlers below, `state.tick(now)` evaluates alerts, and every `refresh` seconds the screen is
-re-rendered from `state.snapshot(now)`. Widgets only ever see that frozen snapshot.
+the handlers below, and every `refresh` seconds `state.tick_and_snapshot(now)` evaluates alerts and
+gives the frozen snapshot the screen is re-rendered from. Widgets only ever see that snapshot.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / 
 class StateLike(Protocol):
     """What the app needs of the run state (`dash.core.run.RunState` in a live run)."""
 
-    def tick(self, now: float) -> Any: ...
+    def tick_and_snapshot(self, now: float) -> tuple[Any, RunSnapshot]: ...
     def snapshot(self, now: float) -> RunSnapshot: ...
     def acknowledge(self, key: str) -> Any: ...
 
@@ -176,14 +176,13 @@ class DashApp(WorkerApp):
     def refresh_state(self) -> None:
         """Evaluate alerts and, unless paused, render the current snapshot."""
         now = self.clock.now()
-        both = getattr(self.state, "tick_and_snapshot", None)  # one composition, not two
-        changes, fresh = both(now) if both is not None else (self.state.tick(now), None)
+        changes, fresh = self.state.tick_and_snapshot(now)
         self._cpu = self.cpu_meter()
         apply.ring_for(self, changes)
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
         if not self.paused or self.snap is None:
-            self.snap = fresh if fresh is not None else self.state.snapshot(now)
+            self.snap = fresh
             self.render_snapshot(tick=True)
         else:
             self._render_header()

@@ -216,8 +216,9 @@ class FrozenState:
         self.ticks = 0
         self.acknowledged: list[str] = []
 
-    def tick(self, now: float) -> None:
+    def tick_and_snapshot(self, now: float) -> tuple[None, RunSnapshot]:
         self.ticks += 1
+        return None, self.snap
 
     def snapshot(self, now: float) -> RunSnapshot:
         return self.snap
