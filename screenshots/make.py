@@ -1,9 +1,11 @@
-"""Regenerate the screenshots in this folder (SVG, and PNG through cairosvg) from the fake run.
+"""Regenerate the screenshots in this folder (SVG, and PNG through cairosvg).
 
     .venv/bin/python screenshots/make.py
 
-Each scenario is the frozen run of tests/ui/fake_run.py, drawn by the real app at a fixed size,
-so the pictures change only when the screen does.
+Two kinds of picture, each drawn by the real app at a fixed size:
+- `demo-*`: a simulated run (dash.sim, fixed seed and start time) read through the real
+  Collector and RunState, stepped on the simulation's clock so alerts fire as they would live;
+- the rest: the frozen run of tests/ui/fake_run.py, which the snapshot tests also use.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.pop("NO_COLOR", None)
 
 from ui.conftest import build_app  # noqa: E402
-from ui.fake_run import CLIENT_LINES, NOW, SERVER_LINES, snapshot  # noqa: E402
+from ui.fake_run import CLIENT_LINES, NOW, SERVER_LINES, FrozenState, snapshot  # noqa: E402
 
-from dash.core.snapshot import GpusSnapshot, HttpSnapshot  # noqa: E402
+from dash.config import Config  # noqa: E402
+from dash.core.clock import FakeClock  # noqa: E402
+from dash.core.snapshot import GpusSnapshot, HttpSnapshot, RunSnapshot  # noqa: E402
+from dash.ui.app import DashApp  # noqa: E402
 from dash.ui.widgets.log_pane import LogPane  # noqa: E402
+
+SIM_START = 1_780_000_000.0
+"""The simulated run's first second (fixed, so the pictures are stable)."""
+SIM_STEP_S = 5
 
 Setup = Callable[[Any], Awaitable[None]]
 
@@ -47,6 +56,72 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
 }
 
 
+async def simulated(scenario: str, until: int) -> tuple[RunSnapshot, list[str], list[str]]:
+    """A simulated run's snapshot at `until` s, and the last lines of its server and client logs."""
+    import tempfile
+
+    from dash.core.run import RunState
+    from dash.engine import Collector, apply_files, apply_gpus, apply_http
+    from dash.sim import SimRun
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = SimRun(Path(tmp), scenario, seed=0, gpus=8, start_epoch=SIM_START)
+        run.start(background=False)
+        cfg = run.config()
+        collector = Collector(cfg, nvml_module=run.nvml)
+        state = RunState(cfg)
+        try:
+            for t in range(0, until + 1, SIM_STEP_S):
+                run.advance_to(t)
+                now = SIM_START + t
+                read = collector.read_files()
+                apply_files(state, read, now)
+                while read.more or read.counting:
+                    collector.wait_counts()
+                    read = collector.read_files()
+                    apply_files(state, read, now)
+                apply_gpus(state, collector.sample_gpus(), now)
+                if t % 10 == 0:
+                    apply_http(state, await collector.poll_http(), now)
+                state.tick(now)
+            snap = state.tick_and_snapshot(SIM_START + until)[1]
+            server = run.server_log.read_text().splitlines()[-300:]
+            client = run.client_log.read_text().replace("\r", "\n").splitlines()[-50:]
+        finally:
+            collector.close()
+            await collector.aclose()
+            run.stop()
+    return snap, server, client
+
+
+def _sim_app(snap: RunSnapshot) -> DashApp:
+    return DashApp(Config(), state=FrozenState(snap), clock=FakeClock(snap.now), live=False,
+                   cpu_meter=lambda: 1.8)
+
+
+async def shoot_sim(name: str, scenario: str, until: int, keys: tuple[str, ...]) -> Path:
+    snap, server, client = await simulated(scenario, until)
+    app = _sim_app(snap)
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.query_one(LogPane).append("server", server)
+        app.query_one(LogPane).append("client", client)
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause()
+        svg = HERE / f"{name}.svg"
+        svg.write_text(app.export_screenshot(title=f"kdash demo --scenario {scenario}"),
+                       encoding="utf-8")
+    return svg
+
+
+SIMULATED: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "demo-peak-plateau": ("peak-plateau", 1500, ("plus",)),
+    "demo-oom-crash-restart": ("oom-crash-restart", 340, ()),
+    "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c")),
+}
+
+
 async def shoot(name: str, size: tuple[int, int], snap: Any, keys: tuple[str, ...],
                 setup: Setup | None) -> Path:
     app = build_app(snap)
@@ -65,10 +140,12 @@ async def shoot(name: str, size: tuple[int, int], snap: Any, keys: tuple[str, ..
 def main() -> int:
     import cairosvg
 
+    shots = [(asyncio.run(shoot_sim(name, *args)), 160) for name, args in SIMULATED.items()]
     for name, (size, snap, keys, setup) in SCENARIOS.items():
-        svg = asyncio.run(shoot(name, size, snap, keys, setup))
+        shots.append((asyncio.run(shoot(name, size, snap, keys, setup)), size[0]))
+    for svg, columns in shots:
         png = svg.with_suffix(".png")
-        cairosvg.svg2png(url=str(svg), write_to=str(png), output_width=size[0] * 10)
+        cairosvg.svg2png(url=str(svg), write_to=str(png), output_width=columns * 10)
         print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO)}")
     return 0
 

@@ -51,8 +51,9 @@ class AlertsPanel(Panel):
             if len(t):
                 t.append("\n")
             t.append(f"{a.severity.upper():<4} ", style)
+            # The age goes before the message: after it, wrapping could glue it to the last word.
+            t.append(f"{fmt.dur(snap.now - a.since):>4} ", dim)
             t.append(f"{fmt.clean(a.message, 300)}", dim if a.acknowledged else "bold")
-            t.append(f"  {fmt.dur(snap.now - a.since)}", dim)
             if a.acknowledged:
                 t.append("  ack'd", dim)
             if compact:
