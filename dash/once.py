@@ -124,6 +124,8 @@ def render_text(snap: RunSnapshot) -> str:
         used = "?" if gpu.memory_used is None else f"{gpu.memory_used / 2**30:.1f}"
         tot = "?" if gpu.memory_total is None else f"{gpu.memory_total / 2**30:.1f}"
         lines.append(f"gpu {gpu.index:<7} {used}/{tot} GiB, util {_num(gpu.util_gpu, '{:.0f}')}%")
+    if not snap.alerts:
+        lines.append("alerts      none")
     for a in snap.alerts:
         lines.append(f"ALERT {a.severity:<4} {a.id}: {a.message}")
     for n in snap.notices:
