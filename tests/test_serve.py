@@ -251,40 +251,69 @@ def test_once_opens_no_listening_socket(run_dir: Path, monkeypatch, capsys) -> N
     assert len(listened) == 1
 
 
-def test_plain_dashboard_opens_no_listening_socket(run_dir: Path) -> None:
-    pytest.importorskip("dash.ui.app")
-    import pty
+class _DashboardInPty:
+    """The real dashboard in a pseudo-terminal, drained so it never blocks on a full pty."""
 
-    master, slave = pty.openpty()
-    env = _env(run_dir) | {"TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    proc = subprocess.Popen([sys.executable, "-m", "dash", *_source_args(run_dir)], cwd=run_dir,
-                            env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    try:
-        drawn = 0
-        deadline = time.monotonic() + 30
-        settle: float | None = None
-        # Keep draining the terminal so the app never blocks on a full pty; look once it has
-        # drawn a screen and run its workers for a couple of seconds.
-        while time.monotonic() < deadline and proc.poll() is None:
-            sel = selectors.DefaultSelector()
-            sel.register(master, selectors.EVENT_READ)
+    def __init__(self, run_dir: Path, extra: list[str]) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        env = _env(run_dir) | {"TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "dash", *_source_args(run_dir), *extra],
+                                     cwd=run_dir, env=env, stdin=slave, stdout=slave,
+                                     stderr=slave, close_fds=True)
+        os.close(slave)
+        self.drawn = 0
+
+    def drain(self, seconds: float) -> None:
+        """Read what the app draws for `seconds` (or until it exits)."""
+        sel = selectors.DefaultSelector()
+        sel.register(self.master, selectors.EVENT_READ)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and self.proc.poll() is None:
             if sel.select(timeout=0.2):
                 try:
-                    drawn += len(os.read(master, 65536))
+                    self.drawn += len(os.read(self.master, 65536))
                 except OSError:
                     break
-            if settle is None and drawn > 2000:
-                settle = time.monotonic() + 2.0
-            if settle is not None and time.monotonic() > settle:
-                break
-        assert proc.poll() is None, "the dashboard exited"
-        assert drawn > 2000, "the dashboard drew nothing"
-        assert _listening_ports(proc.pid) == set()
+
+    def wait_drawn(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.drawn <= 2000 and time.monotonic() < deadline and self.proc.poll() is None:
+            self.drain(0.2)
+        self.drain(2.0)  # let its workers run for a couple of seconds
+        assert self.proc.poll() is None, "the dashboard exited"
+        assert self.drawn > 2000, "the dashboard drew nothing"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        os.close(self.master)
+
+
+def test_plain_dashboard_opens_no_listening_socket(run_dir: Path) -> None:
+    dash = _DashboardInPty(run_dir, [])
+    try:
+        dash.wait_drawn()
+        assert _listening_ports(dash.proc.pid) == set()
     finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        os.close(master)
+        dash.close()
+
+
+def test_dashboard_with_metrics_port_exports_what_it_shows(run_dir: Path) -> None:
+    with socket.socket() as probe:  # a free port to ask for
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dash = _DashboardInPty(run_dir, ["--metrics-port", str(port)])
+    try:
+        dash.wait_drawn()
+        assert _listening_ports(dash.proc.pid) == {port}
+        got = _scrape_until(f"http://127.0.0.1:{port}/metrics",
+                            {("kdash_gen_throughput_tokens_per_second", ()): 190.0,
+                             ("kdash_max_total_num_tokens", ()): 903439.0})
+        assert got[("kdash_partition_done", (("partition", "B1"),))] == 3.0
+    finally:
+        dash.close()
 
 
 class _ServeThread:

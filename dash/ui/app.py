@@ -117,6 +117,9 @@ class DashApp(WorkerApp):
         self.cpu_meter = cpu_meter or CpuMeter()
         self.extra_title = extra_title
         self.snap: RunSnapshot | None = None
+        """What the screen shows (held while paused)."""
+        self.latest: RunSnapshot | None = None
+        """The newest snapshot, paused or not (what `--metrics-port` exports)."""
         self.paused = False
         self.window = 1
         self.gpu_index: int | None = None
@@ -177,6 +180,7 @@ class DashApp(WorkerApp):
         """Evaluate alerts and, unless paused, render the current snapshot."""
         now = self.clock.now()
         changes, fresh = self.state.tick_and_snapshot(now)
+        self.latest = fresh
         self._cpu = self.cpu_meter()
         apply.ring_for(self, changes)
         if changes and self.collector is not None:
@@ -359,8 +363,17 @@ def run_dashboard(
     collector = Collector(cfg, nvml_module=nvml_module)
     app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,
                   extra_title=extra_title, handle_signals=True)
+    exporter = None
+    if cfg.metrics_port is not None:
+        from dash.sources.prom_export import start_exporter
+
+        # Bound before the screen starts, so a busy port is a one-line error (exit 2). The
+        # exporter's thread only reads `app.latest`, the newest frozen snapshot.
+        exporter = start_exporter(cfg, lambda: app.latest)
     try:
         result = app.run()
     finally:
         app.stop_sources()
+        if exporter is not None:
+            exporter.close()
     return result if isinstance(result, int) else (app.return_code or 0)
