@@ -258,7 +258,7 @@ def _sim_alerts(tmp_path: Path, scenario: str, until: float,
     """Run a simulated scenario to `until` simulated seconds; (sim time, alert) as they fire."""
     import dataclasses
 
-    sim_run = pytest.importorskip("dash.sim.run")
+    from dash.sim import run as sim_run
     from dash.sources.nvml import NvmlSource
 
     t0 = 1_750_000_000.0

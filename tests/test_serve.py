@@ -226,7 +226,6 @@ def test_serve_without_port_is_a_usage_error(run_dir: Path) -> None:
 
 
 def test_once_opens_no_listening_socket(run_dir: Path, monkeypatch, capsys) -> None:
-    pytest.importorskip("dash.once")
     from dash.cli import main
     from dash.config import Config
     from dash.sources.prom_export import start_exporter

@@ -15,12 +15,7 @@ from typing import Any
 
 from dash.core.series import Series
 from dash.core.snapshot import Peak, Record, ServerLogSnapshot
-
-try:
-    from dash.core.timestamps import ts_to_epoch
-except ImportError:  # pragma: no cover - only while the parser package is incomplete
-    def ts_to_epoch(ts: str | None, ref: float) -> float | None:
-        return None
+from dash.core.timestamps import ts_to_epoch
 
 SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
 STATS_KINDS = ("decode", "prefill")

@@ -84,10 +84,8 @@ def append_history(alerts: Iterable[tuple[Alert, str]], at: float,
 
 async def post(url: str, alert: Alert) -> str | None:
     """POST `{"text": ...}` (Slack-compatible) for one alert; error text or None."""
-    try:
-        from dash.sources.http import post_webhook
-    except ImportError as exc:  # pragma: no cover - http.py ships with kdash
-        return f"webhook unavailable: {exc}"
+    from dash.sources.http import post_webhook  # here: httpx loads only when a webhook is set
+
     return await post_webhook(url, {"text": f"{alert_text(alert)}\n{alert.evidence}"})
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("dash.ui.app")
-
 
 async def test_dashboard_on_the_simulation_shows_the_restart(make_run):
     from dash.core.run import RunState
