@@ -89,7 +89,8 @@ def measure(ns: argparse.Namespace) -> int:
            "--dir", str(work), "--log", str(run.server_log), "--client-log", str(run.client_log),
            "--outputs", str(run.outputs_dir / "*.jsonl"), "--inputs", str(run.inputs_dir / "*.jsonl"),
            "--url", run.url, *(["--profile", ns.profile] if ns.profile else [])]
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}  # the pane's size, not the caller's
     env["TERM"] = "xterm-256color"
     tmux = ["tmux", "-L", session, "-f", "/dev/null"]  # a server of its own, default options
     subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "160", "-y", "45",

@@ -37,7 +37,9 @@ class Tmux:
         # kdash runs in the foreground (it owns the terminal); bash records its exit status.
         script = (f"cd {REPO}; echo $$ > {self.pid_file}; {kdash}; echo $? > {self.exit_file}; "
                   "sleep 60")
-        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
+        # pytest-xdist workers export COLUMNS=80 and LINES=24, which would override the pane's size.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
         env["TERM"] = "xterm-256color"
         # A server of its own (-L) with no user config (-f): another tmux server on the machine,
         # with its own sizes and options, cannot change what this test sees.
