@@ -108,7 +108,8 @@ def _details_line(screen: str) -> str:
     """The first line of the selected partition's details (it starts with the partition name)."""
     for line in screen.splitlines():
         body = line.lstrip("│")
-        if "/outputs/" in body and body.split(" ", 1)[0].startswith("B"):
+        # "NAME  /path/to/output" (a long path is cut short at the panel's edge)
+        if body.split(" ", 1)[0].startswith("B") and "  /" in body:
             return body
     raise AssertionError(f"no partition details on screen:\n{screen}")
 
