@@ -83,7 +83,7 @@ def test_gzip_log_summarises_the_same(tmp_path: Path, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("scenario", ["healthy", "oom-crash-restart"])
 def test_simulated_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str,
                            scenario: str) -> None:
-    sim_run = pytest.importorskip("dash.sim.run")
+    from dash.sim import run as sim_run
     sim = sim_run.SimRun(tmp_path, scenario, log_format=fmt, start_epoch=1_750_000_000.0)
     sim.advance_to(1800.0)
     want = reference(sim.server_log)
