@@ -212,9 +212,19 @@ class DashApp(WorkerApp):
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
             self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)
+            self._follow_table_selection()
             self.query_one("#part-details", PartitionDetails).show(snap, self.partition)
             self.query_one("#server", ServerPanel).show(snap)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+
+    def _follow_table_selection(self) -> None:
+        """Details follow the table's cursor row, also when rows arrived after the first frame
+        (the highlight message is only sent when the cursor moves)."""
+        if self.partition is not None:
+            return
+        table = self.query_one("#partitions", PartitionTable)
+        if table.row_count:
+            self.partition = table.row_key_at(table.cursor_row)
 
     def _render_header(self) -> None:
         if self.snap is None:

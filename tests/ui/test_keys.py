@@ -251,3 +251,20 @@ async def test_log_text_is_shown_literally(make_app: MakeApp) -> None:
         text = screen_text(app)
         assert "user prompt says [bold red]hello[/] and red [/nonsense]" in text
         assert "\x1b" not in text
+
+
+async def test_details_follow_partitions_that_arrive_after_the_first_frame(make_app: MakeApp) -> None:
+    """A live run starts before the outputs are counted: rows arrive later, with no key pressed."""
+    full = snapshot()
+    state = FrozenState(dataclasses.replace(full, partitions=()))
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "no partitions yet" in screen_text(app)
+        state.snap = full
+        app.snap = full
+        app.render_snapshot()
+        await pilot.pause()
+        first = full.partitions[0]
+        assert app.partition == first.name
+        assert f"{first.name}  {first.path}" in screen_text(app)
