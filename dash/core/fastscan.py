@@ -22,7 +22,7 @@ import re
 from itertools import compress
 
 from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
-from dash.core.parse_summary import MAX_UNPARSED_SAMPLES, Part, norm_ts
+from dash.core.parse_summary import Part, fold_other, norm_ts
 from dash.core.summary_alerts import Candidate
 
 MAX_LINE_BYTES = MAX_LINE_CHARS * 4
@@ -210,13 +210,7 @@ def _other(part: Part, rec: Record) -> bool:
         return False
     part.kinds[kind] += 1
     part.engines[rec.get("engine") or "sglang"] += 1
-    if kind == "prefill":
-        part.cached += rec.get("cached_token") or 0
-        part.new += rec.get("new_token") or 0
-    elif kind == "event":
-        part.events.append(rec)
-    elif len(part.unparsed) < MAX_UNPARSED_SAMPLES:
-        part.unparsed.append(rec)
+    fold_other(part, rec)
     return True
 
 

@@ -114,6 +114,18 @@ class Part:
                 rec["line"] += offset
 
 
+def fold_other(part: Part, rec: Record) -> None:
+    """Fold a prefill, event or unparsed record into `part` (counts and timestamps excepted)."""
+    kind = rec["kind"]
+    if kind == "prefill":
+        part.cached += rec.get("cached_token") or 0
+        part.new += rec.get("new_token") or 0
+    elif kind == "event":
+        part.events.append(rec)
+    elif len(part.unparsed) < MAX_UNPARSED_SAMPLES:
+        part.unparsed.append(rec)
+
+
 class PartBuilder:
     """A `Part` from records fed in file order (the reference path; any log shape)."""
 
@@ -136,13 +148,8 @@ class PartBuilder:
             p.last_ts = ts
         if kind == "decode":
             self._decode(rec, ts)
-        elif kind == "prefill":
-            p.cached += rec.get("cached_token") or 0
-            p.new += rec.get("new_token") or 0
-        elif kind == "event":
-            p.events.append(rec)
-        elif len(p.unparsed) < MAX_UNPARSED_SAMPLES:
-            p.unparsed.append(rec)
+        else:
+            fold_other(p, rec)
 
     def _decode(self, rec: Record, ts: str | None) -> None:
         p = self.part
