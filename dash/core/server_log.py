@@ -18,6 +18,8 @@ from dash.core.snapshot import Peak, Record, ServerLogSnapshot
 from dash.core.timestamps import ts_to_epoch
 
 SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+RANK_FOLD_S = 5.0
+"""Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
 
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
@@ -159,6 +161,22 @@ class ServerLogTracker:
             return
         self._merge_facts(rec)
         rec["at"] = t
+        self._append_event(rec)
+
+    def _append_event(self, rec: Record) -> None:
+        """Keep an event; the same event from the next TP rank moments later folds into it.
+
+        With TP 8 every startup line comes eight times; kept apart they would push everything
+        else out of the short list of recent events. The folded event lists its ranks.
+        """
+        last = self._events[-1] if self._events else None
+        rank = rec.get("rank")
+        if (last is not None and rank and last.get("event") == rec.get("event")
+                and rank not in last.get("ranks", (last.get("rank"),))
+                and last.get("rank") and abs(rec["at"] - last["at"]) <= RANK_FOLD_S):
+            ranks = (*last.get("ranks", (last["rank"],)), rank)
+            self._events[-1] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
+            return
         self._events.append(rec)
 
     def _restart(self, rec: Mapping[str, Any], t: float, why: str) -> None:

@@ -133,3 +133,20 @@ def test_note_file_and_last_record_never_ahead_of_now() -> None:
     snap = tr.snapshot(NOW)
     assert snap.status == "waiting" and snap.status_message == "server.log does not exist yet"
     assert snap.last_record_at == NOW
+
+
+def test_one_event_from_every_tp_rank_is_shown_once_with_its_ranks() -> None:
+    from dash.core.parse import parse_line
+
+    lines = [f"[2026-03-01 12:00:0{i // 4} TP{i}] KV Cache is allocated. #tokens: 300000, "
+             "K size: 12.96 GB, V size: 12.96 GB" for i in range(8)]
+    lines.append("[2026-03-01 12:00:05 TP0] Capture cuda graph begin. This can take up to "
+                 "several minutes. avail mem=11.35 GB")
+    lines.append("[2026-03-01 12:00:30 TP0] KV Cache is allocated. #tokens: 300000, "
+                 "K size: 12.96 GB, V size: 12.96 GB")
+    tracker = ServerLogTracker()
+    tracker.feed([parse_line(line, i + 1) for i, line in enumerate(lines)], 1_772_366_400.0)
+    events = tracker.snapshot(1_772_366_400.0).events
+    assert [e["event"] for e in events] == ["kv_cache", "cuda_graph", "kv_cache"]
+    assert events[0]["ranks"] == tuple(f"TP{i}" for i in range(8))
+    assert "ranks" not in events[2]  # a later allocation (a restart) is a new event

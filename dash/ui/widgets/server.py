@@ -77,4 +77,7 @@ class ServerPanel(Panel):
         ts = fmt.clean(str(ev.get("ts") or ""), 19)[-8:]
         t.append(f"\n{ts:>8} ", self._st("dim"))
         t.append(f"{name:<12} ", self._st(f"{level}"))
+        ranks = ev.get("ranks")
+        if ranks:
+            t.append(f"x{len(ranks)} ", self._st("dim"))
         t.append(fmt.clean(str(ev.get("message", "")), 160))
