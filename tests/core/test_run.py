@@ -90,3 +90,37 @@ def test_replay_uses_the_logs_own_clock() -> None:
     assert set(by_id) == {"server_silent", "server_crash"}
     crash_at = by_id["server_crash"].since
     assert crash_at - by_id["server_silent"].since == 28 * 60  # since the last decode line
+
+
+def test_memory_stays_flat_once_the_history_is_full() -> None:
+    """Days of a run cost what hours do: every series, event list and history is a ring buffer."""
+    import tracemalloc
+
+    from dash.core.snapshot import GpuSnapshot
+
+    state = RunState(Config(url=""))
+    gb = 2**30
+
+    def run_for(start: int, seconds: int) -> None:
+        for s in range(start, start + seconds):
+            now = T0 + s
+            decode = {"kind": "decode", "line": s, "ts": None, "running_req": 100 + s % 7,
+                      "queue_req": s % 11, "tokens": 250_000, "token_usage": 0.8,
+                      "gen_throughput": 900.0 + s % 13, "engine": "sglang", "rank": "TP0"}
+            event = ({"kind": "event", "event": "retract", "message": "KV cache pool is full.",
+                      "line": s, "ts": None} if s % 600 == 0 else None)
+            state.feed_server_log([decode, event], now, lines=3)
+            gpus = tuple(GpuSnapshot(i, f"GPU-{i}", "GPU", 80 * gb, 96 * gb, 16 * gb, 90.0, 50.0,
+                                     60.0, 400.0, 600.0) for i in range(8))
+            state.gpus.apply(gpus, now)
+            if s % 5 == 0:
+                state.tick_and_snapshot(now)
+
+    run_for(0, 4200)  # every ring buffer (4096 points at most) is full
+    tracemalloc.start()
+    run_for(4200, 1800)
+    before, _ = tracemalloc.get_traced_memory()
+    run_for(6000, 3600)  # another hour
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert after <= before * 1.05 + 64 * 1024, (before, after)
