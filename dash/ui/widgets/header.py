@@ -22,6 +22,10 @@ class HeaderState:
     extra_title: str | None = None
 
 
+STALE_AFTER_S = 60.0
+"""A decode figure older than this is shown as the last one seen, with its age."""
+
+
 def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
     """(label, level, since): from HTTP when polled, else from how fresh the log is."""
     http = snap.http
@@ -69,11 +73,16 @@ class HeaderBar(Panel):
             t.append(f" for {fmt.dur(snap.now - since)}", self._st("dim"))
         last = snap.server.last_decode or {}
         thr = last.get("gen_throughput")
+        seen = snap.server.last_record_at
+        stale = seen is not None and (level == "crit" or snap.now - seen > STALE_AFTER_S)
         if isinstance(thr, (int, float)):
-            t.append(f"  {thr:.0f} tok/s")
+            if stale and seen is not None:  # a dead server's last figure is history, not news
+                t.append(f"  last {thr:.0f} tok/s {fmt.dur(snap.now - seen)} ago", self._st("dim"))
+            else:
+                t.append(f"  {thr:.0f} tok/s")
             if snap.server.peak is not None:
                 t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
-        if snap.server.started_at is not None:
+        if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
         facts = {**snap.http.facts, **snap.server.facts}
         if facts.get("model"):
