@@ -53,7 +53,7 @@ class FollowRead:
 def _stat_path(path: Path) -> FileId | None:
     st = os.stat(path)
     if not _is_regular(st.st_mode):
-        raise IsADirectoryError(f"{path} is not a regular file")
+        raise IsADirectoryError("not a regular file")
     return FileId(st.st_dev, st.st_ino, st.st_size)
 
 
@@ -174,7 +174,7 @@ class FileFollower:
         st = os.fstat(fd)
         if not _is_regular(st.st_mode):
             os.close(fd)
-            raise IsADirectoryError(f"{self.path} is not a regular file")
+            raise IsADirectoryError("not a regular file")
         self._fd = fd
         self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
         r.events.append("opened")
