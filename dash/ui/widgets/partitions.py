@@ -62,14 +62,20 @@ class PartitionTable(KeyedTable):
 
 
 class PartitionDetails(Panel):
-    """Path, lines at start vs written since, last write and recent rate of one partition."""
+    """Path, lines at start vs written since, last write and recent rate of one partition;
+    then the client: its processes, its log's growth and its last progress bar."""
 
     def show(self, snap: RunSnapshot, name: str | None) -> None:
-        """Describe the partition called `name` (the table's selection)."""
+        """Describe the partition called `name` (the table's selection), then the client."""
         p = next((p for p in snap.partitions if p.name == name), None)
         if p is None:
-            self.show_text(Text("no partitions yet: pass --outputs 'out/*.jsonl'", "dim"))
-            return
+            t = Text("no partitions yet: pass --outputs 'out/*.jsonl'\n\n\n", "dim")
+        else:
+            t = self._partition(snap, p)
+        t.append_text(client_line(snap))
+        self.show_text(t)
+
+    def _partition(self, snap: RunSnapshot, p: PartitionSnapshot) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(fmt.clean(p.name, 60), "bold")
         t.append(f"  {fmt.clean(p.path, 200)}\n", "dim")
@@ -82,4 +88,46 @@ class PartitionDetails(Panel):
         t.append(f"  recent {fmt.num(p.recent_rate_per_min, '/min', 1)}")
         if p.eta_low_s is not None and p.eta_high_s is not None:
             t.append(f"  ETA {fmt.dur(p.eta_low_s)}..{fmt.dur(p.eta_high_s)}")
-        self.show_text(t)
+        t.append("\n")
+        return t
+
+
+def client_line(snap: RunSnapshot) -> Text:
+    """The client in one line: its processes, its log's size and growth, its last progress bar."""
+    c = snap.client
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append("client ", "bold")
+    if c.log_path is None and c.processes is None:
+        t.append("not watched (--client-log, --process)", "dim")
+        return t
+    if c.processes is not None:
+        if len(c.processes) == 1:
+            proc = c.processes[0]
+            age = "" if proc.started_at is None else f" up {fmt.dur(snap.now - proc.started_at)}"
+            t.append(f"pid {proc.pid}{age}  ")
+        else:  # none, or a stale one beside the live one: the alerts say why it matters
+            t.append(f"{len(c.processes)} processes match {fmt.clean(c.process_pattern or '', 30)!r}  ",
+                     "bold")
+    if c.log_path is not None:
+        if c.log_bytes is None:
+            t.append("log not there yet  ", "dim")
+        else:
+            grew = ("never grew" if c.log_last_growth is None
+                    else f"grew {fmt.dur(snap.now - c.log_last_growth)} ago")
+            t.append(f"log {_size(c.log_bytes)}, {grew}  ")
+    if c.last_progress is not None:
+        t.append(fmt.clean(c.last_progress.text, 120), "dim")
+    elif c.resuming is not None:
+        t.append(f"resuming: {c.resuming:,} already done", "dim")
+    return t
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KB", "MB"):
+        value /= 1024
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} GB"

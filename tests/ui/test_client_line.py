@@ -1,0 +1,38 @@
+"""The client's one line under the partition details: processes, log growth, last progress."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dash.core.snapshot import ClientSnapshot, ProcessInfo, RunSnapshot
+from dash.ui.widgets.partitions import client_line
+from ui.fake_run import NOW, snapshot
+
+
+def _line(client: ClientSnapshot) -> str:
+    return client_line(dataclasses.replace(snapshot(), client=client)).plain
+
+
+def test_one_process_its_log_and_its_last_progress_bar() -> None:
+    line = client_line(snapshot()).plain
+    assert line.startswith("client pid 41822 up ")
+    assert "log 17.6 MB, grew 3s ago" in line
+    assert "4210/10000" in line
+
+
+def test_an_empty_log_that_never_grew_is_said_plainly() -> None:
+    line = _line(ClientSnapshot(log_path="/run/client.log", log_bytes=0))
+    assert "log 0 B, never grew" in line
+
+
+def test_none_or_two_matching_processes_are_counted() -> None:
+    stale = ProcessInfo(1, "python", "python run_inference.py", NOW - 86_400)
+    live = ProcessInfo(2, "python", "python run_inference.py", NOW - 60)
+    assert "2 processes match 'run_inference'" in _line(
+        ClientSnapshot(process_pattern="run_inference", processes=(stale, live)))
+    assert "0 processes match 'run_inference'" in _line(
+        ClientSnapshot(process_pattern="run_inference", processes=()))
+
+
+def test_nothing_configured_says_how_to_watch_the_client() -> None:
+    assert "not watched (--client-log, --process)" in client_line(RunSnapshot(now=NOW)).plain
