@@ -67,6 +67,11 @@ class LineSplitter:
         self._skipping = False
 
     @property
+    def cr_breaks(self) -> bool:
+        """Whether a carriage return ends a line."""
+        return self._cr
+
+    @property
     def partial(self) -> str:
         """The held partial line, decoded (a tqdm bar still being drawn)."""
         return self._buf.decode("utf-8", errors="replace")
@@ -145,6 +150,15 @@ class LineSplitter:
         if len(piece) > self._max:
             return raw.decode("utf-8", errors="replace") + " [...]"
         return raw.decode("utf-8", errors="replace")
+
+
+def _first_break(data: bytes, *, cr: bool) -> int:
+    """Index of the first line break in `data` (a newline, or also a carriage return), or -1."""
+    nl = data.find(b"\n")
+    if not cr:
+        return nl
+    r = data.find(b"\r")
+    return r if nl < 0 or 0 <= r < nl else nl
 
 
 class FollowState:
@@ -227,8 +241,9 @@ class FollowState:
         self.offset += len(data)
         self.sig = (self.sig + data)[-SIG_BYTES:] if len(data) < SIG_BYTES else data[-SIG_BYTES:]
         if self.skipping_head:
-            # A backfill window starts mid-line: drop up to the first newline.
-            nl = data.find(b"\n")
+            # A backfill window starts mid-line: drop up to the first line break (a tqdm bar
+            # redrawn with \r into a redirected stderr may never write a newline at all).
+            nl = _first_break(data, cr=self.splitter.cr_breaks)
             if nl < 0:
                 return []
             self.skipping_head = False

@@ -66,3 +66,15 @@ def test_truncation_and_close_flush_a_held_partial_line() -> None:
     st.feed(b"x")
     assert st.closed() == ["x"]
     assert st.ident is None
+
+
+def test_a_backfilled_client_log_of_only_carriage_returns_still_gives_its_bars() -> None:
+    """tqdm into a redirected stderr writes `\\r` and never a newline: the backfill window's
+    first partial segment is dropped at the first `\\r`, not at a newline that never comes."""
+    bar = "B2:  42%|####      | {n}/10000 [3:12:01<6:42:14,  0.24it/s]"
+    state = FollowState(backfill=64, cr_breaks=True)
+    state.opened(FileId(1, 2, 10_000))  # a big file: reading starts inside the window
+    lines = state.feed(("".join("\r" + bar.format(n=n) for n in range(4200, 4203))).encode())
+    assert lines[-1] == bar.format(n=4201)
+    assert state.splitter.partial == bar.format(n=4202)
+    assert state.feed(("\r" + bar.format(n=4203)).encode()) == [bar.format(n=4202)]
