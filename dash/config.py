@@ -7,12 +7,14 @@ then flags. A bad value raises `ConfigError` with a one-line message; the CLI pr
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,12 +114,42 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file is a directory: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     unknown = sorted(set(data) - FIELD_NAMES)
     if unknown:
         raise ConfigError(f"{path}: unknown setting {unknown[0]!r}")
     return data
+
+
+def finite_number(value: Any) -> float | None:
+    """`value` as a finite float (a number, or text of one), else None (bools, inf, nan)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def whole_number(value: Any) -> int | None:
+    """`value` as an int when it is a whole, finite number (or text of one), else None."""
+    number = finite_number(value)
+    if number is None or number != int(number):
+        return None
+    return int(number)
+
+
+def _http_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
@@ -138,22 +170,13 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             raise bad("a glob or a list of globs")
         return tuple(os.path.expanduser(v) for v in value)
     if name in _FLOAT_FIELDS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise bad("a number of seconds") from None
-        if value <= 0:
+        fvalue = finite_number(value)
+        if fvalue is None or fvalue <= 0:
             raise bad("a positive number of seconds")
-        return float(value)
+        return fvalue
     if name in _INT_FIELDS:
-        if isinstance(value, bool):
-            raise bad("a whole number")
-        try:
-            ivalue = int(value)
-        except (TypeError, ValueError):
-            raise bad("a whole number") from None
-        if ivalue != value and not isinstance(value, str):
+        ivalue = whole_number(value)
+        if ivalue is None:
             raise bad("a whole number")
         if name == "metrics_port" and not 0 <= ivalue <= 65535:
             raise bad("a port number (0-65535)")
@@ -167,6 +190,8 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     if name in _STR_FIELDS:
         if not isinstance(value, str):
             raise bad("a string")
+        if name in ("url", "webhook") and value and not _http_url(value):
+            raise bad("an http:// or https:// URL")
         return value
     if name == "expect":
         return parse_expect(value, where)
@@ -194,10 +219,9 @@ def parse_expect(value: Any, where: str = "--expect") -> dict[str, int]:
     else:
         raise ConfigError(f"{where}: expected NAME=N pairs, got {value!r}")
     for name, n in items:
-        try:
-            count = int(n)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: total for {name!r} must be a whole number, got {n!r}") from None
+        count = whole_number(n)
+        if count is None:
+            raise ConfigError(f"{where}: total for {name!r} must be a whole number, got {n!r}")
         if count < 0:
             raise ConfigError(f"{where}: total for {name!r} must be >= 0, got {count}")
         out[str(name)] = count
@@ -214,11 +238,9 @@ def parse_gpus(value: Any, where: str = "--gpus") -> tuple[int, ...]:
         parts = [value]
     else:
         raise ConfigError(f"{where}: expected GPU indices like 0,3, got {value!r}")
-    try:
-        out = tuple(int(p) for p in parts)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: expected GPU indices like 0,3, got {value!r}") from None
-    if not out or any(i < 0 for i in out):
+    indices = [whole_number(p) for p in parts]
+    out = tuple(i for i in indices if i is not None)
+    if not out or len(out) != len(indices) or any(i < 0 for i in out):
         raise ConfigError(f"{where}: expected GPU indices like 0,3, got {value!r}")
     return out
 

@@ -83,3 +83,45 @@ def test_cuda_visible_devices_selects_gpus(tmp_path: Path, monkeypatch) -> None:
     cfg = build_config({"log": "a"}, cwd=tmp_path, user_file=tmp_path / "none.toml")
     assert cfg.gpus == (2, 3)
     assert build_config({"log": "a", "gpus": "0"}, cwd=tmp_path, user_file=tmp_path / "n").gpus == (0,)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("backfill_bytes = inf\n", "backfill_bytes must be a whole number"),
+        ("refresh = nan\n", "refresh must be a positive number"),
+        ("http_interval = inf\n", "http_interval must be a positive number"),
+        ("[expect]\nB1 = inf\n", "must be a whole number"),
+        ("[expect]\nB1 = 1.5\n", "must be a whole number"),
+        ("[expect]\nB1 = true\n", "must be a whole number"),
+        ("gpus = [1e400]\n", "expected GPU indices"),
+        ("gpus = [true]\n", "expected GPU indices"),
+        ("[alerts]\ndown_polls = inf\n", "down_polls must be a number"),
+        ("url = 'not a url'\n", "url must be an http:// or https:// URL"),
+        ("url = 'http://[::1'\n", "url must be an http:// or https:// URL"),
+        ("url = 'ftp://example.com'\n", "url must be an http:// or https:// URL"),
+        ("webhook = 'hooks.example.com/x'\n", "webhook must be an http:// or https:// URL"),
+    ],
+)
+def test_non_finite_and_malformed_values_are_one_line_exit_2(tmp_path: Path, capsys, text: str,
+                                                             message: str) -> None:
+    cfg = _write(tmp_path / "k.toml", text)
+    assert main(["--log", str(tmp_path / "x.log"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("kdash: ") and err.count("\n") == 1
+
+
+def test_a_binary_config_file_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "k.toml"
+    cfg.write_bytes(b"\xff\xfe\x00log = 3\x9c")
+    assert main(["--log", str(tmp_path / "x.log"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8" in err and err.count("\n") == 1
+
+
+def test_flag_values_keep_working(tmp_path: Path) -> None:
+    cfg = build_config({"url": "http://127.0.0.1:8000", "expect": ["B1=10"], "refresh": 0.5,
+                        "gpus": "0,3"}, cwd=tmp_path, user_file=tmp_path / "none.toml")
+    assert (cfg.url, dict(cfg.expect), cfg.refresh, cfg.gpus) == (
+        "http://127.0.0.1:8000", {"B1": 10}, 0.5, (0, 3))
+    assert build_config({"url": ""}, cwd=tmp_path, user_file=tmp_path / "n").url == ""

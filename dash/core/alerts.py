@@ -14,6 +14,7 @@ retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate,
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,8 @@ class AlertConfig:
         for name, value in values.items():
             if name not in kinds:
                 raise ConfigError(f"{where}: unknown alert setting {name!r}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value)):
                 raise ConfigError(f"{where}: {name} must be a number, got {value!r}")
             if value < 0:
                 raise ConfigError(f"{where}: {name} must be >= 0, got {value!r}")

@@ -272,7 +272,7 @@ class HttpPoller:
             return _Reply(path, None, error="timeout")
         try:
             status, body, error = await asyncio.wait_for(self._fetch(path, limit), remaining)
-        except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, asyncio.TimeoutError) as exc:
             return _Reply(path, None, error=_describe(exc), latency_s=time.monotonic() - start)
         return _Reply(path, status, body, error, time.monotonic() - start)
 

@@ -104,6 +104,11 @@ async def test_bad_url_is_a_value() -> None:
     assert sample.state == "down" and sample.error in ("bad url", "connection error")
 
 
+async def test_an_unparsable_url_is_a_value_not_an_exception() -> None:
+    (sample,) = await _poll("http://[::1", 0)  # httpx.InvalidURL is not an httpx.HTTPError
+    assert sample.state == "down" and sample.error == "bad url"
+
+
 async def test_hung_server_times_out_near_the_read_timeout() -> None:
     hang = 10.0
     routes = {p: Route(hang_s=hang, body=r.body) for p, r in recorded("sglang-0.5.23").items()}
