@@ -7,9 +7,11 @@ progress, so the first frame never waits for it. `OutputsSource` finds the files
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -76,15 +78,17 @@ class _CountJob:
     def run(self, path: Path, ident: tuple[int, int]) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            self.finished.set()  # gone since the stat: the next poll sees it absent
+            return
         except OSError as exc:
             self.error = exc.strerror or str(exc)
             self.finished.set()
             return
         try:
             st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != ident:
-                self.error = "replaced while counting"
-            else:
+            # Replaced while counting: no result and no error; the next poll counts the new file.
+            if (st.st_dev, st.st_ino) == ident:
                 with self._lock:
                     self._fd = fd
                 self.result = self._wc(fd) or count_newlines(fd, 0, self.size, self)
@@ -129,6 +133,8 @@ class Count:
     progress: float | None = None
     reset: bool = False
     exists: bool = True
+    error: str | None = None
+    """Why the file could not be read (permission denied, not a regular file), or None."""
 
 
 class LineCounter:
@@ -143,20 +149,30 @@ class LineCounter:
         self.lines = 0
         self._known = False
         self._job: _CountJob | None = None
+        self._failed: tuple[tuple[tuple[int, int], int], str] | None = None
 
     @property
     def busy(self) -> bool:
         return self._job is not None and not self._job.finished.is_set()
 
     def count(self) -> Count:
-        """The count now; starts or checks a background count when there is a lot to read."""
+        """The count now; starts or checks a background count when there is a lot to read.
+
+        Never raises for a file-system problem: it becomes `exists=False` (and `error`).
+        """
         try:
             st = os.stat(self.path)
-        except OSError:
-            reset = self._ident is not None
-            self._restart(None)
-            return Count(None, reset=reset, exists=False)
+        except FileNotFoundError:
+            return self._gone(None)
+        except OSError as exc:
+            return self._gone(_reason(exc))
+        if not stat.S_ISREG(st.st_mode):
+            return self._gone("not a regular file")
         ident = (st.st_dev, st.st_ino)
+        if self._failed is not None and self._failed[0] == (ident, st.st_size):
+            # A background count of this very file failed: say so again, do not retry unchanged.
+            return Count(None, exists=False, error=self._failed[1])
+        self._failed = None
         reset = False
         if ident != self._ident or st.st_size < self.offset:
             reset = self._ident is not None
@@ -164,15 +180,31 @@ class LineCounter:
         if self._job is not None:
             if not self._job.finished.is_set():
                 return Count(self.lines if self._known else None, True, self._job.progress(), reset)
-            self._take_job()
+            failed = self._take_job()
+            if failed is not None:
+                self._failed = ((ident, st.st_size), failed)
+                return self._gone(failed)
         if st.st_size - self.offset > self._big:
             self._job = _CountJob(st.st_size)
             self._pool.submit(self._job.run, self.path, ident)
             return Count(self.lines if self._known else None, True, 0.0, reset)
         if st.st_size > self.offset:
-            self._read_more(st.st_size)
+            try:
+                if not self._read_more(ident, st.st_size):
+                    # Replaced between stat and open: the next poll counts the new file.
+                    return Count(self.lines if self._known else None, reset=reset)
+            except FileNotFoundError:
+                return self._gone(None)  # gone between stat and open
+            except OSError as exc:
+                return self._gone(_reason(exc))
         self._known = True
         return Count(self.lines, reset=reset)
+
+    def _gone(self, error: str | None) -> Count:
+        """The file cannot be counted now: forget it (a later poll counts it afresh)."""
+        reset = self._ident is not None
+        self._restart(None)
+        return Count(None, reset=reset, exists=False, error=error)
 
     def _restart(self, ident: tuple[int, int] | None) -> None:
         if self._job is not None:
@@ -183,18 +215,27 @@ class LineCounter:
         self.lines = 0
         self._known = False
 
-    def _take_job(self) -> None:
+    def _take_job(self) -> str | None:
+        """Adopt a finished background count; its error, if it failed."""
         job, self._job = self._job, None
         if job is not None and job.result is not None:
             # The job counted from 0 (a first count, or a big growth after a restart).
             self.lines, self.offset = job.result
             self._known = True
+        return job.error if job is not None and job.result is None else None
 
-    def _read_more(self, size: int) -> None:
+    def _read_more(self, ident: tuple[int, int], size: int) -> bool:
+        """Count [offset, size) of the file `ident`; False when another file is at the path."""
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "not a regular file")
+            if (st.st_dev, st.st_ino) != ident:
+                return False
             n, self.offset = count_newlines(fd, self.offset, size)
             self.lines += n
+            return True
         finally:
             os.close(fd)
 
@@ -221,6 +262,8 @@ class OutputsSource:
         self._scanned_at: float | None = None
         self.last_read_counting = False
         """Whether the last `read` left a count unfinished (read again after `busy` clears)."""
+        self.last_read_errors: tuple[str, ...] = ()
+        """One short "path: why" per output or input file the last `read` could not count."""
 
     def _scan(self) -> None:
         now = time.monotonic()
@@ -239,16 +282,22 @@ class OutputsSource:
         """Counts of every output file, and the totals counted from input files by name."""
         self._scan()
         counts = []
+        errors: list[str] = []
         for path, (name, counter, later) in self._out.items():
             c = counter.count()
             counts.append(OutputCount(name, path, c.lines, c.counting, c.progress, c.reset, later))
+            if c.error:
+                errors.append(f"{path}: {c.error}")
         totals: dict[str, int] = {}
         self.last_read_counting = any(c.counting for c in counts)
-        for name, counter in self._in.values():
+        for path, (name, counter) in self._in.items():
             c = counter.count()
             self.last_read_counting |= c.counting
             if c.lines is not None:
                 totals[name] = c.lines
+            if c.error:
+                errors.append(f"{path}: {c.error}")
+        self.last_read_errors = tuple(errors)
         return tuple(counts), totals
 
     @property
@@ -263,6 +312,10 @@ class OutputsSource:
         for _, c in self._in.values():
             c.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -67,6 +67,8 @@ class _Reading:
     events: list[str] = field(default_factory=list)
     bytes_read: int = 0
     more: bool = False
+    budget: int = MAX_READ_PER_POLL
+    """Bytes this poll may still read, the rotated file's remainder and the new file together."""
 
 
 class FileFollower:
@@ -89,7 +91,7 @@ class FileFollower:
 
     def poll(self) -> FollowRead:
         """Read whatever is new; never raises for a file-system problem."""
-        r = _Reading()
+        r = _Reading(budget=self._max_read)
         try:
             size = self._poll(r)
         except OSError as exc:
@@ -138,7 +140,9 @@ class FileFollower:
         self._reattach(at_path, r)
         decision = self.state.decide(at_path, self._sig_now(at_path))
         if decision is Decision.REPLACED:
-            self._drain_and_close(r, "rotated" if at_path is not None else "deleted")
+            left = self._drain_and_close(r, "rotated" if at_path is not None else "deleted")
+            if left is not None:
+                return left  # the old file holds more than this poll reads: it comes first
             decision = self.state.decide(at_path)
         if decision is Decision.ABSENT or at_path is None:
             # Following has started: a file created from now on is read from its start.
@@ -180,35 +184,39 @@ class FileFollower:
         r.events.append("opened")
         return True
 
-    def _drain_and_close(self, r: _Reading, why: str) -> None:
-        """The old file left the path: read what it still holds, then let it go."""
+    def _drain_and_close(self, r: _Reading, why: str) -> int | None:
+        """The old file left the path: read what it still holds, then let it go.
+
+        Its remainder is read under the poll's budget; while some is left the descriptor stays
+        open and its size is returned (`more` is set), so the next polls go on reading it before
+        the new file. None once it is drained and closed.
+        """
         assert self._fd is not None
         st = os.fstat(self._fd)
         own = FileId(st.st_dev, st.st_ino, st.st_size)
         if self.state.decide(own, self._sig_now(own)) is Decision.TRUNCATED:
             r.events.append("truncated")
             r.lines.extend(self.state.truncated())
-        self._read_to(own.size, r, bounded=False)
+        self._read_to(own.size, r)
+        if r.more:
+            return own.size
         os.close(self._fd)
         self._fd = None
         r.lines.extend(self.state.closed())
         r.events.append(why)
+        return None
 
-    def _read_to(self, size: int, r: _Reading, *, bounded: bool = True) -> None:
+    def _read_to(self, size: int, r: _Reading) -> None:
         assert self._fd is not None
         st = self.state
-        budget = self._max_read if bounded else None
         while st.offset < size:
-            want = min(CHUNK, size - st.offset)
-            if budget is not None:
-                if budget <= 0:
-                    r.more = True
-                    return
-                want = min(want, budget)
+            if r.budget <= 0:
+                r.more = True
+                return
+            want = min(CHUNK, size - st.offset, r.budget)
             data = os.pread(self._fd, want, st.offset)
             if not data:
                 return  # shrank under us: the next poll sees the truncation
             r.bytes_read += len(data)
-            if budget is not None:
-                budget -= len(data)
+            r.budget -= len(data)
             r.lines.extend(st.feed(data))
