@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import shutil
 import signal
@@ -53,11 +54,20 @@ def watch_command(run: object) -> str:
             f" --url {run.url}")
 
 
+MAX_GPUS = 64
+
+
 def _check(ns: argparse.Namespace) -> str | None:
-    if ns.speed <= 0:
-        return "--speed must be > 0"
-    if ns.gpus < 1:
-        return "--gpus must be at least 1"
+    if not (math.isfinite(ns.speed) and ns.speed > 0):
+        return f"--speed must be a positive number, got {ns.speed:g}"
+    if not 1 <= ns.gpus <= MAX_GPUS:
+        return f"--gpus must be from 1 to {MAX_GPUS}, got {ns.gpus}"
+    port = getattr(ns, "port", 0)
+    if port is not None and not 0 <= port <= 65535:
+        return f"--port must be 0-65535, got {port}"
+    duration = getattr(ns, "duration", None)
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        return f"--duration must be a positive number of seconds, got {duration:g}"
     return None
 
 
@@ -71,15 +81,22 @@ def run_sim(ns: argparse.Namespace) -> int:
 
     problem = _check(ns)
     if problem:
-        print(f"kdash sim: {problem}", file=sys.stderr)
+        print(f"kdash: sim: {problem}", file=sys.stderr)
         return 2
     run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
                  gpus=ns.gpus, log_format=resolve_family(ns.log_format), port=ns.port,
                  duration=ns.duration)
     try:
+        run.prepare()
+    except OSError as exc:
+        print(f"kdash: sim: cannot write the run in {run.dir}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    try:
         run.start()
     except OSError as exc:
-        print(f"kdash sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror}", file=sys.stderr)
+        print(f"kdash: sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     print(f"Simulating {ns.scenario!r} at {ns.speed:g}x in {run.dir} (Ctrl+C to stop). Watch it with:")
     print(f"  {watch_command(run)}")
@@ -105,7 +122,7 @@ def run_demo(ns: argparse.Namespace) -> int:
 
     problem = _check(ns)
     if problem:
-        print(f"kdash demo: {problem}", file=sys.stderr)
+        print(f"kdash: demo: {problem}", file=sys.stderr)
         return 2
     temp = ns.dir is None
     where = Path(tempfile.mkdtemp(prefix="kdash-demo-")) if temp else Path(ns.dir).expanduser()

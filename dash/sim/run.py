@@ -10,6 +10,7 @@ Two ways to drive it: `advance_to(sim_seconds)` steps deterministically with no 
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
@@ -49,8 +50,8 @@ class SimRun:
                  speed: float = 10.0, gpus: int = 8, log_format: str = "0.5.12", *,
                  port: int = 0, start_epoch: float | None = None,
                  duration: float | None = None) -> None:
-        if speed <= 0 or gpus < 1:
-            raise ValueError("speed must be > 0 and gpus >= 1")
+        if not (math.isfinite(speed) and speed > 0) or gpus < 1:
+            raise ValueError("speed must be a finite number > 0 and gpus >= 1")
         self.dir = Path(dir)
         self.server_log = self.dir / "server.log"
         self.client_log = self.dir / "client.log"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import signal
@@ -59,13 +58,33 @@ def test_sim_ends_at_duration(tmp_path):
     assert "Decode batch. " in text and " TP0] " in text
 
 
-def test_sim_rejects_bad_options(capsys):
-    assert main(["sim", "--dir", "/nonexistent-never", "--speed", "0"]) == 2
-    assert "--speed" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--speed", "0"], "--speed must be a positive number"),
+        (["--speed", "inf"], "--speed must be a positive number"),  # would spin for ever
+        (["--speed", "nan"], "--speed must be a positive number"),
+        (["--port", "99999"], "--port must be 0-65535"),
+        (["--gpus", "100000"], "--gpus must be from 1 to 64"),
+        (["--duration", "-1"], "--duration must be a positive number"),
+    ],
+)
+def test_sim_rejects_bad_options(capsys, args, message):
+    assert main(["sim", "--dir", "/nonexistent-never", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kdash: ") and message in err and err.count("\n") == 1
+
+
+def test_sim_needs_a_dir_it_can_write(capsys, tmp_path):
     assert main(["sim"]) == 2  # --dir is required
+    capsys.readouterr()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["sim", "--dir", str(blocker / "run"), "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kdash: sim: cannot write the run in ") and err.count("\n") == 1
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dash.once") is None, reason="kdash --once not built")
 def test_once_json_reads_the_simulated_run(tmp_path):
     proc, lines = _start_sim(tmp_path, "--speed", "50")
     try:
