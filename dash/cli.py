@@ -8,6 +8,7 @@ Exit codes: 0 ok, 2 usage or config error (one line on stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -170,3 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`kdash --once --json | head`): stop quietly, as cat does; the
+        # flush at exit then goes to /dev/null instead of raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

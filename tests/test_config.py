@@ -125,3 +125,23 @@ def test_flag_values_keep_working(tmp_path: Path) -> None:
     assert (cfg.url, dict(cfg.expect), cfg.refresh, cfg.gpus) == (
         "http://127.0.0.1:8000", {"B1": 10}, 0.5, (0, 3))
     assert build_config({"url": ""}, cwd=tmp_path, user_file=tmp_path / "n").url == ""
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    """`kdash --once --json | head -c 10`: no traceback, exit 0."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "server.log"
+    log.write_text("".join(
+        f"[2026-03-01 12:00:{i:02d}] Decode batch, #running-req: 3, #token: 100, token usage: 0.01,"
+        f" cuda graph: True, gen throughput (token/s): {100 + i}.00, #queue-req: 0\n"
+        for i in range(40)))
+    proc = subprocess.Popen([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
+                             "--url", ""], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(tmp_path)})
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader goes away before kdash writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
