@@ -92,11 +92,6 @@ def facts_from_model_info(info: Mapping[str, Any]) -> dict[str, Any]:
     return facts
 
 
-def merge_facts(log_facts: Mapping[str, Any], http_facts: Mapping[str, Any]) -> dict[str, Any]:
-    """The log's startup facts overlaid with the server's own answer (it is the live config)."""
-    return {**log_facts, **http_facts}
-
-
 def _scalar(value: object) -> bool:
     return isinstance(value, (str, int, float, bool)) and value != ""
 

@@ -237,3 +237,8 @@ class RunSnapshot:
     alerts: tuple[Alert, ...] = ()
     notices: tuple[str, ...] = ()
     """Non-fatal problems to show once (a vanished file, a garbage config value)."""
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """Server facts as shown: the log's startup lines, HTTP's answers filling what they lack."""
+        return {**self.http.facts, **self.server.facts}

@@ -49,12 +49,3 @@ class ProcessesSampled(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ProcessesSampled)
-
-
-class SourceFailed(Message):
-    """A worker stopped on an unexpected error; the other sources keep going."""
-
-    def __init__(self, source: str, error: str) -> None:
-        super().__init__()
-        self.source = source
-        self.error = error

@@ -13,7 +13,6 @@ from dash.core.http_state import (
     disagreement,
     facts_from_model_info,
     facts_from_server_info,
-    merge_facts,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "http"
@@ -96,9 +95,12 @@ def test_odd_server_info_never_crashes(info: dict) -> None:
     facts_from_server_info(info)
 
 
-def test_http_facts_win_over_log_facts() -> None:
-    merged = merge_facts({"tp_size": 2, "avail_mem_gb": 10.5}, {"tp_size": 4})
-    assert merged == {"tp_size": 4, "avail_mem_gb": 10.5}
+def test_shown_facts_are_the_logs_with_http_filling_the_gaps() -> None:
+    from dash.core.snapshot import HttpSnapshot, RunSnapshot, ServerLogSnapshot
+
+    snap = RunSnapshot(now=T0, server=ServerLogSnapshot(facts={"tp_size": 2, "avail_mem_gb": 10.5}),
+                       http=HttpSnapshot(facts={"tp_size": 4, "model": "m"}))
+    assert snap.facts == {"tp_size": 2, "avail_mem_gb": 10.5, "model": "m"}
 
 
 def test_capacity_fact_from_metrics() -> None:

@@ -84,7 +84,7 @@ class HeaderBar(Panel):
                 t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
         if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
-        facts = {**snap.http.facts, **snap.server.facts}
+        facts = snap.facts
         if facts.get("model"):
             t.append(f"  {fmt.clean(str(facts['model']), 48)}")
         if facts.get("tp_size"):

@@ -49,7 +49,7 @@ class ServerPanel(Panel):
 
     def show(self, snap: RunSnapshot) -> None:
         """Render facts and events from `snap`."""
-        facts = {**snap.http.facts, **snap.server.facts}
+        facts = snap.facts
         t = Text(no_wrap=True, overflow="ellipsis")
         pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
         for i in range(0, len(pairs), 2):
