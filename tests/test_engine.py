@@ -128,3 +128,32 @@ def test_a_stalled_partition_alerts_at_the_configured_time_and_an_idle_one_never
         assert "output_stalled:B2" not in fired
     finally:
         col.close()
+
+
+def test_an_output_that_became_a_directory_leaves_the_logs_read(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "B1.jsonl").write_text("{}\n" * 5)
+    (out / "B2.jsonl").write_text("{}\n" * 5)
+    (tmp_path / "server.log").write_text(DECODE.format(s=1, g=10.0))
+    (tmp_path / "client.log").write_text("")
+    col = Collector(_cfg(tmp_path))
+    try:
+        col.read_files()
+        (out / "B1.jsonl").unlink()
+        (out / "B1.jsonl").mkdir()
+        with open(tmp_path / "server.log", "a") as fh:
+            fh.write(DECODE.format(s=2, g=20.0))
+        with open(tmp_path / "client.log", "a") as fh:
+            fh.write("Resuming: 5 already done\n")
+        with open(out / "B2.jsonl", "a") as fh:
+            fh.write("{}\n")
+        read = col.read_files()
+        assert [r["gen_throughput"] for r in read.records if r] == [20.0]
+        assert read.client is not None and read.client.lines == ("Resuming: 5 already done",)
+        assert [(c.name, c.lines) for c in read.outputs] == [("B1", None), ("B2", 6)]
+        with open(tmp_path / "server.log", "a") as fh:
+            fh.write(DECODE.format(s=3, g=30.0))
+        assert [r["gen_throughput"] for r in col.read_files().records if r] == [30.0]
+    finally:
+        col.close()

@@ -75,3 +75,102 @@ def test_outputs_source_names_partitions_and_finds_new_files(tmp_path: Path) -> 
         assert counts[-1].name == "B3" and counts[-1].appeared_later
     finally:
         src.close()
+
+
+class _Meddled(LineCounter):
+    """A counter whose file is changed by the test between its stat and its open."""
+
+    def __init__(self, path: Path, pool: ThreadPoolExecutor, meddle) -> None:
+        super().__init__(path, pool)
+        self.meddle = meddle
+
+    def _read_more(self, ident: tuple[int, int], size: int) -> bool:
+        if self.meddle is not None:
+            meddle, self.meddle = self.meddle, None
+            meddle(self.path)
+        return super()._read_more(ident, size)
+
+
+def _to_directory(p: Path) -> None:
+    p.unlink()
+    p.mkdir()
+
+
+def test_an_output_replaced_by_a_directory_is_an_error_value_and_comes_back(tmp_path: Path) -> None:
+    p = tmp_path / "B1.jsonl"
+    p.write_text("{}\n" * 3)
+    with ThreadPoolExecutor(1) as pool:
+        c = LineCounter(p, pool)
+        assert c.count().lines == 3
+        _to_directory(p)
+        r = c.count()
+        assert (r.lines, r.exists, r.reset, r.error) == (None, False, True, "not a regular file")
+        p.rmdir()
+        p.write_text("{}\n" * 2)
+        assert c.count().lines == 2
+
+
+def test_an_output_replaced_by_a_directory_between_stat_and_open(tmp_path: Path) -> None:
+    p = tmp_path / "B1.jsonl"
+    p.write_text("{}\n" * 3)
+    with ThreadPoolExecutor(1) as pool:
+        c = _Meddled(p, pool, _to_directory)
+        r = c.count()
+        assert (r.lines, r.exists, r.error) == (None, False, "not a regular file")
+        p.rmdir()
+        p.write_text("{}\n")
+        assert c.count().lines == 1
+
+
+def test_an_output_that_vanishes_between_stat_and_open_is_absent(tmp_path: Path) -> None:
+    p = tmp_path / "B1.jsonl"
+    p.write_text("{}\n" * 3)
+    with ThreadPoolExecutor(1) as pool:
+        c = _Meddled(p, pool, None)
+        assert c.count().lines == 3
+        with open(p, "a") as fh:
+            fh.write("{}\n")
+        c.meddle = Path.unlink
+        r = c.count()
+        assert (r.lines, r.exists, r.reset, r.error) == (None, False, True, None)
+        p.write_text("{}\n" * 5)
+        assert c.count().lines == 5
+
+
+def test_an_output_replaced_by_another_file_between_stat_and_open_is_counted_next(
+        tmp_path: Path) -> None:
+    p = tmp_path / "B1.jsonl"
+    p.write_text("{}\n" * 3)
+
+    def replace(path: Path) -> None:
+        (tmp_path / "new").write_text("{}\n" * 7)
+        (tmp_path / "new").replace(path)
+
+    with ThreadPoolExecutor(1) as pool:
+        c = _Meddled(p, pool, replace)
+        assert c.count().lines is None  # not the file that was stat'ed: nothing counted from it
+        r = c.count()
+        assert r.lines == 7 and r.error is None
+
+
+def test_one_bad_output_or_prompt_file_leaves_the_others_counted(tmp_path: Path) -> None:
+    for name in ("B1", "B2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "responses.jsonl").write_text("{}\n" * 3)
+        (tmp_path / name / "prompts.jsonl").write_text("{}\n" * 10)
+    src = OutputsSource((str(tmp_path / "*/responses.jsonl"),),
+                        (str(tmp_path / "*/prompts.jsonl"),), rescan_s=0.0)
+    try:
+        src.read()
+        _to_directory(tmp_path / "B1" / "responses.jsonl")
+        _to_directory(tmp_path / "B2" / "prompts.jsonl")
+        with open(tmp_path / "B2" / "responses.jsonl", "a") as fh:
+            fh.write("{}\n")
+        counts, totals = src.read()
+        assert [(c.name, c.lines) for c in counts] == [("B1", None), ("B2", 4)]
+        assert totals == {"B1": 10}
+        assert src.last_read_errors == (
+            f"{tmp_path / 'B1' / 'responses.jsonl'}: not a regular file",
+            f"{tmp_path / 'B2' / 'prompts.jsonl'}: not a regular file")
+    finally:
+        src.close()

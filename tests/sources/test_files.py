@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dash.sources.files import FileFollower
+from dash.sources.files import MAX_READ_PER_POLL, FileFollower
 
 OPS = st.lists(
     st.one_of(
@@ -67,12 +67,13 @@ class Writer:
             self._append("\n")
 
 
-def _run(ops: list[tuple[str, int]], tmp: Path, *, late: bool) -> None:
+def _run(ops: list[tuple[str, int]], tmp: Path, *, late: bool,
+         max_read: int = MAX_READ_PER_POLL) -> None:
     path = tmp / "server.log"
     w = Writer(path)
     if not late:
         w.append(2)
-    f = FileFollower(path, backfill=None)
+    f = FileFollower(path, backfill=None, max_read=max_read)
     seen: list[str] = []
     has_current = False  # whether the follower has opened the file now at the path
 
@@ -234,3 +235,44 @@ def test_watched_files_are_byte_identical_and_keep_their_mtime(tmp_path: Path) -
     f2.close()
     after = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_size)
     assert after == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS, late=st.booleans())
+def test_every_line_once_in_order_when_each_poll_reads_a_few_bytes(
+        ops: list[tuple[str, int]], late: bool) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        _run(ops, Path(d), late=late, max_read=16)
+
+
+@pytest.mark.parametrize("gone", ["rotated", "deleted"])
+def test_a_rotated_file_bigger_than_a_poll_is_read_over_several_polls(tmp_path: Path,
+                                                                      gone: str) -> None:
+    path = tmp_path / "a.log"
+    path.write_text("start\n")
+    f = FileFollower(path, max_read=1000)
+    assert f.poll().lines == ("start",)
+    burst = [f"burst line {i:05d}" for i in range(500)]  # 17 bytes each: 8500 in all
+    with open(path, "a") as fh:
+        fh.write("\n".join(burst) + "\n")
+    if gone == "rotated":
+        os.replace(path, tmp_path / "a.log.1")
+        path.write_text("new file line\n")
+    else:
+        path.unlink()
+    seen: list[str] = []
+    events: list[str] = []
+    polls = 0
+    while polls < 50:
+        polls += 1
+        r = f.poll()
+        # Still reading the old file is "ok"; once a deleted one is drained the path waits.
+        assert r.status == ("ok" if r.more or gone == "rotated" else "waiting")
+        assert r.bytes_read <= 1000
+        seen.extend(r.lines)
+        events.extend(r.events)
+        if not r.more:
+            break
+    assert polls >= 9  # 8500 bytes at 1000 a poll, not all at once
+    assert seen == burst + (["new file line"] if gone == "rotated" else [])
+    assert events == ([gone, "opened"] if gone == "rotated" else [gone])
