@@ -189,16 +189,23 @@ class LineCounter:
             self._pool.submit(self._job.run, self.path, ident)
             return Count(self.lines if self._known else None, True, 0.0, reset)
         if st.st_size > self.offset:
-            try:
-                if not self._read_more(ident, st.st_size):
-                    # Replaced between stat and open: the next poll counts the new file.
-                    return Count(self.lines if self._known else None, reset=reset)
-            except FileNotFoundError:
-                return self._gone(None)  # gone between stat and open
-            except OSError as exc:
-                return self._gone(_reason(exc))
+            failed = self._count_appended(ident, st.st_size, reset)
+            if failed is not None:
+                return failed
         self._known = True
         return Count(self.lines, reset=reset)
+
+    def _count_appended(self, ident: tuple[int, int], size: int, reset: bool) -> Count | None:
+        """Count the appended bytes; the Count to report instead when they cannot be read."""
+        try:
+            if not self._read_more(ident, size):
+                # Replaced between stat and open: the next poll counts the new file.
+                return Count(self.lines if self._known else None, reset=reset)
+        except FileNotFoundError:
+            return self._gone(None)  # gone between stat and open
+        except OSError as exc:
+            return self._gone(_reason(exc))
+        return None
 
     def _gone(self, error: str | None) -> Count:
         """The file cannot be counted now: forget it (a later poll counts it afresh)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -80,7 +81,8 @@ def test_outputs_source_names_partitions_and_finds_new_files(tmp_path: Path) -> 
 class _Meddled(LineCounter):
     """A counter whose file is changed by the test between its stat and its open."""
 
-    def __init__(self, path: Path, pool: ThreadPoolExecutor, meddle) -> None:
+    def __init__(self, path: Path, pool: ThreadPoolExecutor,
+                 meddle: Callable[[Path], object] | None) -> None:
         super().__init__(path, pool)
         self.meddle = meddle
 
