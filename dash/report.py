@@ -331,31 +331,22 @@ def run_export(path: Path, fmt: str) -> int:
             writer = csv.writer(sys.stdout, lineterminator="\n")
             writer.writerow([*CSV_COLUMNS, "extra"])
             for rec in Scan(path):
-                writer.writerow(_csv_row(rec))
+                if rec["kind"] != "unparsed":  # counted by `summary`, not a record of the schema
+                    writer.writerow(_csv_row(rec))
         else:
             write = sys.stdout.write
             for rec in Scan(path):
-                write(json.dumps(rec, separators=(",", ":")) + "\n")
+                if rec["kind"] != "unparsed":
+                    write(json.dumps(rec, separators=(",", ":")) + "\n")
         sys.stdout.flush()
     except LogError as exc:
         return _fail(str(exc))
-    except BrokenPipeError:
-        _quiet_stdout()
     return 0
 
 
 def _write(text: str) -> None:
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _quiet_stdout()
-
-
-def _quiet_stdout() -> None:
-    """The reader went away (`| head`): stop writing without a traceback at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    sys.stdout.write(text)  # a closed pipe (`| head`) is handled once, in dash.cli.main
+    sys.stdout.flush()
 
 
 def _terminal_width() -> int:

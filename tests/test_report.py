@@ -128,3 +128,15 @@ def test_cli_errors_are_one_line(args: tuple[str, ...]) -> None:
     assert res.stdout == ""
     assert res.stderr.startswith("kdash: ") and res.stderr.count("\n") == 1
     assert "Traceback" not in res.stderr
+
+
+def test_export_leaves_out_unparsed_lines_that_summary_counts(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-03-01 12:00:05] Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, "
+        "cuda graph: True, gen throughput (token/s): 2327.27, #queue-req: 0\n"
+        "[2026-03-01 12:00:06] Decode batch, #running-req: lots, gen throughput (token/s): ?\n")
+    rows = [json.loads(line) for line in _kdash("export", str(log)).stdout.splitlines()]
+    assert [r["kind"] for r in rows] == ["decode"]
+    doc = json.loads(_kdash("summary", str(log), "--json").stdout)
+    assert doc["records"]["unparsed"] == 1 and doc["unparsed"] == 1
