@@ -42,6 +42,8 @@ class FilesRead:
     """A first count of a big output file is still running in the background."""
     more: bool = False
     """A followed file had more new bytes than one read takes: read again soon."""
+    errors: tuple[str, ...] = ()
+    """Output or prompt files that could not be counted this time ("path: reason")."""
 
 
 def check_globs(cfg: Config) -> None:
@@ -86,7 +88,8 @@ class Collector:
             outputs, totals = self._outputs.read()
         more = bool((server and server.more) or (client and client.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
-        return FilesRead(server, records, client, outputs, totals, counting, more)
+        errors = self._outputs.last_read_errors if self._outputs is not None else ()
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
 
     def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
         out: list[Record | None] = []
@@ -180,6 +183,9 @@ def apply_files(state: Any, read: FilesRead, now: float) -> None:
     if state.partitions is not None and (read.outputs or read.input_totals):
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
+    for error in read.errors:
+        if error not in state.notices:  # once each: a file that stays unreadable is no news
+            state.notices.append(error)
 
 
 def apply_gpus(state: Any, reading: Any, now: float) -> None:

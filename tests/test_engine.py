@@ -149,6 +149,11 @@ def test_an_output_that_became_a_directory_leaves_the_logs_read(tmp_path: Path) 
         with open(out / "B2.jsonl", "a") as fh:
             fh.write("{}\n")
         read = col.read_files()
+        assert len(read.errors) == 1 and read.errors[0].startswith(str(out / "B1.jsonl"))
+        state = RunState(_cfg(tmp_path))
+        apply_files(state, read, 1.0)
+        apply_files(state, read, 2.0)
+        assert state.snapshot(2.0).notices == read.errors  # said once, not once a poll
         assert [r["gen_throughput"] for r in read.records if r] == [20.0]
         assert read.client is not None and read.client.lines == ("Resuming: 5 already done",)
         assert [(c.name, c.lines) for c in read.outputs] == [("B1", None), ("B2", 6)]

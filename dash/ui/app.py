@@ -118,6 +118,7 @@ class DashApp(WorkerApp):
         self.extra_title = extra_title
         self.snap: RunSnapshot | None = None
         """What the screen shows (held while paused)."""
+        self._announced: set[str] = set()
         self.latest: RunSnapshot | None = None
         """The newest snapshot, paused or not (what `--metrics-port` exports)."""
         self.paused = False
@@ -185,6 +186,7 @@ class DashApp(WorkerApp):
         apply.ring_for(self, changes)
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
+        self._announce(fresh.notices)
         if not self.paused or self.snap is None:
             self.snap = fresh
             self.render_snapshot(tick=True)
@@ -216,6 +218,13 @@ class DashApp(WorkerApp):
             self.query_one("#part-details", PartitionDetails).show(snap, self.partition)
             self.query_one("#server", ServerPanel).show(snap)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+
+    def _announce(self, notices: tuple[str, ...]) -> None:
+        """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
+        for notice in notices:
+            if notice not in self._announced:
+                self._announced.add(notice)
+                self.notify(notice, title="kdash", severity="warning", timeout=10)
 
     def _follow_table_selection(self) -> None:
         """Details follow the table's cursor row, also when rows arrived after the first frame

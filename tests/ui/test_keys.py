@@ -268,3 +268,16 @@ async def test_details_follow_partitions_that_arrive_after_the_first_frame(make_
         first = full.partitions[0]
         assert app.partition == first.name
         assert f"{first.name}  {first.path}" in screen_text(app)
+
+
+async def test_each_notice_is_shown_once(make_app: MakeApp) -> None:
+    """A non-fatal problem (an unreadable output file) is a toast, not one a second."""
+    notice = "/data/run7/out/B1.jsonl: not a regular file"
+    app = make_app(snapshot(notices=(notice,)))
+    shown: list[str] = []
+    app.notify = lambda message, **kw: shown.append(message)  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        app.refresh_state()
+        app.refresh_state()
+        await pilot.pause()
+    assert shown == [notice]
