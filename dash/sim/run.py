@@ -145,8 +145,9 @@ class SimRun:
             self.prepare()
             out = self.sim.step(sim_seconds)
             self._t = max(self._t, sim_seconds)
-            self._write(out)
+            # HTTP first: a real server is listening by the time its ready banner can be read.
             self._sync_http()
+            self._write(out)
             if self._nvml is not None:
                 self._sync_nvml()
 
