@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
 from dash.config import Config
@@ -187,11 +188,14 @@ class DashApp(WorkerApp):
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
         self._announce(fresh.notices)
-        if not self.paused or self.snap is None:
-            self.snap = fresh
-            self.render_snapshot(tick=True)
-        else:
-            self._render_header()
+        try:
+            if not self.paused or self.snap is None:
+                self.snap = fresh
+                self.render_snapshot(tick=True)
+            else:
+                self._render_header()
+        except NoMatches:
+            pass  # a tick that lands while the app shuts down finds its panels already gone
 
     def render_snapshot(self, tick: bool = False) -> None:
         """Push the current snapshot into every panel (each skips what did not change).

@@ -19,6 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -208,7 +209,10 @@ class ReplayApp(DashApp):
     def refresh_state(self) -> None:
         """Advance the replay, then evaluate and render as the live dashboard does."""
         self._advance()
-        self._show_status()
+        try:
+            self._show_status()
+        except NoMatches:
+            return  # the app is shutting down: its panels are gone
         super().refresh_state()
 
     def _rerender_now(self) -> None:
