@@ -24,6 +24,10 @@ from dash.sources.procs import ProcessError, ProcessSource
 if TYPE_CHECKING:
     import asyncio
 
+    from dash.core.gpus import GpuReading
+    from dash.core.http_state import HttpSample
+    from dash.core.run import RunState
+
 CLIENT_BACKFILL = 64 * 1024
 """Enough of the client log's end for its last progress bar and recent errors."""
 
@@ -112,7 +116,7 @@ class Collector:
             time.sleep(0.02)
         return True
 
-    def sample_gpus(self) -> Any:
+    def sample_gpus(self) -> GpuReading:
         """One NVML reading (a tuple of GpuSnapshot, or NvmlUnavailable); never raises."""
         if self._nvml is None:
             from dash.sources.nvml import NvmlSource
@@ -127,7 +131,7 @@ class Collector:
 
     # -- async ----------------------------------------------------------------------------------
 
-    async def poll_http(self) -> Any:
+    async def poll_http(self) -> HttpSample | None:
         """One poll of the server (an HttpSample), or None when no URL is configured."""
         if not self.cfg.url:
             return None
@@ -167,7 +171,7 @@ class Collector:
 
 # -- appliers: run on the thread that owns the RunState -----------------------------------------
 
-def apply_files(state: Any, read: FilesRead, now: float) -> None:
+def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     """Fold one read of the files into the run's trackers."""
     if read.server is not None:
         s = read.server
@@ -176,38 +180,33 @@ def apply_files(state: Any, read: FilesRead, now: float) -> None:
         if s.status == "ok" and any(e != "opened" for e in s.events):
             message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
         state.server_log.note_file(s.status, message, now)
-    if read.client is not None and state.client is not None:
+    if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
         state.client.note_file(c.size, now)
-    if state.partitions is not None and (read.outputs or read.input_totals):
+    if read.outputs or read.input_totals:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
     for error in read.errors:
-        if error not in state.notices:  # once each: a file that stays unreadable is no news
-            state.notices.append(error)
+        state.add_notice(error)
 
 
-def apply_gpus(state: Any, reading: Any, now: float) -> None:
+def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:
     """Fold one NVML reading into the GPU tracker."""
-    if state.gpus is not None and reading is not None:
+    if reading is not None:
         state.gpus.apply(reading, now)
 
 
-def apply_processes(state: Any, procs: tuple[ProcessInfo, ...] | ProcessError | None,
+def apply_processes(state: RunState, procs: tuple[ProcessInfo, ...] | ProcessError | None,
                     now: float) -> None:
     """Fold one process listing into the client tracker (an error is a notice, not a crash)."""
-    if state.client is None or procs is None:
-        return
     if isinstance(procs, ProcessError):
-        note = f"process listing failed: {procs.reason}"
-        if note not in state.notices:
-            state.notices.append(note)
-        return
-    state.client.set_processes(procs)
+        state.add_notice(f"process listing failed: {procs.reason}")
+    elif procs is not None:
+        state.client.set_processes(procs)
 
 
-def apply_http(state: Any, sample: Any, now: float) -> None:
+def apply_http(state: RunState, sample: HttpSample | None, now: float) -> None:
     """Fold one HTTP poll into the HTTP tracker."""
-    if state.http is not None and sample is not None:
+    if sample is not None:
         state.http.apply(sample, now)

@@ -38,6 +38,11 @@ class RunState:
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
         self.notices: list[str] = []
 
+    def add_notice(self, text: str) -> None:
+        """Record a non-fatal problem once: one that persists is not news every poll."""
+        if text not in self.notices:
+            self.notices.append(text)
+
     def feed_server_log(self, records: Iterable[Record | None], now: float,
                         lines: int | None = None) -> None:
         """Feed server-log records; a server restart also restarts the partitions' rates."""

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
+from dash import engine
 from dash.config import Config
 from dash.core.clock import Clock, SystemClock
 from dash.core.snapshot import RunSnapshot
@@ -257,19 +258,19 @@ class DashApp(WorkerApp):
     # -- observations from the workers --------------------------------------------------------
 
     def on_files_observed(self, message: FilesObserved) -> None:
-        apply.files(self.state, message.reading, self.clock.now())
+        engine.apply_files(self.state, message.reading, self.clock.now())
         log = self.query_one("#log", LogPane)
         for source, lines in apply.raw_lines(message.reading):
             log.append(source, lines)
 
     def on_gpus_sampled(self, message: GpusSampled) -> None:
-        apply.gpus(self.state, message.reading, self.clock.now())
+        engine.apply_gpus(self.state, message.reading, self.clock.now())
 
     def on_http_sampled(self, message: HttpSampled) -> None:
-        apply.http(self.state, message.sample, self.clock.now())
+        engine.apply_http(self.state, message.sample, self.clock.now())
 
     def on_processes_sampled(self, message: ProcessesSampled) -> None:
-        apply.processes(self.state, message.processes, self.clock.now())
+        engine.apply_processes(self.state, message.processes, self.clock.now())
 
     # -- selection ----------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-"""Applying worker observations to the run state, on the main thread (the state's only owner).
+"""Small helpers for the app's handlers: the raw log lines of a read, the peak reset, the bell.
 
-The appliers themselves live in `dash.engine`; this module is the one place the UI calls them, so
-the app's handlers stay one line each, and it picks the raw log lines out for the log pane.
+Observations are folded into the run state by `dash.engine.apply_*`, called from the handlers
+on the main thread (the state's only owner).
 """
 
 from __future__ import annotations
@@ -11,31 +11,9 @@ from typing import Any
 
 from textual.app import App
 
-from dash import engine
-
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
-
-
-def files(state: Any, reading: Any, now: float) -> None:
-    """Feed one `FilesRead` (new server records, client log, output counts) to the state."""
-    engine.apply_files(state, reading, now)
-
-
-def gpus(state: Any, reading: Any, now: float) -> None:
-    """Feed one NVML reading (GPU snapshots or `NvmlUnavailable`)."""
-    engine.apply_gpus(state, reading, now)
-
-
-def http(state: Any, sample: Any, now: float) -> None:
-    """Feed one HTTP poll result."""
-    engine.apply_http(state, sample, now)
-
-
-def processes(state: Any, procs: Any, now: float) -> None:
-    """Feed the client processes found (or the error listing them)."""
-    engine.apply_processes(state, procs, now)
 
 
 def raw_lines(reading: Any) -> list[tuple[str, Sequence[str]]]:
