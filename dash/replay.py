@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from dash.cli import UsageError
 from dash.config import Config, build_config
 from dash.core.partitions import OutputCount, glob_error
 from dash.core.replay import MAX_RECORDS, Timeline
@@ -77,7 +79,7 @@ def _problem(ns: argparse.Namespace) -> str | None:
         return f"{path}: no such file"
     if path.is_dir():
         return f"{path}: is a directory"
-    if not ns.speed > 0:
+    if not (math.isfinite(ns.speed) and ns.speed > 0):
         return f"--speed must be a positive number, got {ns.speed:g}"
     for pattern in ns.outputs or ():
         why = glob_error(pattern)
@@ -90,8 +92,7 @@ def run_replay(ns: argparse.Namespace) -> int:
     """`kdash replay`: the exit code (2 with one line on stderr for a bad argument)."""
     problem = _problem(ns)
     if problem:
-        print(f"kdash: {problem}", file=sys.stderr)
-        return 2
+        raise UsageError(problem)
     cfg = replay_config(Path(ns.path), tuple(ns.outputs or ()))
     from dash.ui.replay import ReplayApp
 

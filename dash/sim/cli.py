@@ -7,11 +7,11 @@ import math
 import shlex
 import shutil
 import signal
-import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
 
+from dash.cli import UsageError
 from dash.sim.formats import ALIASES, FAMILIES, resolve_family
 from dash.sim.scenarios import NAMES
 
@@ -81,23 +81,18 @@ def run_sim(ns: argparse.Namespace) -> int:
 
     problem = _check(ns)
     if problem:
-        print(f"kdash: sim: {problem}", file=sys.stderr)
-        return 2
+        raise UsageError(f"sim: {problem}")
     run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
                  gpus=ns.gpus, log_format=resolve_family(ns.log_format), port=ns.port,
                  duration=ns.duration)
     try:
         run.prepare()
     except OSError as exc:
-        print(f"kdash: sim: cannot write the run in {run.dir}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"sim: cannot write the run in {run.dir}: {exc.strerror or exc}") from None
     try:
         run.start()
     except OSError as exc:
-        print(f"kdash: sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}") from None
     print(f"Simulating {ns.scenario!r} at {ns.speed:g}x in {run.dir} (Ctrl+C to stop). Watch it with:")
     print(f"  {watch_command(run)}")
     print("GPUs: the simulated NVML lives in this process only, so that kdash shows this machine's "
@@ -122,8 +117,7 @@ def run_demo(ns: argparse.Namespace) -> int:
 
     problem = _check(ns)
     if problem:
-        print(f"kdash: demo: {problem}", file=sys.stderr)
-        return 2
+        raise UsageError(f"demo: {problem}")
     temp = ns.dir is None
     where = Path(tempfile.mkdtemp(prefix="kdash-demo-")) if temp else Path(ns.dir).expanduser()
     run = SimRun(where, ns.scenario, speed=ns.speed, gpus=ns.gpus)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -192,12 +191,14 @@ def test_a_missing_log_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
     assert err.count("\n") == 1 and "no such file" in err
 
 
-def test_a_bad_speed_is_one_line_and_exit_2(sim_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dash.replay import run_replay
+@pytest.mark.parametrize("speed", ["0", "inf", "nan"])
+def test_a_bad_speed_is_one_line_and_exit_2(sim_log: Path, capsys: pytest.CaptureFixture[str],
+                                            speed: str) -> None:
+    from dash.cli import main
 
-    ns = argparse.Namespace(path=str(sim_log), outputs=None, speed=0.0)
-    assert run_replay(ns) == 2
-    assert "--speed" in capsys.readouterr().err
+    assert main(["replay", str(sim_log), "--speed", speed]) == 2
+    err = capsys.readouterr().err
+    assert "--speed" in err and err.startswith("kdash: ") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("back", [1, 3])
