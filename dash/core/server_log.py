@@ -214,8 +214,10 @@ class ServerLogTracker:
         if "avail_mem_gb" not in self._facts and "available_gpu_mem_gb" in self._facts:
             # The capacity line's figure is taken after CUDA graph capture too.
             self._facts["avail_mem_gb"] = self._facts["available_gpu_mem_gb"]
-        if self._facts.get("kv_dtype") is None and self._facts.get("kv_cache_dtype"):
-            self._facts["kv_dtype"] = self._facts["kv_cache_dtype"]
+        if event == "server_args" and rec.get("kv_cache_dtype"):
+            # What this start asked for; a later `KV Cache is allocated. dtype: ...` line (0.5.13+)
+            # says what it got. Set on every start, so a restart with fp8 KV does not show `auto`.
+            self._facts["kv_dtype"] = rec["kv_cache_dtype"]
 
     def _min_fact(self, name: str, value: float | None) -> None:
         if value is None:

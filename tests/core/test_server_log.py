@@ -150,3 +150,18 @@ def test_one_event_from_every_tp_rank_is_shown_once_with_its_ranks() -> None:
     assert [e["event"] for e in events] == ["kv_cache", "cuda_graph", "kv_cache"]
     assert events[0]["ranks"] == tuple(f"TP{i}" for i in range(8))
     assert "ranks" not in events[2]  # a later allocation (a restart) is a new event
+
+
+def test_a_restart_with_another_kv_dtype_shows_the_new_one() -> None:
+    from dash.core.parse import parse_line
+
+    lines = [
+        "[2026-03-01 12:00:00] server_args=ServerArgs(model_path='m', kv_cache_dtype='auto', tp_size=1)",
+        "[2026-03-01 12:00:20] The server is fired up and ready to roll!",
+        "[2026-03-01 12:10:00] server_args=ServerArgs(model_path='m', kv_cache_dtype='fp8_e4m3', tp_size=1)",
+    ]
+    tracker = ServerLogTracker()
+    tracker.feed([parse_line(line, i + 1) for i, line in enumerate(lines)], 1_772_366_400.0)
+    snap = tracker.snapshot(1_772_366_400.0)
+    assert snap.restarts == 1
+    assert snap.facts["kv_dtype"] == snap.facts["kv_cache_dtype"] == "fp8_e4m3"
