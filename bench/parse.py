@@ -6,7 +6,8 @@
 The log mixes what a busy SGLang server writes during a batch-inference job: per second one
 `Decode batch` line, a few `Prefill batch` lines and many uvicorn access lines, with a startup
 section and a rare retraction. Both commands read the same file in the same run (from the page
-cache, as after generation); the best of `--repeat` runs is printed, with the ratio. grep uses one
+cache, as after generation), in turn, `--repeat` times; the best of each is printed, with the
+ratio. grep uses one
 core; kdash summary reads a large file with two processes (timed with one too:
 `KDASH_PROCESSES=1`).
 """
@@ -111,17 +112,22 @@ def _time(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, flo
     return elapsed, cpu, res.stdout
 
 
-def _best(cmd: list[str], repeat: int,
-          env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    runs = [_time(cmd, env) for _ in range(repeat)]
-    return min(r[0] for r in runs), min(r[1] for r in runs), runs[-1][2]
+def _best_interleaved(cmds: list[tuple[list[str], dict[str, str] | None]],
+                     repeat: int) -> list[tuple[float, float, str]]:
+    """Best wall and CPU of each command over `repeat` rounds; each round runs every command
+    once, so that a slow spell of a shared machine falls on all of them alike."""
+    runs: list[list[tuple[float, float, str]]] = [[] for _ in cmds]
+    for _ in range(repeat):
+        for i, (cmd, env) in enumerate(cmds):
+            runs[i].append(_time(cmd, env))
+    return [(min(r[0] for r in rs), min(r[1] for r in rs), rs[-1][2]) for rs in runs]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024, help="log size (default 1024)")
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
-    ap.add_argument("--repeat", type=int, default=2, help="best of N runs each (default 2)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs each (default 3)")
     ns = ap.parse_args()
     path = OUT / f"mixed-{ns.size_mb}mb.log"
     if not path.exists() or path.stat().st_size < ns.size_mb * 1024 * 1024:
@@ -139,9 +145,8 @@ def _report(path: Path, repeat: int) -> None:
     grep = shutil.which("grep") or "grep"
     kdash = [sys.executable, "-m", "dash", "summary", str(path), "--json"]
     one = dict(os.environ, KDASH_PROCESSES="1")
-    g, g_cpu, g_out = _best([grep, "-c", "Decode batch", str(path)], repeat)
-    k2, k2_cpu, out = _best(kdash, repeat)
-    k1, k1_cpu, _ = _best(kdash, repeat, one)
+    (g, g_cpu, g_out), (k2, k2_cpu, out), (k1, k1_cpu, _) = _best_interleaved(
+        [([grep, "-c", "Decode batch", str(path)], None), (kdash, None), (kdash, one)], repeat)
     doc = json.loads(out)
     size = path.stat().st_size / 1e6
     cores = os.cpu_count() or 1

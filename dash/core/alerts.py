@@ -13,14 +13,16 @@ retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate,
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dash.config import ConfigError
-from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot, Severity
+from dash.core.snapshot import SEVERITY_ORDER, Alert, Record, RunSnapshot, Severity
 
 RULE_IDS = (
     "server_oom", "server_crash", "server_down", "server_restarted", "server_silent",
@@ -121,6 +123,42 @@ class Finding:
         return f"{self.id}:{self.subject}" if self.subject else self.id
 
 
+class ServerEvents:
+    """The server log's recent events as the rules ask for them, worked out once per list
+    (snapshots share the list until an event arrives; rules run every tick)."""
+
+    __slots__ = ("all", "last_restart", "since_start", "_kinds", "_retracts", "_retract_at",
+                 "_in_order")
+
+    def __init__(self, events: tuple[Record, ...]) -> None:
+        self.all = events
+        restarts = [i for i, e in enumerate(events) if e.get("event") == "restart"]
+        self.last_restart: int | None = restarts[-1] if restarts else None
+        """Index in `all` of the most recent restart."""
+        self.since_start = events if self.last_restart is None else events[self.last_restart + 1:]
+        """Events after the most recent restart: what still describes the running server."""
+        self._kinds: set[str] | None = None
+        self._retracts = [e for e in events if e.get("event") == "retract"
+                          and isinstance(e.get("at"), (int, float))]
+        self._retract_at = [e["at"] for e in self._retracts]
+        self._in_order = all(map(operator.le, self._retract_at, self._retract_at[1:]))
+
+    def since_start_of(self, *kinds: str) -> list[Record]:
+        """Events of these kinds since the most recent restart, oldest first."""
+        if self._kinds is None:
+            self._kinds = {str(e.get("event")) for e in self.since_start}
+        if self._kinds.isdisjoint(kinds):
+            return []
+        return [e for e in self.since_start if e.get("event") in kinds]
+
+    def retracts_within(self, now: float, window: float) -> list[Record]:
+        """Retraction events at most `window` seconds before `now`, oldest first."""
+        recent = self._retracts
+        if self._in_order:  # skip the old ones; a second's slack keeps the test below exact
+            recent = recent[bisect.bisect_left(self._retract_at, now - window - 1.0):]
+        return [e for e in recent if now - e["at"] <= window]
+
+
 @dataclass
 class RuleContext:
     """What a rule sees: the snapshot, the time, thresholds, active keys and its own memory."""
@@ -130,6 +168,7 @@ class RuleContext:
     cfg: AlertConfig
     active: frozenset[str]
     memory: dict[str, Any]
+    events: ServerEvents = field(default_factory=lambda: ServerEvents(()))
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]
@@ -161,6 +200,7 @@ class AlertEngine:
     rules: tuple[Rule, ...] | None = None
     _tracks: dict[str, _Track] = field(default_factory=dict)
     _memory: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _events: ServerEvents | None = None
 
     def __post_init__(self) -> None:
         if self.rules is None:
@@ -169,9 +209,13 @@ class AlertEngine:
     def evaluate(self, snap: RunSnapshot, now: float) -> AlertChanges:
         """Evaluate every rule on `snap` at `now`; return what fired and what cleared."""
         active = frozenset(k for k, t in self._tracks.items() if t.alert is not None)
+        events = snap.server.events
+        if self._events is None or self._events.all is not events:
+            self._events = ServerEvents(events)
         findings: dict[str, Finding] = {}
         for i, rule in enumerate(self.rules or ()):
-            ctx = RuleContext(snap, now, self.config, active, self._memory.setdefault(i, {}))
+            ctx = RuleContext(snap, now, self.config, active, self._memory.setdefault(i, {}),
+                              self._events)
             for f in rule(ctx):
                 findings.setdefault(f.key, f)
         new = [a for f in findings.values() if (a := self._present(f, now)) is not None]

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import islice
-from typing import Any
+from typing import Any, overload
 
 from dash.core.parse import Record
 from dash.core.summary_alerts import AlertFeed, Candidate, ts_key
@@ -73,6 +73,37 @@ class Downsampled:
 
 
 _NO_DECODE = object()  # `Part.last_key` of a part without decode records
+STAMP_BYTES = 19  # `YYYY-MM-DD HH:MM:SS`
+
+
+class Stamps(Sequence[bytes]):
+    """Raw stamps of one width, kept as one bytes object: a block holds hundreds, and the
+    process that reads half a log hands them all back (one object pickles at once)."""
+
+    __slots__ = ("_joined",)
+
+    def __init__(self, joined: bytes) -> None:
+        self._joined = joined
+
+    def __len__(self) -> int:
+        return len(self._joined) // STAMP_BYTES
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        start = (i % n) * STAMP_BYTES
+        return self._joined[start:start + STAMP_BYTES]
+
+    def __reduce__(self) -> tuple[type, tuple[bytes]]:
+        return Stamps, (self._joined,)
 
 
 @dataclass
@@ -85,7 +116,7 @@ class Part:
     first_ts: str | None = None
     last_ts: str | None = None
     gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
-    gen_ts: list[Ts] = field(default_factory=list)  # and their stamps
+    gen_ts: Sequence[Ts] = field(default_factory=list)  # and their stamps
     peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
     last_decode: Record | None = None
     cached: int = 0
@@ -167,6 +198,7 @@ class PartBuilder:
         if p.peak is None or gen > p.gens[p.peak[0]]:
             p.peak = (len(p.gens), rec["line"])
         p.gens.append(gen)
+        assert isinstance(p.gen_ts, list)  # the builder's own list, never `Stamps`
         p.gen_ts.append(ts)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dash.core.alerts import Finding, RuleContext
-from dash.core.snapshot import Record, RunSnapshot
+from dash.core.snapshot import Record
 
 _CRASH_TEXT = {
     "exception": "the scheduler hit an exception",
@@ -23,15 +23,6 @@ def fmt_duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def events_since_start(snap: RunSnapshot) -> list[Record]:
-    """Events after the most recent restart: what still describes the running server."""
-    events = list(snap.server.events)
-    for i in range(len(events) - 1, -1, -1):
-        if events[i].get("event") == "restart":
-            return events[i + 1:]
-    return events
 
 
 def where(ev: Mapping[str, Any]) -> str:
@@ -55,7 +46,7 @@ def _headroom(facts: Mapping[str, Any]) -> str:
 
 def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
-    ooms = [e for e in events_since_start(ctx.snap) if e.get("event") == "oom"]
+    ooms = ctx.events.since_start_of("oom")
     if not ooms:
         return
     first, facts = ooms[0], ctx.snap.server.facts
@@ -77,7 +68,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
 
 def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     """`server_crash` (crit, at once): exception, watchdog timeout, SIGQUIT or Killed."""
-    crashes = [e for e in events_since_start(ctx.snap) if e.get("event") == "crash"]
+    crashes = ctx.events.since_start_of("crash")
     if not crashes:
         return
     first = crashes[0]
@@ -106,11 +97,9 @@ def rule_down(ctx: RuleContext) -> Iterator[Finding]:
 
 def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
     """`server_restarted` (info): shown for `restart_show_s` after a restart."""
-    events = list(ctx.snap.server.events)
-    restarts = [i for i, e in enumerate(events) if e.get("event") == "restart"]
-    if not restarts:
+    events, i = ctx.events.all, ctx.events.last_restart
+    if i is None:
         return
-    i = restarts[-1]
     ev = events[i]
     at = ev.get("at")
     if not isinstance(at, (int, float)) or ctx.now - at > ctx.cfg.restart_show_s:
@@ -134,7 +123,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     running = last.get("running_req")
     if quiet < ctx.cfg.silent_after_s or not isinstance(running, (int, float)) or running <= 0:
         return
-    after = [e for e in events_since_start(ctx.snap) if e.get("event") in ("oom", "crash")]
+    after = ctx.events.since_start_of("oom", "crash")
     cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
     yield Finding("server_silent", "warn",
                   f"no decode/prefill line for {fmt_duration(quiet)} with {running:g} running",
@@ -148,11 +137,9 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
     """`retractions` (warn): at least `retract_min_events` retractions within the window."""
     window = ctx.cfg.retract_window_s
     seen: dict[tuple[Any, Any], Record] = {}
-    for e in ctx.snap.server.events:
-        at = e.get("at")
-        if e.get("event") == "retract" and isinstance(at, (int, float)) and ctx.now - at <= window:
-            # Every TP rank prints the same retraction: count it once.
-            seen.setdefault((e.get("ts"), e.get("message")), e)
+    for e in ctx.events.retracts_within(ctx.now, window):
+        # Every TP rank prints the same retraction: count it once.
+        seen.setdefault((e.get("ts"), e.get("message")), e)
     if len(seen) < ctx.cfg.retract_min_events:
         return
     events = list(seen.values())

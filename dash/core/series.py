@@ -68,11 +68,12 @@ def _bisect_left(a: tuple[float, ...], x: float) -> int:
 class Series:
     """A ring buffer of (time, value) points; appending is O(1), memory is bounded."""
 
-    __slots__ = ("_t", "_v")
+    __slots__ = ("_t", "_v", "_view")
 
     def __init__(self, maxlen: int = 4096, points: Iterable[tuple[float, float]] = ()) -> None:
         self._t: deque[float] = deque(maxlen=maxlen)
         self._v: deque[float] = deque(maxlen=maxlen)
+        self._view: SeriesView | None = None  # shared by snapshots until a point arrives
         for t, v in points:
             self.append(t, v)
 
@@ -82,10 +83,12 @@ class Series:
             return
         self._t.append(t)
         self._v.append(v)
+        self._view = None
 
     def clear(self) -> None:
         self._t.clear()
         self._v.clear()
+        self._view = None
 
     def __len__(self) -> int:
         return len(self._t)
@@ -95,4 +98,6 @@ class Series:
         return self._v[-1] if self._v else None
 
     def view(self) -> SeriesView:
-        return SeriesView(tuple(self._t), tuple(self._v))
+        if self._view is None:
+            self._view = SeriesView(tuple(self._t), tuple(self._v))
+        return self._view

@@ -55,6 +55,7 @@ class ServerLogTracker:
         self.path = path
         self._series = {name: Series(history) for name in SERIES}
         self._events: deque[Record] = deque(maxlen=max_events)
+        self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
         self._peak: Peak | None = None
         self._last_decode: Record | None = None
@@ -176,8 +177,9 @@ class ServerLogTracker:
                 and last.get("rank") and abs(rec["at"] - last["at"]) <= RANK_FOLD_S):
             ranks = (*last.get("ranks", (last["rank"],)), rank)
             self._events[-1] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
-            return
-        self._events.append(rec)
+        else:
+            self._events.append(rec)
+        self._frozen_events = None
 
     def _restart(self, rec: Mapping[str, Any], t: float, why: str) -> None:
         """A new server start after one was up: count it, keep totals, reset peak and baselines."""
@@ -187,6 +189,7 @@ class ServerLogTracker:
         self._peak = None
         for key in _MIN_FACTS:
             self._facts.pop(key, None)
+        self._frozen_events = None
         self._events.append({
             "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
             "rank": None, "engine": rec.get("engine"), "at": t, "restarts": self._restarts,
@@ -228,9 +231,11 @@ class ServerLogTracker:
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
         views = {name: s.view() for name, s in self._series.items()}
+        if self._frozen_events is None:
+            self._frozen_events = tuple(self._events)
         return ServerLogSnapshot(
             path=self.path, engine=self._engine, last_decode=self._last_decode,
-            last_prefill=self._last_prefill, peak=self._peak, events=tuple(self._events),
+            last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
             lines=self._lines, records=self._records, unparsed=self._unparsed,
             restarts=self._restarts, started_at=self._started_at, status=self._status,

@@ -36,6 +36,9 @@ class Candidate:
         self.key = key
         self.payload = payload
 
+    def __reduce__(self) -> tuple[type, tuple[int, str | None, Record | bytes]]:
+        return Candidate, (self.line, self.key, self.payload)  # quicker than slots' default
+
     def shift(self, offset: int) -> None:
         self.line += offset
         # a parsed payload is shifted by its owner (`Part.shift`), which sees every record once

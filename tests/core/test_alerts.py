@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from dash.config import ConfigError
-from dash.core.alerts import AlertConfig, AlertEngine, Finding, RuleContext, alert_to_json
+from dash.core.alerts import (
+    AlertConfig,
+    AlertEngine,
+    Finding,
+    RuleContext,
+    ServerEvents,
+    alert_to_json,
+)
 from dash.core.server_log import ServerLogTracker
 from dash.core.snapshot import (
     ClientSnapshot,
@@ -316,3 +323,40 @@ def test_gpu_headroom_from_nvml_needs_to_hold() -> None:
     assert "gpu_headroom_low" not in run.active()
     run.tick(30)
     assert "GPU 3: 0.50 GB free" in run.active()["gpu_headroom_low"].message
+
+
+def _at(name: str, at: Any, **kw: Any) -> dict[str, Any]:
+    return {**ev(name, **kw), "at": at}
+
+
+def test_server_events_start_after_the_last_restart() -> None:
+    events = (_at("oom", 1.0), _at("restart", 2.0), _at("crash", 3.0), _at("restart", 4.0),
+              _at("oom", 5.0), _at("ready", 6.0))
+    idx = ServerEvents(events)
+    assert idx.last_restart == 3
+    assert [e["at"] for e in idx.since_start] == [5.0, 6.0]
+    assert [e["at"] for e in idx.since_start_of("oom", "crash")] == [5.0]
+    assert idx.since_start_of("crash") == []
+    assert ServerEvents(events[:1]).since_start == events[:1]
+    assert ServerEvents(()).last_restart is None
+
+
+@pytest.mark.parametrize("times", [[10.0, 20.0, 30.0, 40.0], [40.0, 10.0, 30.0, 20.0]])
+def test_retractions_within_a_window_in_or_out_of_order(times: list[float]) -> None:
+    """The window test is `now - at <= window`, whether or not events arrived in time order."""
+    events = tuple(_at("retract", t) for t in times) + (_at("retract", "soon"), _at("oom", 35.0))
+    idx = ServerEvents(events)
+    got = sorted(e["at"] for e in idx.retracts_within(now=50.0, window=20.0))
+    assert got == [30.0, 40.0]
+    assert sorted(e["at"] for e in idx.retracts_within(now=50.0, window=40.0)) == sorted(times)
+
+
+def test_rules_see_the_events_of_the_snapshot_they_run_on() -> None:
+    """The event index is rebuilt when the server log's events change, not only once."""
+    run = Run()
+    run.feed(ev("ready"))
+    run.tick()
+    assert "server_oom" not in run.active()
+    run.feed(ev("oom", line=7))
+    run.tick(1)
+    assert "server_oom" in run.active()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from dash import report
 from dash.core.fastscan import scan_block
-from dash.core.parse_summary import summarize_records
+from dash.core.parse_summary import Stamps, summarize_records
 from dash.core.summary_alerts import AlertFeed, Candidate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +128,9 @@ def _line(draw: st.DrawFn, noisy: bool) -> str:
          "g": draw(_gen), "c": draw(_num)}
     prefix = draw(st.sampled_from([TS.format(m=m, s=s), TS.format(m=m, s=s), "",
                                    f"[08:{m:02d}:{s:02d} TP0] ", "(APIServer pid=1) ",
-                                   f"[2026-03-01 08:{m:02d}:{s:02d} DP1 TP3] "]))
+                                   f"[2026-03-01 08:{m:02d}:{s:02d} DP1 TP3] ",
+                                   # stamp-wide brackets that are not stamps
+                                   f"[2026-03-01T08:{m:02d}:{s:02d}] ", "[a]bcdefghijklmnopqr] "]))
     body = draw(st.sampled_from(_CLEAN + _NOISY if noisy else _CLEAN))
     return prefix + body.format(**f)
 
@@ -167,6 +170,18 @@ def test_strict_lines_give_numbers_and_line_numbers() -> None:
     assert [c.line for c in part.candidates] == [102, 108]  # one per 10 s
     assert [(e["event"], e["line"]) for e in part.events] == [("crash", 107)]
     assert part.first_ts == "2026-03-01T08:01:01" and part.last_ts == "2026-03-01T08:01:12"
+
+
+def test_decode_stamps_are_kept_as_one_bytes_object_that_acts_as_a_list() -> None:
+    part = _scan(b"\n".join([_dec(1), _dec(12, "3.00"), _dec(25)]) + b"\n")
+    assert part is not None
+    stamps = part.gen_ts
+    assert isinstance(stamps, Stamps) and len(stamps) == 3
+    assert stamps[0] == b"2026-03-01 08:01:01" and stamps[-1] == b"2026-03-01 08:01:25"
+    assert stamps[1:] == [b"2026-03-01 08:01:12", b"2026-03-01 08:01:25"]
+    with pytest.raises(IndexError):
+        stamps[3]
+    assert list(pickle.loads(pickle.dumps(stamps))) == list(stamps)
 
 
 def test_equal_lines_are_told_apart_by_position() -> None:
