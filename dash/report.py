@@ -28,8 +28,9 @@ from dash.core.parse_summary import LogSummary, Part, PartBuilder
 from dash.core.run import replay_alerts
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
-PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by two processes
-SEGMENT = 1 << 30  # bytes read per round by the two processes
+PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by several processes
+SEGMENT = 1 << 30  # bytes read per round by all of them
+MAX_PROCESSES = 8  # a summary need not take every core of a box that is serving a model
 MAX_ALERT_LINES = 15  # alerts listed in the text report
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
@@ -164,45 +165,50 @@ def _line_start_after(path: Path, pos: int) -> int:
 
 
 def processes() -> int:
-    """How many processes a large summary uses: 2 where the machine has 2 cores or more;
-    `KDASH_PROCESSES=1` keeps it to one."""
+    """How many processes a large summary uses: one per core, at most `MAX_PROCESSES`;
+    `KDASH_PROCESSES=N` asks for N (1 keeps it to one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
-        wanted = int(os.environ.get("KDASH_PROCESSES", "2"))
+        wanted = int(os.environ.get("KDASH_PROCESSES", str(cores or 1)))
     except ValueError:
-        wanted = 2
-    return max(1, min(wanted, 2, os.cpu_count() or 1))
+        wanted = cores or 1
+    return max(1, min(wanted, MAX_PROCESSES))
 
 
 def _parts(path: Path) -> Iterator[Part]:
-    """Every part of the log in file order. A large plain file is read in segments, each
-    split in two at a line start, its second half read by a forked process at the same time
-    (segments bound what that process hands back)."""
+    """Every part of the log in file order. A large plain file is read in segments, each cut
+    into one piece per process at line starts; this process reads the first piece while forked
+    ones read the others (segments bound what those hand back)."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0
-    if path.suffix == ".gz" or size < PARALLEL_MIN or processes() < 2:
+    n = processes()
+    if path.suffix == ".gz" or size < PARALLEL_MIN or n < 2:
         yield from Scan(path).parts()
         return
     import multiprocessing  # only here: a small log starts quicker without it
 
     done, start = 0, 0  # lines and bytes before the segment
-    with multiprocessing.get_context("fork").Pool(1) as pool:
+    with multiprocessing.get_context("fork").Pool(n - 1) as pool:
         while start < size:
             end = size if size - start < SEGMENT * 3 // 2 else _line_start_after(path, start + SEGMENT)
-            # halves: the first process merges as it reads, the second pickles its parts
-            mid = min(end, _line_start_after(path, start + (end - start) // 2))
-            later = pool.apply_async(_range_parts, (path, mid, end))
-            first = Scan(path, start, mid)
+            # equal pieces: this process merges as it reads, the others pickle their parts
+            cuts = [start, *(min(end, _line_start_after(path, start + (end - start) * k // n))
+                             for k in range(1, n)), end]
+            later = [pool.apply_async(_range_parts, (path, a, b))
+                     for a, b in zip(cuts[1:-1], cuts[2:], strict=True)]
+            first = Scan(path, start, cuts[1])
             for part in first.parts():
                 part.shift(done)
                 yield part
             done += first.lines
-            offset = done  # the second process counted its lines from 1
-            for part in later.get():
-                part.shift(offset)
-                done += part.lines
-                yield part
+            for result in later:
+                offset = done  # each forked process counted its lines from 1
+                for part in result.get():
+                    part.shift(offset)
+                    done += part.lines
+                    yield part
             start = end
 
 
@@ -219,7 +225,7 @@ def summarize(path: Path) -> dict[str, Any]:
     try:
         for part in _parts(path):
             summary.merge(part)
-    except OSError as exc:  # the file went away between the two processes' reads
+    except OSError as exc:  # the file went away between the processes' reads
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     return document(path, summary)
 

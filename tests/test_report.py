@@ -140,3 +140,15 @@ def test_export_leaves_out_unparsed_lines_that_summary_counts(tmp_path: Path) ->
     assert [r["kind"] for r in rows] == ["decode"]
     doc = json.loads(_kdash("summary", str(log), "--json").stdout)
     assert doc["records"]["unparsed"] == 1 and doc["unparsed"] == 1
+
+
+@pytest.mark.parametrize(("env", "want"), [
+    ("1", 1), ("3", 3), ("0", 1), ("-2", 1), ("64", report.MAX_PROCESSES), ("many", None),
+])
+def test_processes_follow_the_environment_within_bounds(
+        monkeypatch: pytest.MonkeyPatch, env: str, want: int | None) -> None:
+    monkeypatch.setenv("KDASH_PROCESSES", env)
+    monkeypatch.setattr(report.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    assert report.processes() == (3 if want is None else want)  # garbage: one per core
+    monkeypatch.delenv("KDASH_PROCESSES")
+    assert report.processes() == 3

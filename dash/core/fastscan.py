@@ -45,7 +45,6 @@ _DECODE = (rb"Decode batch[.,] #running-req: \d+, #token: \d+, "
 # its stamp, prefill new and cached, decode gen; or any other line whole.
 _ROW = re.compile(rb"\n(?!\[.{19}\] INFO:     \d)(?:(" + _PREFIX + rb"(?:" + _PREFILL + rb"|"
                   + _DECODE + rb").*)|(.+))")
-_LINE, _STAMP, _NEW, _CACHED, _GEN, _OTHER = range(6)
 # what report.Scan never parses: uvicorn access lines after an optional `[..] ` / `(..) `
 _ACCESS = re.compile(rb"(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) |\[.{19}\] )?INFO:     \d")
 _DECODE_HEAD = b"Decode batch"
@@ -95,8 +94,8 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
     matches = list(_ROW.finditer(s, 0, end))
     if not matches:
         return Part(lines=s.count(b"\n", 0, end) - 1)
-    rows = list(map(_groups, matches))
-    line_col, stamp_col, new_col, cached_col, gen_col, other_col = zip(*rows, strict=True)
+    line_col, stamp_col, new_col, cached_col, gen_col, other_col = zip(*map(_groups, matches),
+                                                                       strict=True)
     heads = list(compress(line_col, gen_col))  # the strict decode lines, whole
     if not _stamps_ok(list(filter(None, stamp_col))):
         return None
@@ -111,7 +110,7 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
         part.engines["sglang"] = len(heads) + len(news)
     part.gens = list(map(float, filter(None, gen_col)))
     part.gen_ts = Stamps(b"".join(compress(stamp_col, gen_col)))
-    n = len(rows)
+    n = len(matches)
     items: list[tuple[int, int]] = [(r, -1) for r in compress(range(n), other_col)]
     roles: dict[int, str] = {}
     if heads:
@@ -119,10 +118,10 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
         head_rows = list(compress(range(n), gen_col))
         items += [(head_rows[j], j) for j in roles]
         items.sort()
-    other_ts = _walk(part, _Lines(s, end, first_line), matches, rows, items, heads, roles)
+    other_ts = _walk(part, _Lines(s, end, first_line), matches, other_col, items, heads, roles)
     if other_ts is None:
         return None
-    _first_last_ts(part, rows, other_ts)
+    _first_last_ts(part, stamp_col, other_ts)
     return part
 
 
@@ -148,7 +147,7 @@ class _Lines:
 
 
 def _walk(part: Part, lines: _Lines, matches: list[re.Match[bytes]],
-          rows: list[tuple[bytes, ...]], items: list[tuple[int, int]], heads: list[bytes],
+          others: tuple[bytes, ...], items: list[tuple[int, int]], heads: list[bytes],
           roles: dict[int, str]) -> dict[int, str] | None:
     """Parse the lines that matter one by one, in file order: the stamps of the other rows'
     records, or None to refuse the block."""
@@ -156,7 +155,7 @@ def _walk(part: Part, lines: _Lines, matches: list[re.Match[bytes]],
     for row, j in items:
         line = lines.at(matches[row].start())
         if j < 0:
-            text = rows[row][_OTHER][:MAX_LINE_BYTES]
+            text = others[row][:MAX_LINE_BYTES]
             if _ACCESS.match(text):
                 continue
             rec = parse_line(text.decode("utf-8", "replace"), line)
@@ -195,13 +194,13 @@ def _other(part: Part, rec: Record) -> bool:
     return True
 
 
-def _first_last_ts(part: Part, rows: list[tuple[bytes, ...]], other_ts: dict[int, str]) -> None:
-    """First and last stamp of the block's records, in row order."""
+def _first_last_ts(part: Part, stamps: tuple[bytes, ...], other_ts: dict[int, str]) -> None:
+    """First and last stamp of the block's records, in row order (`stamps` of the strict rows,
+    `other_ts` of the other rows that are records)."""
 
     def ts_of(r: int) -> str | None:
-        row = rows[r]
-        return norm_ts(row[_STAMP]) if row[_STAMP] else other_ts.get(r)
+        return norm_ts(stamps[r]) if stamps[r] else other_ts.get(r)
 
-    n = len(rows)
+    n = len(stamps)
     part.first_ts = next(filter(None, map(ts_of, range(n))), None)
     part.last_ts = next(filter(None, map(ts_of, range(n - 1, -1, -1))), None)

@@ -59,11 +59,13 @@ def test_every_real_log(real_logs: Path, monkeypatch: pytest.MonkeyPatch, chunk:
         assert fast(path, monkeypatch, chunk, parallel=False) == reference(path), path.name
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+@pytest.mark.parametrize(("parallel", "processes"), [(False, "1"), (True, "2"), (True, "5")])
+def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool,
+                   processes: str) -> None:
     path = tmp_path / "mixed.log"
     _bench().generate(path, 1)
     want = reference(path)
+    monkeypatch.setenv("KDASH_PROCESSES", processes)
     got = fast(path, monkeypatch, 64 << 10, parallel)
     assert got == want
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
