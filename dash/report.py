@@ -31,6 +31,7 @@ CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by several processes
 SEGMENT = 1 << 30  # bytes read per round by all of them
 MAX_PROCESSES = 8  # a summary need not take every core of a box that is serving a model
+PIECE = 16 << 20  # what one process takes at a time: small enough that all finish together
 MAX_ALERT_LINES = 15  # alerts listed in the text report
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 # A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
@@ -146,9 +147,46 @@ class Scan:
         self.lines = base + block.count(b"\n")
 
 
-def _range_parts(path: Path, start: int, end: int) -> list[Part]:
-    """The parts of a byte range, its lines counted from 1 (run in the second process)."""
-    return list(Scan(path, start, end).parts())
+class _Claims:
+    """Pieces of a segment handed out from both ends: this process reads from the front (it
+    merges as it goes), the forked ones from the back, until they meet; whoever is quicker
+    reads more, so a busy core holds nobody up."""
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared  # multiprocessing.Array('q', 2): next front piece, end of the back
+
+    def reset(self, pieces: int) -> None:
+        with self.shared.get_lock():
+            self.shared[0], self.shared[1] = 0, pieces
+
+    def take(self, front: bool) -> int | None:
+        with self.shared.get_lock():
+            lo, hi = self.shared[0], self.shared[1]
+            if lo >= hi:
+                return None
+            if front:
+                self.shared[0] = lo + 1
+                return lo
+            self.shared[1] = hi - 1
+            return hi - 1
+
+
+_worker_claims: _Claims | None = None  # a forked process's view of the claims (pool initializer)
+
+
+def _init_worker(claims: _Claims) -> None:
+    global _worker_claims
+    _worker_claims = claims
+
+
+def _back_pieces(path: Path, cuts: list[int]) -> dict[int, list[Part]]:
+    """In a forked process: the parts of pieces taken from the back, each piece's lines
+    counted from 1."""
+    assert _worker_claims is not None
+    out: dict[int, list[Part]] = {}
+    while (i := _worker_claims.take(front=False)) is not None:
+        out[i] = list(Scan(path, cuts[i], cuts[i + 1]).parts())
+    return out
 
 
 def _line_start_after(path: Path, pos: int) -> int:
@@ -177,8 +215,8 @@ def processes() -> int:
 
 def _parts(path: Path) -> Iterator[Part]:
     """Every part of the log in file order. A large plain file is read in segments, each cut
-    into one piece per process at line starts; this process reads the first piece while forked
-    ones read the others (segments bound what those hand back)."""
+    into pieces at line starts and read by this process and forked ones at once (`_Claims`);
+    segments bound what the forked processes hand back."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
@@ -189,23 +227,31 @@ def _parts(path: Path) -> Iterator[Part]:
         return
     import multiprocessing  # only here: a small log starts quicker without it
 
+    ctx = multiprocessing.get_context("fork")
+    claims = _Claims(ctx.Array("q", 2))
     done, start = 0, 0  # lines and bytes before the segment
-    with multiprocessing.get_context("fork").Pool(n - 1) as pool:
+    with ctx.Pool(n - 1, initializer=_init_worker, initargs=(claims,)) as pool:
         while start < size:
             end = size if size - start < SEGMENT * 3 // 2 else _line_start_after(path, start + SEGMENT)
-            # equal pieces: this process merges as it reads, the others pickle their parts
-            cuts = [start, *(min(end, _line_start_after(path, start + (end - start) * k // n))
-                             for k in range(1, n)), end]
-            later = [pool.apply_async(_range_parts, (path, a, b))
-                     for a, b in zip(cuts[1:-1], cuts[2:], strict=True)]
-            first = Scan(path, start, cuts[1])
-            for part in first.parts():
-                part.shift(done)
-                yield part
-            done += first.lines
+            count = max(n, -(-(end - start) // PIECE))
+            cuts = [start, *(min(end, _line_start_after(path, start + (end - start) * k // count))
+                             for k in range(1, count)), end]
+            claims.reset(count)
+            later = [pool.apply_async(_back_pieces, (path, cuts)) for _ in range(n - 1)]
+            first = 0  # pieces read here: those before `first`
+            while (i := claims.take(front=True)) is not None:
+                scan = Scan(path, cuts[i], cuts[i + 1])
+                for part in scan.parts():
+                    part.shift(done)
+                    yield part
+                done += scan.lines
+                first = i + 1
+            back: dict[int, list[Part]] = {}
             for result in later:
-                offset = done  # each forked process counted its lines from 1
-                for part in result.get():
+                back.update(result.get())
+            for i in range(first, count):
+                offset = done  # each piece's lines were counted from 1
+                for part in back[i]:
                     part.shift(offset)
                     done += part.lines
                     yield part

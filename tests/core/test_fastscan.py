@@ -40,6 +40,7 @@ def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool
     monkeypatch.setattr(report, "CHUNK", chunk)
     monkeypatch.setattr(report, "PARALLEL_MIN", 0 if parallel else 1 << 60)
     monkeypatch.setattr(report, "SEGMENT", 300_000)  # several rounds on a small log
+    monkeypatch.setattr(report, "PIECE", 40_000)  # and several pieces in each
     return report.summarize(path)
 
 
