@@ -159,7 +159,7 @@ class ServerEvents:
         return [e for e in recent if now - e["at"] <= window]
 
 
-@dataclass
+@dataclass(slots=True)
 class RuleContext:
     """What a rule sees: the snapshot, the time, thresholds, active keys and its own memory."""
 

@@ -7,6 +7,7 @@ Records keep the timestamp as ISO-ish text, as much as the line had: `2025-02-27
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from datetime import datetime, timedelta
@@ -55,6 +56,17 @@ def _full_to_epoch(m: re.Match[str]) -> float | None:
     return aware.timestamp() + _frac(m.group(7))
 
 
+_NOT_FULL = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _full_stamp_to_epoch(ts: str) -> float | None | object:
+    """A dated stamp's epoch (None if it names no real time), or `_NOT_FULL`. Cached: a log
+    repeats each second's stamp on many lines, and a replay reads every stamp twice."""
+    m = _FULL.match(ts)
+    return _full_to_epoch(m) if m else _NOT_FULL
+
+
 def _ref_parts(ref: float) -> tuple[int, int, int]:
     t = time.localtime(ref)
     return t.tm_year, t.tm_mon, t.tm_mday
@@ -65,9 +77,9 @@ def ts_to_epoch(ts: str | None, ref: float) -> float | None:
     if not ts:
         return None
     ts = normalise_ts(ts)
-    m = _FULL.match(ts)
-    if m:
-        return _full_to_epoch(m)
+    full = _full_stamp_to_epoch(ts)
+    if full is not _NOT_FULL:
+        return full  # type: ignore[return-value]
     m = _MONTH_DAY.match(ts)
     if m:
         year = _ref_parts(ref)[0]
