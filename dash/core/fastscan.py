@@ -49,6 +49,7 @@ _ROW = re.compile(rb"\n(?!\[.{19}\] INFO:     \d)(?:(" + _PREFIX + rb"(?:" + _PR
 _ACCESS = re.compile(rb"(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) |\[.{19}\] )?INFO:     \d")
 _DECODE_HEAD = b"Decode batch"
 _STAMP_SHAPE = b"0000-00-00 00:00:00"
+_EXACT = float(2 ** 53)
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 Buffer = bytes | bytearray
 _groups = re.Match.groups
@@ -59,6 +60,14 @@ def newlines(s: Buffer, start: int, end: int) -> int:
     the time of `bytes.count`, whose byte-at-a-time loop is CPython's slowest scan of a block
     (`replace` jumps from one to the next with `memchr`)."""
     return end - start - len(s[start:end].replace(b"\n", b""))
+
+
+def _sum_digits(numbers: list[bytes]) -> int:
+    """The sum of unsigned decimal numbers. `float()` reads bytes twice as fast as `int()`, and
+    a float sum of whole numbers is exact while it stays below 2**53 (every partial sum is
+    smaller still); past that, the numbers are added again as ints."""
+    total = sum(map(float, numbers))
+    return int(total) if total < _EXACT else sum(map(int, numbers))
 
 
 def _stamps_ok(stamps: list[bytes]) -> bool:
@@ -110,8 +119,8 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
         return None
     part = Part()
     news = list(filter(None, new_col))
-    part.new = sum(map(int, news))
-    part.cached = sum(map(int, filter(None, cached_col)))
+    part.new = _sum_digits(news)
+    part.cached = _sum_digits(list(filter(None, cached_col)))
     if heads or news:
         part.kinds.update(decode=len(heads), prefill=len(news))
         part.engines["sglang"] = len(heads) + len(news)

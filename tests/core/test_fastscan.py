@@ -175,6 +175,14 @@ def test_strict_lines_give_numbers_and_line_numbers() -> None:
     assert part.first_ts == "2026-03-01T08:01:01" and part.last_ts == "2026-03-01T08:01:12"
 
 
+@pytest.mark.parametrize("new", ["300", "9007199254740993", "1" * 40])
+def test_prefill_sums_are_exact_for_any_size_of_number(new: str) -> None:
+    lines = [(TS.format(m=1, s=0) + PREFILL.format(r=1, t=t, c=c, u=5, q=0)).encode()
+             for t, c in ((new, 7), (1, new))]
+    part = _scan(b"\n".join(lines) + b"\n")
+    assert part is not None and part.new == int(new) + 1 and part.cached == int(new) + 7
+
+
 def test_decode_stamps_are_kept_as_one_bytes_object_that_acts_as_a_list() -> None:
     part = _scan(b"\n".join([_dec(1), _dec(12, "3.00"), _dec(25)]) + b"\n")
     assert part is not None
