@@ -23,6 +23,7 @@ stamp as any 19 characters, which `re` checks in one step instead of twenty.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from itertools import chain, compress, count, islice
 from operator import itemgetter, ne
 
@@ -73,12 +74,13 @@ def _sum_digits(numbers: list[bytes]) -> int:
     return int(total) if total < _EXACT else sum(map(int, numbers))
 
 
-def _stamps_ok(stamps: list[bytes]) -> bool:
-    """Every stamp is `YYYY-MM-DD HH:MM:SS` in digits (one translate for them all)."""
-    return b"".join(stamps).translate(_DIGITS_TO_0) == _STAMP_SHAPE * len(stamps)
+def _stamps_ok(stamps: Iterable[bytes]) -> bool:
+    """Every stamp (19 bytes each) is `YYYY-MM-DD HH:MM:SS` in digits (one translate for all)."""
+    text = b"".join(stamps)
+    return text.translate(_DIGITS_TO_0) == _STAMP_SHAPE * (len(text) // len(_STAMP_SHAPE))
 
 
-def _strict_lines_ok(lines: list[bytes], decodes: int) -> bool:
+def _strict_lines_ok(lines: Iterable[bytes], decodes: int) -> bool:
     """No byte in the strict lines that makes the parser rewrite a line (carriage return,
     colour codes), and no `Decode batch` but the heads of the decode lines among them."""
     text = b"\n".join(lines)
@@ -116,9 +118,9 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
     rows = list(map(_groups, matches))
     line_col, stamp_col, gen_col, other_col = (list(map(column, rows)) for column in _COLUMNS)
     heads = list(compress(line_col, gen_col))  # the strict decode lines, whole
-    if not _stamps_ok(list(filter(None, stamp_col))):
+    if not _stamps_ok(filter(None, stamp_col)):
         return None
-    if not _strict_lines_ok(list(filter(None, line_col)), len(heads)):
+    if not _strict_lines_ok(filter(None, line_col), len(heads)):
         return None
     part = Part()
     news = list(filter(None, map(_NEW, rows)))
