@@ -179,14 +179,13 @@ def _init_worker(claims: _Claims) -> None:
     _worker_claims = claims
 
 
-def _back_pieces(path: Path, cuts: list[int]) -> dict[int, list[Part]]:
-    """In a forked process: the parts of pieces taken from the back, each piece's lines
-    counted from 1."""
+def _back_piece(path: Path, cuts: list[int]) -> tuple[int, list[Part]] | None:
+    """In a forked process: the next piece from the back and its parts (lines counted from 1),
+    or None when the pieces have run out. One piece a task, so that each is handed back as
+    soon as it is read, not all at the end."""
     assert _worker_claims is not None
-    out: dict[int, list[Part]] = {}
-    while (i := _worker_claims.take(front=False)) is not None:
-        out[i] = list(Scan(path, cuts[i], cuts[i + 1]).parts())
-    return out
+    i = _worker_claims.take(front=False)
+    return None if i is None else (i, list(Scan(path, cuts[i], cuts[i + 1]).parts()))
 
 
 def _line_start_after(path: Path, pos: int) -> int:
@@ -237,7 +236,7 @@ def _parts(path: Path) -> Iterator[Part]:
             cuts = [start, *(min(end, _line_start_after(path, start + (end - start) * k // count))
                              for k in range(1, count)), end]
             claims.reset(count)
-            later = [pool.apply_async(_back_pieces, (path, cuts)) for _ in range(n - 1)]
+            later = [pool.apply_async(_back_piece, (path, cuts)) for _ in range(count)]
             first = 0  # pieces read here: those before `first`
             while (i := claims.take(front=True)) is not None:
                 scan = Scan(path, cuts[i], cuts[i + 1])
@@ -246,9 +245,7 @@ def _parts(path: Path) -> Iterator[Part]:
                     yield part
                 done += scan.lines
                 first = i + 1
-            back: dict[int, list[Part]] = {}
-            for result in later:
-                back.update(result.get())
+            back = dict(filter(None, (result.get() for result in later)))
             for i in range(first, count):
                 offset = done  # each piece's lines were counted from 1
                 for part in back[i]:
