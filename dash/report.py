@@ -21,11 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from dash.core.alerts import alert_to_json
 from dash.core.fastscan import scan_block
 from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
 from dash.core.parse_summary import LogSummary, Part, PartBuilder
-from dash.core.run import replay_alerts
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by several processes
@@ -278,6 +276,10 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
     doc = summary.to_dict()
     doc["path"] = str(path)
     doc["throughput_series"] = summary.throughput.series()
+    # Imported here, not at the top: a large log's reading processes fork before these load.
+    from dash.core.alerts import alert_to_json
+    from dash.core.run import replay_alerts
+
     doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), None)]
     return doc
 
