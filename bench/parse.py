@@ -8,7 +8,8 @@ The log mixes what a busy SGLang server writes during a batch-inference job: per
 section and a rare retraction. Both commands read the same file in the same run (from the page
 cache, as after generation), in turn, `--repeat` times; the best of each is printed, with the
 ratio. grep uses one core; kdash summary reads a large file with one process per core, at most
-eight (timed with one too: `KDASH_PROCESSES=1`).
+eight (timed with one too: `KDASH_PROCESSES=1`, and without its C line scanner:
+`KDASH_PURE_PYTHON=1`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from dash.core import fastscan
 from dash.report import processes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,8 +148,10 @@ def _report(path: Path, repeat: int) -> None:
     grep = shutil.which("grep") or "grep"
     kdash = [sys.executable, "-m", "dash", "summary", str(path), "--json"]
     one = dict(os.environ, KDASH_PROCESSES="1")
-    (g, g_cpu, g_out), (k2, k2_cpu, out), (k1, k1_cpu, _) = _best_interleaved(
-        [([grep, "-c", "Decode batch", str(path)], None), (kdash, None), (kdash, one)], repeat)
+    pure = dict(os.environ, KDASH_PURE_PYTHON="1")
+    (g, g_cpu, g_out), (k2, k2_cpu, out), (k1, k1_cpu, _), (kp, kp_cpu, _) = _best_interleaved(
+        [([grep, "-c", "Decode batch", str(path)], None), (kdash, None), (kdash, one),
+         (kdash, pure)], repeat)
     doc = json.loads(out)
     size = path.stat().st_size / 1e6
     cores = os.cpu_count() or 1
@@ -156,12 +160,15 @@ def _report(path: Path, repeat: int) -> None:
           f"{doc['records']['prefill']:,} prefill, {doc['records']['event']:,} events; "
           f"grep counts {int(g_out.strip()):,} decode lines)")
     print(f"machine: {cores} cores, load average {load:.2f} at the start (other work slows both)")
-    print(f"{'':38} {'wall':>7} {'ratio':>6} {'cpu':>7} {'ratio':>6}")
     n = processes()
+    c = "C line scanner" if fastscan.scanner is not None else "C line scanner NOT BUILT"
+    print(f"{'':44} {'wall':>7} {'ratio':>6} {'cpu':>7} {'ratio':>6}")
     for name, wall, cpu in (("grep -c 'Decode batch' (1 core)", g, g_cpu),
                             (f"kdash summary --json ({n} processes)", k2, k2_cpu),
-                            ("kdash summary --json (1 process)", k1, k1_cpu)):
-        print(f"{name:38} {wall:6.2f}s {wall / g:5.1f}x {cpu:6.2f}s {cpu / g_cpu:5.1f}x")
+                            ("kdash summary --json (1 process)", k1, k1_cpu),
+                            (f"  the same, {n} processes, no C scanner", kp, kp_cpu)):
+        print(f"{name:44} {wall:6.2f}s {wall / g:5.1f}x {cpu:6.2f}s {cpu / g_cpu:5.1f}x")
+    print(f"kdash used the {c} (dash/core/_linescan.c) unless told not to")
     print(f"goal: within 5x of grep; alerts replayed: {len(doc['alerts'])}")
 
 

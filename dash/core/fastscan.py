@@ -53,6 +53,10 @@ _STAMP_SHAPE = b"0000-00-00 00:00:00"
 _EXACT = float(2 ** 53)
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 Buffer = bytes | bytearray
+try:  # built from _linescan.c when a C compiler was at hand (hatch_build.py); else `re` does it
+    from dash.core import _linescan as scanner
+except ImportError:
+    scanner = None
 _groups = re.Match.groups
 # columns of `_ROW`'s groups (itemgetter passes over the rows beat `zip(*rows)` by a third)
 _COLUMNS = tuple(map(itemgetter, (0, 1, 4, 5)))  # strict line, its stamp, gen, other line
@@ -112,9 +116,22 @@ def _decode_roles(heads: list[bytes], gens: list[float]) -> dict[int, str]:
 def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
     """The `Part` of the whole lines `s[1:end]` (`s[0]` is a newline; `first_line` is the
     first one's number), or None when they must be read record by record."""
+    if scanner is not None:
+        # The C helper counts the lines and sets aside the ones that are not access lines:
+        # the pattern then runs over those alone, one row each.
+        total, kept, numbers = scanner.scan(s, 0, end, first_line)
+        matches = list(_ROW.finditer(kept))
+        line_of = memoryview(numbers).cast("q")
+        if len(matches) == len(line_of):
+            return _part(matches, _Numbered(line_of, total))
+        # cannot happen (a kept line is never empty nor an access line); do without the helper
     matches = list(_ROW.finditer(s, 0, end))
+    return _part(matches, _Lines(s, end, first_line, matches))
+
+
+def _part(matches: list[re.Match[bytes]], lines: _Lines | _Numbered) -> Part | None:
     if not matches:
-        return Part(lines=newlines(s, 0, end) - 1)
+        return Part(lines=lines.total())
     rows = list(map(_groups, matches))
     line_col, stamp_col, gen_col, other_col = (list(map(column, rows)) for column in _COLUMNS)
     heads = list(compress(line_col, gen_col))  # the strict decode lines, whole
@@ -139,7 +156,7 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
         head_rows = list(compress(range(n), gen_col))
         items += [(head_rows[j], j) for j in roles]
         items.sort()
-    other_ts = _walk(part, _Lines(s, end, first_line), matches, other_col, items, heads, roles)
+    other_ts = _walk(part, lines, other_col, items, heads, roles)
     if other_ts is None:
         return None
     _first_last_ts(part, stamp_col, other_ts)
@@ -147,34 +164,53 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
 
 
 class _Lines:
-    """Line numbers of match positions, counting newlines forward once through the block."""
+    """Line numbers of rows, counting newlines forward once through the block."""
 
-    def __init__(self, s: Buffer, end: int, first_line: int) -> None:
+    def __init__(self, s: Buffer, end: int, first_line: int, matches: list[re.Match[bytes]]) -> None:
         self.s = s
         self.end = end
         self.first_line = first_line
+        self.matches = matches
         self.line = first_line  # the number of the line after the newline at `cur`
         self.cur = 0
 
-    def at(self, nl: int) -> int:
+    def _at(self, nl: int) -> int:
         """The number of the line after the newline at `nl` (at or after the last asked)."""
         self.line += newlines(self.s, self.cur, nl)
         self.cur = nl
         return self.line
 
+    def row(self, r: int) -> int:
+        """The line number of row `r` (rows asked in order)."""
+        return self._at(self.matches[r].start())
+
     def total(self) -> int:
         """How many lines the block has (`end - 1` is the last one's newline)."""
-        return self.at(self.end - 1) - self.first_line
+        return self._at(self.end - 1) - self.first_line
 
 
-def _walk(part: Part, lines: _Lines, matches: list[re.Match[bytes]],
-          others: tuple[bytes, ...], items: list[tuple[int, int]], heads: list[bytes],
+class _Numbered:
+    """Line numbers of rows as the C helper gave them."""
+
+    def __init__(self, numbers: memoryview, total: int) -> None:
+        self.numbers = numbers
+        self._total = total
+
+    def row(self, r: int) -> int:
+        return int(self.numbers[r])
+
+    def total(self) -> int:
+        return self._total
+
+
+def _walk(part: Part, lines: _Lines | _Numbered,
+          others: list[bytes], items: list[tuple[int, int]], heads: list[bytes],
           roles: dict[int, str]) -> dict[int, str] | None:
     """Parse the lines that matter one by one, in file order: the stamps of the other rows'
     records, or None to refuse the block."""
     other_ts: dict[int, str] = {}
     for row, j in items:
-        line = lines.at(matches[row].start())
+        line = lines.row(row)
         if j < 0:
             text = others[row][:MAX_LINE_BYTES]
             if _ACCESS.match(text):
@@ -215,7 +251,7 @@ def _other(part: Part, rec: Record) -> bool:
     return True
 
 
-def _first_last_ts(part: Part, stamps: tuple[bytes, ...], other_ts: dict[int, str]) -> None:
+def _first_last_ts(part: Part, stamps: list[bytes], other_ts: dict[int, str]) -> None:
     """First and last stamp of the block's records, in row order (`stamps` of the strict rows,
     `other_ts` of the other rows that are records)."""
 

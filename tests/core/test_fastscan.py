@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dash import report
+from dash.core import fastscan
 from dash.core.fastscan import scan_block
 from dash.core.parse_summary import Stamps, summarize_records
 from dash.core.summary_alerts import AlertFeed, Candidate
@@ -27,6 +28,16 @@ DECODE = ("Decode batch, #running-req: {r}, #token: {t}, token usage: 0.{u:02d},
 PREFILL = ("Prefill batch, #new-seq: {r}, #new-token: {t}, #cached-token: {c}, token usage: 0.{u:02d}, "
            "#running-req: {r}, #queue-req: {q}")
 ACCESS = 'INFO:     127.0.0.1:{t} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+
+
+@pytest.fixture(autouse=True, params=["c", "re"])
+def line_scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with the C line scanner and with its `re` fallback."""
+    if request.param == "re":
+        monkeypatch.setattr(fastscan, "scanner", None)
+    elif fastscan.scanner is None:
+        pytest.skip("the C line scanner is not built in this install")
+    return str(request.param)
 
 
 def reference(path: Path) -> dict[str, Any]:
