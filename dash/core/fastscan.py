@@ -117,21 +117,44 @@ def scan_block(s: Buffer, end: int, first_line: int) -> Part | None:
     """The `Part` of the whole lines `s[1:end]` (`s[0]` is a newline; `first_line` is the
     first one's number), or None when they must be read record by record."""
     if scanner is not None:
-        # The C helper counts the lines and sets aside the ones that are not access lines:
-        # the pattern then runs over those alone, one row each.
-        total, kept, numbers = scanner.scan(s, 0, end, first_line)
+        # The C helper counts the lines, sums the strict prefill lines and sets aside the rest
+        # that are not access lines: the pattern then runs over those alone, one row each.
+        total, kept, numbers, prefill = scanner.scan(s, 0, end, first_line)
         matches = list(_ROW.finditer(kept))
         line_of = memoryview(numbers).cast("q")
         if len(matches) == len(line_of):
-            return _part(matches, _Numbered(line_of, total))
+            return _part(matches, _Numbered(line_of, total), prefill)
         # cannot happen (a kept line is never empty nor an access line); do without the helper
     matches = list(_ROW.finditer(s, 0, end))
     return _part(matches, _Lines(s, end, first_line, matches))
 
 
-def _part(matches: list[re.Match[bytes]], lines: _Lines | _Numbered) -> Part | None:
+Prefill = tuple[int, int, int, int, bytes, int, bytes]
+"""Strict prefill lines the C helper summed: count, new and cached tokens, first line and its
+stamp, last line and its stamp (`_linescan.c`)."""
+
+
+def _add_prefill(part: Part, prefill: Prefill, first: int | None, last: int | None) -> None:
+    """Fold in the C helper's prefill lines; `first`/`last`: the line numbers of the rows that
+    gave the part its first and last stamps."""
+    count, new, cached, first_line, first_stamp, last_line, last_stamp = prefill
+    part.new += new
+    part.cached += cached
+    part.kinds["prefill"] += count
+    part.engines["sglang"] += count
+    if first is None or first_line < first:
+        part.first_ts = norm_ts(first_stamp)
+    if last is None or last_line > last:
+        part.last_ts = norm_ts(last_stamp)
+
+
+def _part(matches: list[re.Match[bytes]], lines: _Lines | _Numbered,
+          prefill: Prefill | None = None) -> Part | None:
     if not matches:
-        return Part(lines=lines.total())
+        part = Part(lines=lines.total())
+        if prefill is not None:
+            _add_prefill(part, prefill, None, None)
+        return part
     rows = list(map(_groups, matches))
     line_col, stamp_col, gen_col, other_col = (list(map(column, rows)) for column in _COLUMNS)
     heads = list(compress(line_col, gen_col))  # the strict decode lines, whole
@@ -159,7 +182,10 @@ def _part(matches: list[re.Match[bytes]], lines: _Lines | _Numbered) -> Part | N
     other_ts = _walk(part, lines, other_col, items, heads, roles)
     if other_ts is None:
         return None
-    _first_last_ts(part, stamp_col, other_ts)
+    first, last = _first_last_ts(part, stamp_col, other_ts)
+    if prefill is not None:
+        _add_prefill(part, prefill, None if first is None else lines.row(first),
+                     None if last is None else lines.row(last))
     return part
 
 
@@ -251,13 +277,17 @@ def _other(part: Part, rec: Record) -> bool:
     return True
 
 
-def _first_last_ts(part: Part, stamps: list[bytes], other_ts: dict[int, str]) -> None:
-    """First and last stamp of the block's records, in row order (`stamps` of the strict rows,
-    `other_ts` of the other rows that are records)."""
+def _first_last_ts(part: Part, stamps: list[bytes],
+                   other_ts: dict[int, str]) -> tuple[int | None, int | None]:
+    """Set the first and last stamp of the block's records, in row order (`stamps` of the
+    strict rows, `other_ts` of the other rows that are records); the rows they come from."""
 
     def ts_of(r: int) -> str | None:
         return norm_ts(stamps[r]) if stamps[r] else other_ts.get(r)
 
     n = len(stamps)
-    part.first_ts = next(filter(None, map(ts_of, range(n))), None)
-    part.last_ts = next(filter(None, map(ts_of, range(n - 1, -1, -1))), None)
+    first = next((r for r in range(n) if ts_of(r)), None)
+    last = next((r for r in range(n - 1, -1, -1) if ts_of(r)), None)
+    part.first_ts = None if first is None else ts_of(first)
+    part.last_ts = None if last is None else ts_of(last)
+    return first, last
