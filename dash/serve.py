@@ -145,11 +145,19 @@ async def _main(cfg: Config, latest: Latest) -> None:
             loop.remove_signal_handler(sig)
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def run_serve(cfg: Config) -> int:
     """`kdash serve`: exit 0 on SIGTERM/SIGINT, 2 when the metrics port cannot be opened."""
     from dash.sources.prom_export import ExporterError, start_exporter
 
     latest = Latest()
+    # Until the event loop installs its own handlers, a SIGTERM or SIGINT (a Ctrl+C at once,
+    # a supervisor stopping it while it starts) still means a clean stop, not a traceback.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
     try:
         handle = start_exporter(cfg, latest.get)
     except ExporterError as exc:
