@@ -281,10 +281,15 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
     doc["path"] = str(path)
     doc["throughput_series"] = summary.throughput.series()
     # Imported here, not at the top: a large log's reading processes fork before these load.
-    from dash.core.alerts import alert_to_json
+    from dash.config import Config
+    from dash.core.alerts import AlertConfig, alert_to_json
     from dash.core.run import replay_alerts
 
-    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), None)]
+    # A long log is replayed thinned (summary_alerts.AlertFeed): gaps between the decode
+    # records kept are no sign of a silent server until they exceed that thinning.
+    silent = max(AlertConfig().silent_after_s, summary.alerts.spacing_s() + 60.0)
+    cfg = Config(alerts={"silent_after_s": silent})
+    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), cfg)]
     return doc
 
 

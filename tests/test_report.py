@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,40 @@ def test_processes_follow_the_environment_within_bounds(
     assert report.processes() == (3 if want is None else want)  # garbage: one per core
     monkeypatch.delenv("KDASH_PROCESSES")
     assert report.processes() == 3
+
+
+def _decode_every_10s(hours: float, gap: tuple[float, float] | None = None) -> str:
+    """A long run of decode lines, 10 s apart, with 200 requests running, none within `gap`;
+    and a retraction every 7 minutes (too few for an alert of its own)."""
+    t0 = 1_772_000_000
+    out = []
+    for i in range(int(hours * 360)):
+        t = t0 + 10 * i
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+        if i % 42 == 21:
+            out.append(f"[{stamp}] KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                       f"#new_token_ratio: 0.4000 -> 0.5000")
+        if gap and gap[0] <= t - t0 < gap[1]:
+            continue
+        out.append(f"[{stamp}] Decode batch, #running-req: 200, #token: 9000, token usage: 0.50, "
+                   f"cuda graph: True, gen throughput (token/s): 1000.00, #queue-req: 0")
+    return "\n".join(out) + "\n"
+
+
+def test_a_long_log_thinned_for_its_alerts_is_not_reported_silent(tmp_path: Path) -> None:
+    """70 h of decode lines are replayed one every 320 s, with other lines in between: that
+    gap is not a silent server."""
+    log = tmp_path / "long.log"
+    log.write_text(_decode_every_10s(70), encoding="utf-8")
+    doc = summarize(log)
+    assert doc["records"]["decode"] == 70 * 360
+    assert [a["id"] for a in doc["alerts"]] == []
+
+
+def test_a_real_silence_in_a_long_log_is_still_reported(tmp_path: Path) -> None:
+    """An hour without stats lines (the replay sees a silence when other lines arrive in it)."""
+    log = tmp_path / "long.log"
+    log.write_text(_decode_every_10s(70, gap=(30 * 3600, 31 * 3600)), encoding="utf-8")
+    alerts = summarize(log)["alerts"]
+    assert [a["id"] for a in alerts] == ["server_silent"]
+    assert "with 200 running" in alerts[0]["message"]

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from dash.core.parse import Record, parse_line
 
+BUCKET_S = 10.0  # decode records are thinned to the first of each 10 s (`ts_key`)
 MAX_DECODES = 1500
 MAX_EVENTS = 10_000
 
@@ -70,6 +71,11 @@ class AlertFeed:
             kept = [(i, c) for i, c in kept if i % self.stride == 0]
         self._kept = kept
         self._events.extend(events)
+
+    def spacing_s(self) -> float:
+        """About the longest gap the thinning alone leaves between kept decode records of a
+        log that printed them all along: `stride` buckets of 10 s."""
+        return BUCKET_S * self.stride
 
     def records(self) -> list[Record]:
         """Events and kept decode records, in file order."""
