@@ -168,7 +168,12 @@ class RuleContext:
     cfg: AlertConfig
     active: frozenset[str]
     memory: dict[str, Any]
-    events: ServerEvents = field(default_factory=lambda: ServerEvents(()))
+    events: ServerEvents = None  # type: ignore[assignment]  # set from `snap` when not given
+    """The snapshot's server events, indexed (the engine shares one index across ticks)."""
+
+    def __post_init__(self) -> None:
+        if self.events is None or self.events.all is not self.snap.server.events:
+            self.events = ServerEvents(self.snap.server.events)
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]
