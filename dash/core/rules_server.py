@@ -114,7 +114,8 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_silent` (warn): no stats line for `silent_after_s` while requests were running."""
+    """`server_silent` (warn): no stats line for `silent_after_s` while requests were running
+    (by the last stats line, unless the server's /metrics now says none are)."""
     s = ctx.snap.server
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
@@ -123,6 +124,9 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     running = last.get("running_req")
     if quiet < ctx.cfg.silent_after_s or not isinstance(running, (int, float)) or running <= 0:
         return
+    http = ctx.snap.http
+    if http.state == "up" and http.metrics.get("running_req") == 0:
+        return  # the last requests finished after the last stats line: idle, not hung
     after = ctx.events.since_start_of("oom", "crash")
     cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
     yield Finding("server_silent", "warn",

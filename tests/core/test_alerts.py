@@ -178,6 +178,21 @@ def test_silent_only_while_requests_were_running() -> None:
     assert "12 running" in run.active()["server_silent"].message
 
 
+def test_silent_not_when_metrics_say_the_last_requests_finished() -> None:
+    """SGLang prints a decode line every 40 steps: the last one of a job still counts running
+    requests, and then the log goes quiet. /metrics tells an idle server from a hung one."""
+    run = Run(silent_after_s=300)
+    run.feed(dec(0, 500.0, running=3))
+    run.extra["http"] = HttpSnapshot(url="http://127.0.0.1:1", state="up", since=T0,
+                                     metrics={"running_req": 0.0})
+    run.tick(400)
+    assert "server_silent" not in run.active()
+    run.extra["http"] = HttpSnapshot(url="http://127.0.0.1:1", state="up", since=T0,
+                                     metrics={"running_req": 3.0})
+    run.tick(1)
+    assert "3 running" in run.active()["server_silent"].message
+
+
 def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:
     run = Run(retract_min_events=3, retract_window_s=600)
     for i in range(2):
