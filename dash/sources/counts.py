@@ -26,6 +26,8 @@ BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
 
 COUNT_CHUNK = 1024 * 1024
+RESCAN_COST_FACTOR = 20.0
+"""Globs are re-run no sooner than this many times the time their last run took."""
 
 
 def count_newlines(fd: int, start: int, end: int, job: _CountJob | None = None) -> tuple[int, int]:
@@ -255,19 +257,24 @@ class LineCounter:
 class OutputsSource:
     """The partitions' output files (and optional input files, for totals), found by globs.
 
-    Globs are re-run at most every `rescan_s`, so a partition whose file appears later joins.
+    Globs are re-run at most every `rescan_s`, so a partition whose file appears later joins;
+    a glob over a large tree (`**`) that takes long to run is re-run less often, so that it
+    costs at most a twentieth of the time.
     """
 
     def __init__(self, outputs: tuple[str, ...], inputs: tuple[str, ...] = (), *,
-                 big: int | None = None, rescan_s: float = 1.0) -> None:
+                 big: int | None = None, rescan_s: float = 1.0,
+                 rescan_cost_factor: float = RESCAN_COST_FACTOR) -> None:
         self._outputs = outputs
         self._inputs = inputs
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kdash-count")
         self._big = BIG_COUNT if big is None else big
         self._rescan_s = rescan_s
+        self._rescan_cost_factor = rescan_cost_factor
         self._out: dict[str, tuple[str, LineCounter, bool]] = {}
         self._in: dict[str, tuple[str, LineCounter]] = {}
         self._scanned_at: float | None = None
+        self._next_scan = 0.0
         self.last_read_counting = False
         """Whether the last `read` left a count unfinished (read again after `busy` clears)."""
         self.last_read_errors: tuple[str, ...] = ()
@@ -275,7 +282,7 @@ class OutputsSource:
 
     def _scan(self) -> None:
         now = time.monotonic()
-        if self._scanned_at is not None and now - self._scanned_at < self._rescan_s:
+        if self._scanned_at is not None and now < self._next_scan:
             return
         first = self._scanned_at is None
         self._scanned_at = now
@@ -285,6 +292,8 @@ class OutputsSource:
         for path, name in _matches(self._inputs):
             if path not in self._in:
                 self._in[path] = (name, LineCounter(path, self._pool, big=self._big))
+        took = time.monotonic() - now
+        self._next_scan = now + max(self._rescan_s, self._rescan_cost_factor * took)
 
     def read(self) -> tuple[tuple[OutputCount, ...], dict[str, int]]:
         """Counts of every output file, and the totals counted from input files by name."""

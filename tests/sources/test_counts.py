@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dash.sources import counts as counts_module
 from dash.sources.counts import LineCounter, OutputsSource
 
 
@@ -64,7 +65,7 @@ def test_outputs_source_names_partitions_and_finds_new_files(tmp_path: Path) -> 
         (tmp_path / "prepared" / name / "responses.jsonl").write_text("{}\n" * 3)
         (tmp_path / "prepared" / name / "prompts.jsonl").write_text("{}\n" * 10)
     src = OutputsSource((str(tmp_path / "prepared/*/responses.jsonl"),),
-                        (str(tmp_path / "prepared/*/prompts.jsonl"),), rescan_s=0.0)
+                        (str(tmp_path / "prepared/*/prompts.jsonl"),), rescan_s=0.0, rescan_cost_factor=0.0)
     try:
         counts, totals = src.read()
         assert [(c.name, c.lines, c.appeared_later) for c in counts] == [("B1", 3, False),
@@ -161,7 +162,7 @@ def test_one_bad_output_or_prompt_file_leaves_the_others_counted(tmp_path: Path)
         (tmp_path / name / "responses.jsonl").write_text("{}\n" * 3)
         (tmp_path / name / "prompts.jsonl").write_text("{}\n" * 10)
     src = OutputsSource((str(tmp_path / "*/responses.jsonl"),),
-                        (str(tmp_path / "*/prompts.jsonl"),), rescan_s=0.0)
+                        (str(tmp_path / "*/prompts.jsonl"),), rescan_s=0.0, rescan_cost_factor=0.0)
     try:
         src.read()
         _to_directory(tmp_path / "B1" / "responses.jsonl")
@@ -174,5 +175,29 @@ def test_one_bad_output_or_prompt_file_leaves_the_others_counted(tmp_path: Path)
         assert src.last_read_errors == (
             f"{tmp_path / 'B1' / 'responses.jsonl'}: not a regular file",
             f"{tmp_path / 'B2' / 'prompts.jsonl'}: not a regular file")
+    finally:
+        src.close()
+
+
+def test_a_slow_glob_is_rerun_less_often(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A glob over a big tree that takes 50 ms is not re-run for 20 times that."""
+    calls: list[float] = []
+    real = counts_module._matches
+
+    def slow(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+        calls.append(time.monotonic())
+        time.sleep(0.025)  # outputs and inputs: 50 ms a scan
+        return real(patterns)
+
+    monkeypatch.setattr(counts_module, "_matches", slow)
+    src = OutputsSource((str(tmp_path / "*.jsonl"),), (str(tmp_path / "*.txt"),), rescan_s=0.0)
+    try:
+        src.read()
+        assert len(calls) == 2
+        src.read()
+        assert len(calls) == 2  # within 20 x 50 ms of the last scan
+        time.sleep(1.1)
+        src.read()
+        assert len(calls) == 4
     finally:
         src.close()
