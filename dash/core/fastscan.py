@@ -18,6 +18,12 @@ record path: a stamp that is not all digits, a carriage return, colour codes (`E
 (vLLM, the 2024 form), since the order of throughput samples must be kept. These are checked on
 the strict lines alone, all at once, after the pattern has run: the pattern itself reads a
 stamp as any 19 characters, which `re` checks in one step instead of twenty.
+
+Where the C helper `_linescan` was built, it takes the first step: it counts the block's lines,
+sums the strict prefill lines (untagged, in exactly the shape the pattern reads) and hands back
+the rest that are not access lines, with their line numbers, for the pattern to run over.
+Without it, the pattern runs over the whole block and newlines are counted here; both give the
+same `Part`.
 """
 
 from __future__ import annotations
