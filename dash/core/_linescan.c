@@ -14,7 +14,8 @@
  *   buf[start] is the newline before the first line; the lines are buf[start + 1:end], the
  *   last one ending with the newline at buf[end - 1]. `lines` is how many there are.
  *   `prefill` is None, or (count, new tokens, cached tokens, first line number, its stamp,
- *   last line number, its stamp) of the strict prefill lines (`strict_prefill` below).
+ *   last line number, its stamp) of the strict prefill lines (`strict_prefill` below),
+ *   with or without rank tags.
  *   `kept` holds every other line that is neither empty nor an access line, each after a
  *   newline, with a final newline; `numbers` their line numbers (the first line counting as
  *   `first_line`) as native int64. An access line is what `fastscan._ROW` skips: `[`, any 19
@@ -93,15 +94,46 @@ contains(const char *l, Py_ssize_t len, const char *text, Py_ssize_t n)
     return 0;
 }
 
-/* A prefill line that fastscan._ROW reads strictly, untagged, with a stamp in digits and
- * nothing that makes fastscan refuse its block: its new and cached token counts. Any other
- * line, however close, is kept for the pattern and the parser to decide on. */
+/* Rank tags after the stamp, as fastscan._TAG reads them: ` TP0`, ` DP1 TP3 EP3`, ... each a
+ * known name and 1 to 4 digits, then `] `. Moves *i past them; 0 when the prefix is not that. */
+static int
+rank_tags(const char *l, Py_ssize_t len, Py_ssize_t *i)
+{
+    static const char *const names[] = {"DP", "TP", "EP", "PP", "ATTN_CP", "MOE_DP"};
+    Py_ssize_t j = *i;
+    while (j < len && l[j] == ' ') {
+        j++;
+        int named = 0;
+        for (size_t k = 0; k < sizeof names / sizeof names[0] && !named; k++) {
+            Py_ssize_t n = (Py_ssize_t)strlen(names[k]);
+            if (len - j >= n && memcmp(l + j, names[k], (size_t)n) == 0) {
+                j += n;
+                named = 1;
+            }
+        }
+        Py_ssize_t digits = 0;
+        while (j < len && is_digit(l[j]) && digits < 5) {
+            j++;
+            digits++;
+        }
+        if (!named || digits < 1 || digits > 4)
+            return 0;
+    }
+    if (len - j < 2 || l[j] != ']' || l[j + 1] != ' ')
+        return 0;
+    *i = j + 2;
+    return 1;
+}
+
+/* A prefill line that fastscan._ROW reads strictly, with a stamp in digits and nothing that
+ * makes fastscan refuse its block: its new and cached token counts. Any other line, however
+ * close, is kept for the pattern and the parser to decide on. */
 static int
 strict_prefill(const char *l, Py_ssize_t len, int64_t *new_tokens, int64_t *cached_tokens)
 {
     int64_t seq;
-    Py_ssize_t i = 22;
-    if (len < 22 || l[0] != '[' || !is_stamp(l + 1) || l[20] != ']' || l[21] != ' '
+    Py_ssize_t i = 20;
+    if (len < 22 || l[0] != '[' || !is_stamp(l + 1) || !rank_tags(l, len, &i)
         || !literal(l, len, &i, "Prefill batch", 13) || i >= len || (l[i] != '.' && l[i] != ','))
         return 0;
     i++;

@@ -15,11 +15,12 @@ from dash.core import fastscan
 scanner = fastscan.scanner
 pytestmark = pytest.mark.skipif(scanner is None, reason="the C line scanner is not built here")
 ACCESS = re.compile(rb"\[.{19}\] INFO:     \d")  # what fastscan._ROW skips at a line start
-# What fastscan._ROW reads as a strict prefill line, untagged, with a stamp in digits and
-# numbers of at most 15 digits (longer ones are left to the pattern).
+# What fastscan._ROW reads as a strict prefill line, with a stamp in digits and numbers of at
+# most 15 digits (longer ones are left to the pattern).
 PREFILL = re.compile(
-    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] Prefill batch[.,] #new-seq: \d{1,15}, "
-    rb"#new-token: (\d{1,15}), #cached-token: (\d{1,15})(?:, .*)?\Z"
+    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\] | " + fastscan._TAG + rb"(?: " + fastscan._TAG
+    + rb")*\] )Prefill batch[.,] #new-seq: \d{1,15}, #new-token: (\d{1,15}), "
+    rb"#cached-token: (\d{1,15})(?:, .*)?\Z"
 )
 # what makes fastscan refuse a block with such a line in it: those lines are left to it
 REFUSED = (b"\r", b"\x1b", b"^[", b"Decode batch")
@@ -63,6 +64,9 @@ _samples = [
     PRE + b", Decode batch", PRE + b"\r", PRE + b" ^[[0m", PRE + b"\x1b[0m", PRE + b"x",
     PRE.replace(b"300", b"1" * 15), PRE.replace(b"300", b"1" * 16), PRE.replace(b"300", b""),
     PRE.replace(b"2026-03-01 08", b"2026-03-01T08"), PRE.replace(b"00]", b"00 TP0]"),
+    PRE.replace(b"00]", b"00 DP1 TP3 EP3]"), PRE.replace(b"00]", b"00 ATTN_CP12 MOE_DP7]"),
+    PRE.replace(b"00]", b"00 TP12345]"), PRE.replace(b"00]", b"00 XP0]"), PRE.replace(b"00]", b"00 TP]"),
+    PRE.replace(b"00]", b"00  TP0]"), PRE.replace(b"00]", b"00 TP0 ]"), PRE.replace(b"00]", b"00 TP0"),
     PRE.replace(b"seq: 1", b"seq: " + b"9" * 20), PRE + b", ", PRE + b",x", PRE[:-1],
 ]
 _lines = st.one_of(st.sampled_from(_samples),
@@ -82,6 +86,15 @@ def test_scan_sums_strict_prefill_lines_and_keeps_their_first_and_last() -> None
     block = b"\n" + b"\n".join([PRE, b"Killed", later, STAMP + b" INFO:     1"]) + b"\n"
     assert scan(block, 10) == (4, b"\nKilled\n", [11],
                                (2, 305, 200, 10, b"2026-03-01 08:00:00", 12, b"2026-03-01 08:00:09"))
+
+
+def test_scan_sums_prefill_lines_with_rank_tags() -> None:
+    """TP 8 servers tag their lines: `[... TP0] Prefill batch, ...`."""
+    tagged = PRE.replace(b"00]", b"00 TP0]"), PRE.replace(b"00]", b"00 DP1 TP3 EP3]")
+    block = b"\n" + b"\n".join([*tagged, PRE.replace(b"00]", b"00 TP12345]")]) + b"\n"
+    total, kept, numbers, prefill = scan(block)
+    assert (total, numbers) == (3, [3]) and kept.startswith(b"\n[2026-03-01 08:00:00 TP12345]")
+    assert prefill == (2, 600, 200, 1, b"2026-03-01 08:00:00", 2, b"2026-03-01 08:00:00")
 
 
 def test_scan_reads_only_its_range_of_a_larger_buffer() -> None:
