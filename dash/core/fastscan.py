@@ -20,8 +20,9 @@ the strict lines alone, all at once, after the pattern has run: the pattern itse
 stamp as any 19 characters, which `re` checks in one step instead of twenty.
 
 Where the C helper `_linescan` was built, it takes the first step: it counts the block's lines,
-sums the strict prefill lines (untagged, in exactly the shape the pattern reads) and hands back
-the rest that are not access lines, with their line numbers, for the pattern to run over.
+sums the strict prefill lines (in exactly the shape the pattern reads, rank tags or none) and
+hands back the rest that are not access lines, with their line numbers, for the pattern to run
+over.
 Without it, the pattern runs over the whole block and newlines are counted here; both give the
 same `Part`.
 """
@@ -198,7 +199,8 @@ def _part(matches: list[re.Match[bytes]], lines: _Lines | _Numbered,
 class _Lines:
     """Line numbers of rows, counting newlines forward once through the block."""
 
-    def __init__(self, s: Buffer, end: int, first_line: int, matches: list[re.Match[bytes]]) -> None:
+    def __init__(self, s: Buffer, end: int, first_line: int,
+                 matches: list[re.Match[bytes]]) -> None:
         self.s = s
         self.end = end
         self.first_line = first_line
