@@ -244,8 +244,17 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_linescan", NULL, -1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* What fastscan expects of `scan`; raised whenever its arguments or results change, so that a
+ * module left over from an older build is ignored rather than misread. */
+#define LINESCAN_ABI 2
+
 PyMODINIT_FUNC
 PyInit__linescan(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", LINESCAN_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -60,10 +60,13 @@ _STAMP_SHAPE = b"0000-00-00 00:00:00"
 _EXACT = float(2 ** 53)
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 Buffer = bytes | bytearray
+LINESCAN_ABI = 2  # the `_linescan.scan` this module reads (LINESCAN_ABI in _linescan.c)
 try:  # built from _linescan.c when a C compiler was at hand (hatch_build.py); else `re` does it
     from dash.core import _linescan as scanner
 except ImportError:
     scanner = None
+if getattr(scanner, "ABI", None) != LINESCAN_ABI:
+    scanner = None  # left over from an older build: reinstall to rebuild it
 _groups = re.Match.groups
 # columns of `_ROW`'s groups (itemgetter passes over the rows beat `zip(*rows)` by a third)
 _COLUMNS = tuple(map(itemgetter, (0, 1, 4, 5)))  # strict line, its stamp, gen, other line

@@ -4,6 +4,8 @@ numbers, the line count, the strict prefill lines it sums; and its refusals of a
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -125,3 +127,14 @@ def test_scan_refuses_what_is_not_a_buffer() -> None:
     assert scanner is not None
     with pytest.raises(TypeError):
         scanner.scan("\nabc\n", 0, 5, 1)  # type: ignore[arg-type]
+
+
+def test_a_scanner_from_an_older_build_is_ignored() -> None:
+    """An editable install keeps its compiled module across `git pull`: one whose `scan` does
+    not match what fastscan reads is left alone, and the `re` path is used."""
+    code = ("import sys, types; old = types.ModuleType('dash.core._linescan'); old.ABI = 1; "
+            "sys.modules['dash.core._linescan'] = old; "
+            "from dash.core import fastscan; print(fastscan.scanner is None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "True"
