@@ -22,9 +22,8 @@ stamp as any 19 characters, which `re` checks in one step instead of twenty.
 Where the C helper `_linescan` was built, it takes the first step: it counts the block's lines,
 sums the strict prefill lines (in exactly the shape the pattern reads, rank tags or none) and
 hands back the rest that are not access lines, with their line numbers, for the pattern to run
-over.
-Without it, the pattern runs over the whole block and newlines are counted here; both give the
-same `Part`.
+over. Without it, the pattern runs over the whole block and newlines are counted here; both
+give the same `Part`.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from itertools import chain, compress, count, islice
 from operator import itemgetter, ne
 
 from dash.core.parse import MAX_LINE_CHARS, Record, parse_line
-from dash.core.parse_summary import Part, Stamps, fold_other, norm_ts
+from dash.core.parse_summary import STAMP_BYTES, Part, Stamps, fold_other, norm_ts
 from dash.core.summary_alerts import Candidate
 
 MAX_LINE_BYTES = MAX_LINE_CHARS * 4
@@ -91,7 +90,7 @@ def _sum_digits(numbers: list[bytes]) -> int:
 def _stamps_ok(stamps: Iterable[bytes]) -> bool:
     """Every stamp (19 bytes each) is `YYYY-MM-DD HH:MM:SS` in digits (one translate for all)."""
     text = b"".join(stamps)
-    return text.translate(_DIGITS_TO_0) == _STAMP_SHAPE * (len(text) // len(_STAMP_SHAPE))
+    return text.translate(_DIGITS_TO_0) == _STAMP_SHAPE * (len(text) // STAMP_BYTES)
 
 
 def _strict_lines_ok(lines: Iterable[bytes], decodes: int) -> bool:
@@ -147,11 +146,11 @@ stamp, last line and its stamp (`_linescan.c`)."""
 def _add_prefill(part: Part, prefill: Prefill, first: int | None, last: int | None) -> None:
     """Fold in the C helper's prefill lines; `first`/`last`: the line numbers of the rows that
     gave the part its first and last stamps."""
-    count, new, cached, first_line, first_stamp, last_line, last_stamp = prefill
+    lines, new, cached, first_line, first_stamp, last_line, last_stamp = prefill
     part.new += new
     part.cached += cached
-    part.kinds["prefill"] += count
-    part.engines["sglang"] += count
+    part.kinds["prefill"] += lines
+    part.engines["sglang"] += lines
     if first is None or first_line < first:
         part.first_ts = norm_ts(first_stamp)
     if last is None or last_line > last:
