@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dash.config import Config
-from dash.core.run import RunState
-from dash.engine import Collector, apply_files
+from dash.core.config import Config
+from dash.core.state.run import RunState
+from dash.sources.collector import Collector, apply_files
 from dash.sources.counts import LineCounter, count_newlines
 from dash.sources.files import FileFollower
 

@@ -31,8 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from dash.core.http_state import HttpTracker
-from dash.core.prom import parse_metrics
+from dash.core.state.http_state import HttpTracker
+from dash.core.state.metrics_text import parse_metrics
 from dash.sources.http import HttpPoller
 
 FAMILIES = 170

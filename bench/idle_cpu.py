@@ -34,8 +34,8 @@ PARTITIONS = ("B1_glaive", "B2_opencodeinstruct", "B3_agent", "B4_deepseek", "B5
 
 def child(ns: argparse.Namespace) -> int:
     """The kdash process: the real dashboard, with 8 fake GPUs instead of a driver."""
-    from dash.config import build_config
     from dash.sim.fake_nvml import FakeNvml
+    from dash.sources.config_files import build_config
     from dash.ui.app import run_dashboard
 
     Path(ns.pid_file).write_text(str(os.getpid()))

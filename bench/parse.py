@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from dash.core import fastscan
-from dash.report import processes
+from dash.core.views import fastscan
+from dash.sources.logread import processes
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

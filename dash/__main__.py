@@ -1,5 +1,5 @@
 """`python -m dash` runs the kdash command line."""
 
-from dash.cli import main
+from dash.commands.cli import main
 
 raise SystemExit(main())

@@ -25,8 +25,8 @@ os.environ.pop("NO_COLOR", None)
 from ui.conftest import build_app  # noqa: E402
 from ui.fake_run import CLIENT_LINES, NOW, SERVER_LINES, FrozenState, snapshot  # noqa: E402
 
-from dash.config import Config  # noqa: E402
 from dash.core.clock import FakeClock  # noqa: E402
+from dash.core.config import Config  # noqa: E402
 from dash.core.snapshot import GpusSnapshot, HttpSnapshot, RunSnapshot  # noqa: E402
 from dash.ui.app import DashApp  # noqa: E402
 from dash.ui.widgets.log_pane import LogPane  # noqa: E402
@@ -60,9 +60,9 @@ async def simulated(scenario: str, until: int) -> tuple[RunSnapshot, list[str], 
     """A simulated run's snapshot at `until` s, and the last lines of its server and client logs."""
     import tempfile
 
-    from dash.core.run import RunState
-    from dash.engine import Collector, apply_files, apply_gpus, apply_http
+    from dash.core.state.run import RunState
     from dash.sim import SimRun
+    from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http
 
     with tempfile.TemporaryDirectory() as tmp:
         run = SimRun(Path(tmp), scenario, seed=0, gpus=8, start_epoch=SIM_START)

@@ -2,7 +2,7 @@
 
 Each scenario writes a server log (SGLang 0.4.x lines from this file's own format strings), a
 client log and per-partition JSONL outputs into a temporary directory, then reads them the way
-kdash does, through `dash.engine.Collector` and `apply_files` (the simulator's scenarios below read
+kdash does, through `dash.sources.collector.Collector` and `apply_files` (the simulator's scenarios below read
 with a byte offset and `parse_line` directly). The clock moves only when told to.
 """
 
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from dash.config import Config
 from dash.core.clock import FakeClock
-from dash.core.parse import parse_line
-from dash.core.partitions import OutputCount
-from dash.core.run import RunState
+from dash.core.config import Config
+from dash.core.log.parse import parse_line
 from dash.core.snapshot import Alert, ClientSnapshot
-from dash.engine import Collector, apply_files
+from dash.core.state.partitions import OutputCount
+from dash.core.state.run import RunState
+from dash.sources.collector import Collector, apply_files
 
 DECODE = ("[{ts} TP0] Decode batch. #running-req: {running}, #token: {tokens}, token usage: "
           "{usage:.2f}, cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: {queue}, ")

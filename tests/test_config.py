@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from dash.cli import main
-from dash.config import DEFAULT_URL, ConfigError, build_config
+from dash.commands.cli import main
+from dash.core.config import DEFAULT_URL
+from dash.core.errors import ConfigError
+from dash.sources.config_files import build_config
 
 
 def _write(path: Path, text: str) -> Path:

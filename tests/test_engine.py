@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dash.config import Config, ConfigError
-from dash.core.run import RunState
-from dash.engine import Collector, apply_files, apply_gpus, apply_processes
+from dash.core.config import Config
+from dash.core.errors import ConfigError
+from dash.core.state.run import RunState
 from dash.sim.fake_nvml import FakeNvml
+from dash.sources.collector import Collector, apply_files, apply_gpus, apply_processes
 
 DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
           "token usage: 0.01, cuda graph: True, gen throughput (token/s): {g:.2f}, #queue-req: 0\n")

@@ -1,4 +1,5 @@
-"""The pure core and the I/O sources must never pull in Textual or Rich."""
+"""The layering holds: the core and the sources never pull in Textual or Rich, each adapter
+library has one owner, and no module of `dash` imports itself back through another."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def _modules(pkg) -> list[str]:
 
 
 def test_core_and_sources_do_not_import_textual_or_rich() -> None:
-    mods = _modules(dash.core) + _modules(dash.sources) + ["dash.config", "dash.cli"]
+    mods = _modules(dash.core) + _modules(dash.sources) + ["dash.commands.cli"]
     code = (
         "import importlib, sys\n"
         f"for m in {mods!r}:\n"
@@ -40,3 +41,57 @@ def test_only_one_module_imports_each_adapter_library() -> None:
             if f"import {lib}" in p.read_text() or f"from {lib}" in p.read_text()
         }
         assert users <= allowed, f"{lib} imported by {sorted(users - allowed)}"
+
+
+def _cycles(graph: object, modules: set[str]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.find_modules_directly_imported_by(v) & modules:  # type: ignore[attr-defined]
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(modules):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_in_dash() -> None:
+    """Imports inside functions and under TYPE_CHECKING count too: a cycle is a tangle either way."""
+    import grimp  # import-linter's graph builder
+
+    graph = grimp.build_graph("dash")
+    modules = set(graph.modules)
+    assert _cycles(graph, modules) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    class Graph:
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+        def find_modules_directly_imported_by(self, v: str) -> set[str]:
+            return self.edges.get(v, set())
+
+    assert _cycles(Graph(), {"a", "b", "c", "d"}) == [["a", "b", "c"]]

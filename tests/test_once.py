@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dash.cli import main
+from dash.commands.cli import main
 
 DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
           "token usage: 0.01, cuda graph: True, gen throughput (token/s): {g:.2f}, #queue-req: 0\n")

@@ -9,8 +9,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dash.config import Config
-from dash.core.metrics_map import families
+from dash.core.config import Config
 from dash.core.snapshot import (
     Alert,
     ClientSnapshot,
@@ -24,6 +23,7 @@ from dash.core.snapshot import (
     RunTotals,
     ServerLogSnapshot,
 )
+from dash.core.views.metrics_map import families
 from dash.sources.prom_export import ExporterError, configured_sources, start_exporter
 
 GiB = 1024**3

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dash.core.parse import Record, parse_line
+from dash.core.log.parse import Record, parse_line
 
 DECODE_KEYS = ("ts", "running_req", "tokens", "token_usage", "gen_throughput", "queue_req")
 PREFILL_KEYS = ("ts", "new_seq", "new_token", "cached_token", "token_usage", "running_req",

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dash import report
-from dash.core.parse import Record, parse_line
-from dash.report import Scan, summarize
+from dash.commands import summary as report
+from dash.commands.summary import summarize
+from dash.core.log.parse import Record, parse_line
+from dash.sources import logread
+from dash.sources.logread import Scan
 
 ACCESS = '[2026-03-01 08:01:00] INFO:     127.0.0.1:55742 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
 DECODE = ("[2026-03-01 08:01:0{s}] Decode batch, #running-req: 8, #token: 100, token usage: 0.{u}, "
@@ -47,7 +49,7 @@ def _mixed_log(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("chunk", [7, 64, 4 << 20])
 def test_reader_matches_line_by_line_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    monkeypatch.setattr(report, "CHUNK", chunk)
+    monkeypatch.setattr(logread, "CHUNK", chunk)
     path = _mixed_log(tmp_path)
     scan = Scan(path)
     got = list(scan)
@@ -57,7 +59,7 @@ def test_reader_matches_line_by_line_parsing(tmp_path: Path, monkeypatch: pytest
 
 
 def test_reader_matches_on_every_real_log(real_logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report, "CHUNK", 100)
+    monkeypatch.setattr(logread, "CHUNK", 100)
     for path in sorted(real_logs.glob("*.log")):
         assert list(Scan(path)) == _naive(path), path.name
 
@@ -144,15 +146,15 @@ def test_export_leaves_out_unparsed_lines_that_summary_counts(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("env", "want"), [
-    ("1", 1), ("3", 3), ("0", 1), ("-2", 1), ("64", report.MAX_PROCESSES), ("many", None),
+    ("1", 1), ("3", 3), ("0", 1), ("-2", 1), ("64", logread.MAX_PROCESSES), ("many", None),
 ])
 def test_processes_follow_the_environment_within_bounds(
         monkeypatch: pytest.MonkeyPatch, env: str, want: int | None) -> None:
     monkeypatch.setenv("KDASH_PROCESSES", env)
-    monkeypatch.setattr(report.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
-    assert report.processes() == (3 if want is None else want)  # garbage: one per core
+    monkeypatch.setattr(logread.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    assert logread.processes() == (3 if want is None else want)  # garbage: one per core
     monkeypatch.delenv("KDASH_PROCESSES")
-    assert report.processes() == 3
+    assert logread.processes() == 3
 
 
 def _decode_every_10s(hours: float, gap: tuple[float, float] | None = None) -> str:

@@ -226,8 +226,8 @@ def test_serve_without_port_is_a_usage_error(run_dir: Path) -> None:
 
 
 def test_once_opens_no_listening_socket(run_dir: Path, monkeypatch, capsys) -> None:
-    from dash.cli import main
-    from dash.config import Config
+    from dash.commands.cli import main
+    from dash.core.config import Config
     from dash.sources.prom_export import start_exporter
 
     listened: list[object] = []
@@ -322,7 +322,7 @@ class _ServeThread:
         import asyncio
         import threading
 
-        from dash.serve import serve
+        from dash.commands.serve import serve
 
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
@@ -350,8 +350,8 @@ def test_simulated_run_scrape_matches_once_json(tmp_path: Path, monkeypatch) -> 
     import dataclasses
     import io
 
-    from dash.once import run_once
-    from dash.serve import Latest
+    from dash.commands.once import run_once
+    from dash.commands.serve import Latest
     from dash.sim.run import SimRun
     from dash.sources.prom_export import start_exporter
 
@@ -399,8 +399,8 @@ def test_simulated_run_scrape_matches_once_json(tmp_path: Path, monkeypatch) -> 
 
 
 async def test_a_backlog_bigger_than_one_read_is_drained_in_one_refresh(tmp_path: Path) -> None:
-    from dash.config import Config
-    from dash.serve import ServeLoop
+    from dash.commands.serve import ServeLoop
+    from dash.core.config import Config
     from dash.sources.files import MAX_READ_PER_POLL
 
     log = tmp_path / "server.log"

@@ -7,7 +7,7 @@
  * prefill line costs it a match, a tuple and two numbers to convert; counting newlines is a
  * pass of its own. No library does this (numpy, pyarrow and `grep -v` were each measured
  * slower than `re`). Here `memchr` finds the newlines and plain comparisons do the rest.
- * Everything else stays in Python (dash/core/fastscan.py), which does this step with `re`
+ * Everything else stays in Python (dash/core/views/fastscan.py), which does this step with `re`
  * when the module was not built, with the same results.
  *
  * scan(buf, start, end, first_line) -> (lines, kept, numbers, prefill)

@@ -11,7 +11,7 @@ __all__ = ["SimRun"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so that `kdash sim --help` and the CLI's import of dash.sim.cli stay cheap.
+    # Lazy, so that `kdash sim --help` and the CLI's import of dash.commands.sim stay cheap.
     if name == "SimRun":
         from dash.sim.run import SimRun
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dash.config import Config
+from dash.core.config import Config
 from dash.sim import endpoints, gpu, scenarios
 from dash.sim.client import PARTITIONS, input_line, output_line
 from dash.sim.endpoints import Response

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dash.config import Config, user_state_dir
-from dash.core.alerts import AlertChanges, alert_text, alert_to_json
+from dash.core.alerts.model import AlertChanges, alert_text, alert_to_json
+from dash.core.config import Config
 from dash.core.snapshot import Alert
+from dash.sources.config_files import user_state_dir
 
 HISTORY_NAME = "alerts.jsonl"
 HISTORY_MAX_BYTES = 8 * 1024 * 1024

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from dash.core.globs import partition_name
-from dash.core.partitions import OutputCount
+from dash.core.state.globs import partition_name
+from dash.core.state.partitions import OutputCount
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
@@ -349,3 +349,23 @@ def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
             names.add(name)
             out.append((path, name))
     return out
+
+
+COUNT_TIMEOUT_S = 120.0
+"""How long `count_outputs` waits for background counts of big files."""
+
+
+def count_outputs(patterns: tuple[str, ...]) -> tuple[OutputCount, ...]:
+    """The final line count of every output file the globs match (blocking; call from a thread)."""
+    if not patterns:
+        return ()
+    source = OutputsSource(patterns)
+    try:
+        counts, _ = source.read()
+        deadline = time.monotonic() + COUNT_TIMEOUT_S
+        while source.busy and time.monotonic() < deadline:
+            time.sleep(0.05)
+            counts, _ = source.read()
+        return counts
+    finally:
+        source.close()

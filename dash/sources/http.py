@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dash.core.http_state import HttpSample
-from dash.core.prom import parse_metrics
+from dash.core.state.http_state import HttpSample
+from dash.core.state.metrics_text import parse_metrics
 
 # httpx's package init imports its command-line client (`httpx._main`) when click, rich and
 # pygments are installed, which Textual brings along. That would pull Rich into the sources layer

@@ -18,8 +18,8 @@ from typing import Any
 
 import psutil
 
-from dash.core.gpus import UNAVAILABLE_PREFIX, GpuReading, NvmlUnavailable
 from dash.core.snapshot import GpuProcess, GpuSnapshot
+from dash.core.state.gpus import UNAVAILABLE_PREFIX, GpuReading, NvmlUnavailable
 
 try:
     import pynvml as _pynvml

@@ -1,7 +1,7 @@
 """Prometheus export: the latest RunSnapshot as `kdash_*` metrics over HTTP.
 
 A custom prometheus_client Collector maps whatever snapshot `get_snapshot()` returns at scrape
-time (see `dash.core.metrics_map`); prometheus_client writes the exposition and serves it from its
+time (see `dash.core.views.metrics_map`); prometheus_client writes the exposition and serves it from its
 own threaded HTTP server. Nothing is cached or aggregated here: a scrape reads the snapshot the
 dashboard or `kdash serve` last published. Nothing listens unless `start_exporter` is called.
 """
@@ -19,9 +19,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from dash import __version__
-from dash.config import Config, ConfigError
-from dash.core.metrics_map import SOURCES, Family, build_info, families
+from dash.core.config import Config
+from dash.core.errors import ConfigError
 from dash.core.snapshot import RunSnapshot
+from dash.core.views.metrics_map import SOURCES, Family, build_info, families
 
 SnapshotGetter = Callable[[], "RunSnapshot | None"]
 

@@ -20,10 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Input, Static
 
-from dash import engine
-from dash.config import Config
 from dash.core.clock import Clock, SystemClock
+from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
+from dash.sources import collector
 from dash.ui import apply
 from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
 from dash.ui.widgets.alerts import AlertsPanel
@@ -47,7 +47,7 @@ KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / 
 
 
 class StateLike(Protocol):
-    """What the app needs of the run state (`dash.core.run.RunState` in a live run)."""
+    """What the app needs of the run state (`dash.core.state.run.RunState` in a live run)."""
 
     def tick_and_snapshot(self, now: float) -> tuple[Any, RunSnapshot]: ...
     def snapshot(self, now: float) -> RunSnapshot: ...
@@ -258,19 +258,19 @@ class DashApp(WorkerApp):
     # -- observations from the workers --------------------------------------------------------
 
     def on_files_observed(self, message: FilesObserved) -> None:
-        engine.apply_files(self.state, message.reading, self.clock.now())
+        collector.apply_files(self.state, message.reading, self.clock.now())
         log = self.query_one("#log", LogPane)
         for source, lines in apply.raw_lines(message.reading):
             log.append(source, lines)
 
     def on_gpus_sampled(self, message: GpusSampled) -> None:
-        engine.apply_gpus(self.state, message.reading, self.clock.now())
+        collector.apply_gpus(self.state, message.reading, self.clock.now())
 
     def on_http_sampled(self, message: HttpSampled) -> None:
-        engine.apply_http(self.state, message.sample, self.clock.now())
+        collector.apply_http(self.state, message.sample, self.clock.now())
 
     def on_processes_sampled(self, message: ProcessesSampled) -> None:
-        engine.apply_processes(self.state, message.processes, self.clock.now())
+        collector.apply_processes(self.state, message.processes, self.clock.now())
 
     # -- selection ----------------------------------------------------------------------------
 
@@ -381,8 +381,8 @@ def run_dashboard(
     extra_title: str | None = None,
 ) -> int:
     """Run the dashboard in this terminal until `q`, Ctrl+C, SIGTERM or SIGHUP; the exit code."""
-    from dash.core.run import RunState
-    from dash.engine import Collector
+    from dash.core.state.run import RunState
+    from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
     app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,

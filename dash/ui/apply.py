@@ -1,6 +1,6 @@
 """Small helpers for the app's handlers: the raw log lines of a read, the peak reset, the bell.
 
-Observations are folded into the run state by `dash.engine.apply_*`, called from the handlers
+Observations are folded into the run state by `dash.sources.collector.apply_*`, called from the handlers
 on the main thread (the state's only owner).
 """
 

@@ -16,7 +16,7 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from dash.config import Config
+from dash.core.config import Config
 from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
 
 BACKLOG = 20
@@ -33,7 +33,7 @@ class WorkerApp(App[int]):
         super().__init__()
         self.cfg = cfg
         self.collector = collector
-        """A `dash.engine.Collector` (or a test double with the same methods); None: no sources."""
+        """A `dash.sources.collector.Collector` (or a test double with the same methods); None: no sources."""
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._watching = False

@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-from dash.config import ConfigError
-from dash.core.alerts import (
-    AlertConfig,
-    AlertEngine,
-    Finding,
-    RuleContext,
-    ServerEvents,
-    alert_to_json,
-)
-from dash.core.server_log import ServerLogTracker
+from dash.core.alerts.engine import AlertEngine
+from dash.core.alerts.model import Finding, RuleContext, ServerEvents, alert_to_json
+from dash.core.config import AlertConfig
+from dash.core.errors import ConfigError
 from dash.core.snapshot import (
     ClientSnapshot,
     GpuSnapshot,
@@ -27,6 +21,7 @@ from dash.core.snapshot import (
     ProcessInfo,
     RunSnapshot,
 )
+from dash.core.state.server_log import ServerLogTracker
 
 T0 = 1_750_000_000.0
 

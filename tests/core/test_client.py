@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dash.config import Config
-from dash.core.client import ClientTracker, parse_progress
+from dash.core.config import Config
+from dash.core.state.client import ClientTracker, parse_progress
 
 
 @pytest.mark.parametrize(("text", "done", "total", "pct", "rate"), [

@@ -15,11 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dash import report
-from dash.core import fastscan
-from dash.core.fastscan import scan_block
-from dash.core.parse_summary import Stamps, summarize_records
-from dash.core.summary_alerts import AlertFeed, Candidate
+from dash.commands import summary as report
+from dash.core.views import fastscan
+from dash.core.views.fastscan import scan_block
+from dash.core.views.summary import Stamps, summarize_records
+from dash.core.views.summary_feed import AlertFeed, Candidate
+from dash.sources import logread
 
 REPO = Path(__file__).resolve().parents[2]
 TS = "[2026-03-01 08:{m:02d}:{s:02d}] "
@@ -42,16 +43,16 @@ def line_scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 def reference(path: Path) -> dict[str, Any]:
     """The summary built from every record, one at a time."""
-    scan = report.Scan(path)
+    scan = logread.Scan(path)
     records = list(scan)
-    return report.document(path, summarize_records(records, report._ref_time(path), scan.lines))
+    return report.document(path, summarize_records(records, logread.ref_time(path), scan.lines))
 
 
 def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> dict[str, Any]:
-    monkeypatch.setattr(report, "CHUNK", chunk)
-    monkeypatch.setattr(report, "PARALLEL_MIN", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(report, "SEGMENT", 300_000)  # several rounds on a small log
-    monkeypatch.setattr(report, "PIECE", 40_000)  # and several pieces in each
+    monkeypatch.setattr(logread, "CHUNK", chunk)
+    monkeypatch.setattr(logread, "PARALLEL_MIN", 0 if parallel else 1 << 60)
+    monkeypatch.setattr(logread, "SEGMENT", 300_000)  # several rounds on a small log
+    monkeypatch.setattr(logread, "PIECE", 40_000)  # and several pieces in each
     return report.summarize(path)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from dash.core.gpus import MAX_GPUS, GpuTracker, NvmlUnavailable, min_free_bytes
 from dash.core.snapshot import GpuSnapshot
+from dash.core.state.gpus import MAX_GPUS, GpuTracker, NvmlUnavailable, min_free_bytes
 
 GB = 1024**3
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dash.core.http_state import (
+from dash.core.state.http_state import (
     HttpSample,
     HttpTracker,
     disagreement,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dash.core import fastscan
+from dash.core.views import fastscan
 
 scanner = fastscan.scanner
 pytestmark = pytest.mark.skipif(scanner is None, reason="the C line scanner is not built here")
@@ -134,7 +134,7 @@ def test_a_scanner_from_an_older_build_is_ignored() -> None:
     not match what fastscan reads is left alone, and the `re` path is used."""
     code = ("import sys, types; old = types.ModuleType('dash.core._linescan'); old.ABI = 1; "
             "sys.modules['dash.core._linescan'] = old; "
-            "from dash.core import fastscan; print(fastscan.scanner is None)")
+            "from dash.core.views import fastscan; print(fastscan.scanner is None)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     assert done.stdout.strip() == "True"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dash.core.parse import parse_line
+from dash.core.log.parse import parse_line
 
 PLAIN = {"running_req": 32, "tokens": 41230, "token_usage": 0.09, "gen_throughput": 2327.27,
          "queue_req": 0}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dash.core.parse import parse_line
+from dash.core.log.parse import parse_line
 
 
 def _event(line: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dash.core.parse import INTEREST, INTEREST_BYTES, parse_line
+from dash.core.log.parse import INTEREST, INTEREST_BYTES, parse_line
 
 BODY = ("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, "
         "gen throughput (token/s): 2327.27, #queue-req: 0")

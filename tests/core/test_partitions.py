@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dash.core.globs import expected_output
-from dash.core.partitions import OutputCount, PartitionsTracker, glob_error, partition_name
+from dash.core.state.globs import expected_output
+from dash.core.state.partitions import OutputCount, PartitionsTracker, glob_error, partition_name
 
 
 @pytest.mark.parametrize(("pattern", "path", "name"), [

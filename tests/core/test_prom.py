@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dash.core.prom import filter_lines, parse_metrics
+from dash.core.state.metrics_text import filter_lines, parse_metrics
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "http"
 

@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from dash.core.replay import MAX_QUIET_TICKS, ReplayCursor, Timeline, runs
 from dash.core.snapshot import Record
+from dash.core.state.timeline import MAX_QUIET_TICKS, ReplayCursor, Timeline, runs
 
 
 def rec(ts: str | None, kind: str = "decode", line: int = 0) -> Record:
@@ -140,7 +140,7 @@ def test_a_rebuild_feeds_from_the_first_record(target: float) -> None:
 
 
 def test_a_step_back_resumes_from_the_last_saved_state_before_it() -> None:
-    from dash.core.replay import Checkpoints
+    from dash.core.state.timeline import Checkpoints
 
     c = ReplayCursor(TIMES)
     cps = Checkpoints(every_s=60.0)
@@ -157,7 +157,7 @@ def test_a_step_back_resumes_from_the_last_saved_state_before_it() -> None:
 
 
 def test_checkpoints_stay_bounded_by_thinning() -> None:
-    from dash.core.replay import Checkpoints
+    from dash.core.state.timeline import Checkpoints
 
     cps = Checkpoints(every_s=1.0, cap=8)
     for t in range(100):

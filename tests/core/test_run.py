@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from dash.config import Config, ConfigError
-from dash.core.parse import parse_line
-from dash.core.partitions import OutputCount
-from dash.core.run import RunState, replay_alerts
+from dash.core.config import Config
+from dash.core.errors import ConfigError
+from dash.core.log.parse import parse_line
+from dash.core.state.partitions import OutputCount
+from dash.core.state.run import RunState, replay_alerts
 
 T0 = 1_750_000_000.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dash.core.server_log import ServerLogTracker
+from dash.core.state.server_log import ServerLogTracker
 
 
 def _ts(h: int, m: int, s: int) -> str:
@@ -136,7 +136,7 @@ def test_note_file_and_last_record_never_ahead_of_now() -> None:
 
 
 def test_one_event_from_every_tp_rank_is_shown_once_with_its_ranks() -> None:
-    from dash.core.parse import parse_line
+    from dash.core.log.parse import parse_line
 
     lines = [f"[2026-03-01 12:00:0{i // 4} TP{i}] KV Cache is allocated. #tokens: 300000, "
              "K size: 12.96 GB, V size: 12.96 GB" for i in range(8)]
@@ -153,7 +153,7 @@ def test_one_event_from_every_tp_rank_is_shown_once_with_its_ranks() -> None:
 
 
 def test_a_restart_with_another_kv_dtype_shows_the_new_one() -> None:
-    from dash.core.parse import parse_line
+    from dash.core.log.parse import parse_line
 
     lines = [
         "[2026-03-01 12:00:00] server_args=ServerArgs(model_path='m', kv_cache_dtype='auto', tp_size=1)",

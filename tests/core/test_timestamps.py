@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from dash.core.timestamps import normalise_ts, ts_to_epoch
+from dash.core.log.timestamps import normalise_ts, ts_to_epoch
 
 REF = datetime(2026, 3, 1, 12, 0, 0).timestamp()  # local time
 

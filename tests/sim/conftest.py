@@ -14,7 +14,7 @@ START = 1_750_000_000.0
 
 
 def _parse_log(path: Path) -> list[dict[str, Any]]:
-    from dash.core.parse import parse_line
+    from dash.core.log.parse import parse_line
 
     records = []
     with path.open(encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dash.cli import main
+from dash.commands.cli import main
 
 
 def _start_sim(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], list[str]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 async def test_dashboard_on_the_simulation_shows_the_restart(make_run):
-    from dash.core.run import RunState
-    from dash.engine import Collector
+    from dash.core.state.run import RunState
+    from dash.sources.collector import Collector
     from dash.ui.app import DashApp
 
     run = make_run("oom-crash-restart", speed=200.0, start_epoch=None)

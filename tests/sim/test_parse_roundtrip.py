@@ -33,7 +33,7 @@ def test_server_log_parses_with_zero_unparsed(make_run, parse_log, scenario, log
 
 @pytest.mark.parametrize("scenario", NAMES)
 def test_client_log_and_outputs_parse(make_run, scenario):
-    from dash.core.parse import parse_line
+    from dash.core.log.parse import parse_line
 
     run = make_run(scenario)
     run.advance_to(700)

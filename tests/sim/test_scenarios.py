@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dash.core.timestamps import ts_to_epoch
+from dash.core.log.timestamps import ts_to_epoch
 
 START = 1_750_000_000.0
 

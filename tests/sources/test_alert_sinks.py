@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dash.core.alerts import AlertChanges
+from dash.core.alerts.model import AlertChanges
 from dash.core.snapshot import Alert
 from dash.sources import alert_sinks
 from dash.sources.alert_sinks import AlertDelivery, append_history, run_command

@@ -8,7 +8,7 @@ import time
 import pytest
 from fixtures.http.fakeserver import FakeServer, Route, free_port, recorded
 
-from dash.core.http_state import HttpTracker
+from dash.core.state.http_state import HttpTracker
 from dash.sources.http import HttpPoller, post_webhook
 
 NOW = 1_750_000_000.0

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dash.core.gpus import GpuTracker, NvmlUnavailable
 from dash.core.snapshot import GpuSnapshot
+from dash.core.state.gpus import GpuTracker, NvmlUnavailable
 from dash.sim.fake_nvml import H200, MIB, RTX_PRO_6000, SCENARIOS, FakeNvml
 from dash.sources.nvml import NvmlSource
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from dash.config import Config
 from dash.core.clock import FakeClock
+from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
 from dash.ui.app import DashApp
 from ui.fake_run import NOW, FrozenState

@@ -8,7 +8,7 @@ from fixtures.http.fakeserver import FakeServer, Route, recorded
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from dash.core.http_state import HttpSample
+from dash.core.state.http_state import HttpSample
 from dash.sources.http import HttpPoller
 
 TICK_S = 0.05

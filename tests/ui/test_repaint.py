@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from dash.config import Config
-from dash.core.run import RunState
+from dash.core.config import Config
 from dash.core.snapshot import Alert, PartitionSnapshot
+from dash.core.state.run import RunState
 from dash.ui.app import DashApp
 from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.chart import BrailleChart

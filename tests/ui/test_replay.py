@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dash.cli import main
-from dash.config import Config
-from dash.replay import replay_config
-from dash.ui.replay import ReplayApp, ReplayHelpScreen
+from dash.commands.cli import main
+from dash.commands.replay import replay_config
+from dash.core.config import Config
+from dash.ui.replay_app import ReplayApp, ReplayHelpScreen
 from dash.ui.widgets.log_pane import LogPane
 from ui.fake_run import screen_text
 
@@ -194,7 +194,7 @@ def test_a_missing_log_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
 @pytest.mark.parametrize("speed", ["0", "inf", "nan"])
 def test_a_bad_speed_is_one_line_and_exit_2(sim_log: Path, capsys: pytest.CaptureFixture[str],
                                             speed: str) -> None:
-    from dash.cli import main
+    from dash.commands.cli import main
 
     assert main(["replay", str(sim_log), "--speed", speed]) == 2
     err = capsys.readouterr().err

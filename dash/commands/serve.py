@@ -1,0 +1,171 @@
+"""`kdash serve`: the dashboard's sources and alerts without a UI, exported for Prometheus.
+
+One asyncio loop owns the run state. Blocking reads (files, NVML, processes) run in threads via
+`asyncio.to_thread` and only return observations; every observation is applied to the RunState on
+the loop thread, so trackers are never touched by two threads. Each refresh the loop ticks the
+alert rules, hands new alerts to the sinks, and publishes a frozen snapshot that the exporter's
+HTTP thread reads at scrape time. SIGTERM and SIGINT stop it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from dash.core.clock import Clock, SystemClock
+from dash.core.config import Config
+from dash.core.snapshot import RunSnapshot
+from dash.core.state.run import RunState
+from dash.sources.alert_sinks import AlertDelivery
+from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
+
+Publish = Callable[[RunSnapshot], None]
+
+
+class Latest:
+    """The last published snapshot: written on the loop thread, read by the exporter's thread.
+
+    A single attribute assignment of a frozen value needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self.snapshot: RunSnapshot | None = None
+
+    def publish(self, snap: RunSnapshot) -> None:
+        self.snapshot = snap
+
+    def get(self) -> RunSnapshot | None:
+        return self.snapshot
+
+
+async def _every(interval: float, stop: asyncio.Event, step: Callable[[], Awaitable[None]]) -> None:
+    """Run `step` now and then `interval` seconds after each one ends: polls never overlap."""
+    while not stop.is_set():
+        await step()
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+        except asyncio.TimeoutError:
+            pass
+
+
+class ServeLoop:
+    """The serve loop's parts: one Collector (sources), one RunState (trackers), alert sinks."""
+
+    def __init__(self, cfg: Config, publish: Publish, *, clock: Clock | None = None,
+                 nvml_module: object | None = None) -> None:
+        self.cfg = cfg
+        self.clock = clock or SystemClock()
+        self.publish = publish
+        self.collector = Collector(cfg, nvml_module=nvml_module)
+        self.state = RunState(cfg)
+        self.sinks = AlertDelivery.from_config(cfg)
+        self._noted: set[str] = set()
+
+    async def files(self) -> None:
+        # A backlog bigger than one read is drained at once, yielding to the loop between reads.
+        while True:
+            read = await asyncio.to_thread(self.collector.read_files)
+            apply_files(self.state, read, self.clock.now())
+            if not read.more:
+                return
+
+    async def gpus(self) -> None:
+        reading = await asyncio.to_thread(self.collector.sample_gpus)
+        apply_gpus(self.state, reading, self.clock.now())
+
+    async def processes(self) -> None:
+        procs = await asyncio.to_thread(self.collector.sample_processes)
+        apply_processes(self.state, procs, self.clock.now())
+
+    async def http(self) -> None:
+        sample = await self.collector.poll_http()
+        apply_http(self.state, sample, self.clock.now())
+
+    async def tick(self) -> None:
+        """Evaluate alerts, deliver the changes, publish the snapshot."""
+        now = self.clock.now()
+        changes, snap = self.state.tick_and_snapshot(now)
+        self.publish(snap)
+        if changes:
+            for err in await self.sinks.deliver(changes, now):
+                self._note(f"alert delivery: {err}")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Poll every source on its own interval until `stop` is set; then release them."""
+        cfg = self.cfg
+        steps = [(cfg.refresh, self.files), (cfg.nvml_interval, self.gpus)]
+        if cfg.url:
+            steps.append((cfg.http_interval, self.http))
+        if cfg.process:
+            steps.append((cfg.nvml_process_interval, self.processes))
+        steps.append((cfg.refresh, self.tick))
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            # The first snapshot waits for one read of the files, so a scrape right after start
+            # already has the log's backfilled history.
+            await self.files()
+            tasks = [asyncio.create_task(_every(i, stop, step)) for i, step in steps]
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                t.result()  # a programming error surfaces instead of a silent, half-dead loop
+        finally:
+            stop.set()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.close()
+
+    async def close(self) -> None:
+        await self.collector.aclose()
+
+    def _note(self, text: str) -> None:
+        """A delivery problem, said once on stderr (serve has no screen to show it on)."""
+        if text not in self._noted and len(self._noted) < 100:
+            self._noted.add(text)
+            print(f"kdash serve: {text}", file=sys.stderr, flush=True)
+
+
+async def serve(cfg: Config, stop: asyncio.Event, publish: Publish, *,
+                clock: Clock | None = None, nvml_module: object | None = None) -> None:
+    """Run the sources, alerts and snapshot publishing until `stop` is set."""
+    await ServeLoop(cfg, publish, clock=clock, nvml_module=nvml_module).run(stop)
+
+
+async def _main(cfg: Config, latest: Latest) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await serve(cfg, stop, latest.publish)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def run_serve(cfg: Config) -> int:
+    """`kdash serve`: exit 0 on SIGTERM/SIGINT, 2 when the metrics port cannot be opened."""
+    from dash.sources.prom_export import ExporterError, start_exporter
+
+    latest = Latest()
+    # Until the event loop installs its own handlers, a SIGTERM or SIGINT (a Ctrl+C at once,
+    # a supervisor stopping it while it starts) still means a clean stop, not a traceback.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
+    try:
+        handle = start_exporter(cfg, latest.get)
+    except ExporterError as exc:
+        print(f"kdash: {exc}", file=sys.stderr)
+        return 2
+    print(f"kdash serve: metrics on {handle.url}", file=sys.stderr, flush=True)
+    try:
+        asyncio.run(_main(cfg, latest))
+    finally:
+        handle.close()
+    return 0

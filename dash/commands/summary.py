@@ -1,0 +1,133 @@
+"""`kdash summary LOG [--json]`: a headless report of a whole server log, with its alerts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dash.core.views.summary import LogSummary
+from dash.sources.logread import LogError, ref_time, summary_parts
+
+MAX_ALERT_LINES = 15  # alerts listed in the text report
+
+
+def summarize(path: Path) -> dict[str, Any]:
+    """The summary document of one log (raises LogError). `KDASH_PURE_PYTHON=1` does without
+    the C line scanner (to compare, or to rule it out)."""
+    if os.environ.get("KDASH_PURE_PYTHON", "") not in ("", "0"):
+        from dash.core.views import fastscan
+
+        fastscan.scanner = None
+    summary = LogSummary(ref=ref_time(path))
+    try:
+        for part in summary_parts(path):
+            summary.merge(part)
+    except OSError as exc:  # the file went away between the processes' reads
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
+    return document(path, summary)
+
+
+def document(path: Path, summary: LogSummary) -> dict[str, Any]:
+    """The summary's document, alerts replayed on the log's own clock."""
+    doc = summary.to_dict()
+    doc["path"] = str(path)
+    doc["throughput_series"] = summary.throughput.series()
+    # Imported here, not at the top: a large log's reading processes fork before these load.
+    from dash.core.alerts.model import alert_to_json
+    from dash.core.config import AlertConfig, Config
+    from dash.core.state.run import replay_alerts
+
+    # A long log is replayed thinned (dash.core.views.summary_feed.AlertFeed): gaps between the decode
+    # records kept are no sign of a silent server until they exceed that thinning.
+    silent = max(AlertConfig().silent_after_s, summary.alerts.spacing_s() + 60.0)
+    cfg = Config(alerts={"silent_after_s": silent})
+    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), cfg)]
+    return doc
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:,.2f}" if isinstance(v, float) else str(v)
+
+
+def render_text(doc: dict[str, Any], width: int = 80) -> str:
+    """The summary as a plain-text report for a terminal."""
+    rec = doc["records"]
+    gen = doc["gen_throughput"]
+    peak = gen["peak"] or {}
+    pre = doc["prefill"]
+    out = [
+        f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
+        f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
+        f"  records     decode {rec['decode']:,}  prefill {rec['prefill']:,}  "
+        f"event {rec['event']:,}  unparsed {rec['unparsed']:,}",
+        f"  gen tok/s   peak {_fmt(peak.get('gen_throughput'))} at {_fmt(peak.get('ts'))} "
+        f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines",
+        f"  prefix hit  {_fmt(None if pre['cache_hit_ratio'] is None else pre['cache_hit_ratio'] * 100)}%"
+        f" of {pre['cached_tokens'] + pre['new_tokens']:,} prefill tokens",
+    ]
+    last = doc["last_decode"]
+    if last:
+        out.append(
+            f"  last decode line {last['line']} at {_fmt(last['ts'])}: running {_fmt(last['running_req'])}, "
+            f"queue {_fmt(last['queue_req'])}, token usage {_fmt(last['token_usage'])}, "
+            f"gen {_fmt(last['gen_throughput'])} tok/s"
+        )
+    series = doc["throughput_series"]
+    if len(series) >= 2:
+        from dash.commands.textchart import render_chart  # plotext: only for the text report
+
+        t0 = series[0][0]
+        xs = [x - t0 for x, _ in series]
+        out.append(render_chart(xs, [y for _, y in series], min(width, 100), 12,
+                                "gen throughput (tok/s) over the log (x: seconds from first decode)"))
+    if doc["event_counts"]:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["event_counts"].items()))
+        out.append(f"  events      {counts}")
+        for ev in doc["events"][-15:]:
+            out.append(f"    line {ev['line']:>9}  {_fmt(ev['ts']):<23} {ev['event']:<12} "
+                       f"{ev['message'][:max(20, width - 60)]}")
+    for text in doc["unparsed_samples"]:
+        out.append(f"  unparsed: {text[:width - 12]}")
+    out.extend(_alert_lines(doc["alerts"], width))
+    return "\n".join(out) + "\n"
+
+
+def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
+    """The alerts the log would have raised, replayed on its own clock."""
+    if not alerts:
+        return ["  alerts      none"]
+    out = [f"  alerts      {len(alerts)} fired over the log" +
+           (f" (the last {MAX_ALERT_LINES} below)" if len(alerts) > MAX_ALERT_LINES else "")]
+    for a in alerts[-MAX_ALERT_LINES:]:
+        out.append(f"    {a['severity'].upper():<5} {a['id']:<20} {a['message'][:max(20, width - 32)]}")
+        if a.get("line"):
+            out.append(f"          {str(a['line'])[:width - 12]}")
+    return out
+
+
+def run_summary(path: Path, as_json: bool) -> int:
+    """`kdash summary LOG [--json]`."""
+    doc = summarize(path)  # a LogError is a usage error: one line from the CLI, exit 2
+    if as_json:
+        doc.pop("throughput_series")
+        _write(json.dumps(doc, indent=1) + "\n")
+    else:
+        width = _terminal_width()
+        _write(render_text(doc, width))
+    return 0
+
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)  # a closed pipe (`| head`) is handled once, in dash.commands.cli.main
+    sys.stdout.flush()
+
+
+def _terminal_width() -> int:
+    try:
+        return max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns, 140))
+    except (OSError, ValueError):
+        return 100

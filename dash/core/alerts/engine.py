@@ -1,0 +1,115 @@
+"""Alerts: rules that name the problem, fired after a duration and cleared with hysteresis.
+
+A rule is a pure function of a `RunSnapshot` and `now` that returns `Finding`s (a condition that
+holds right now). `AlertEngine` turns findings into `Alert`s: a finding must hold for its
+`fire_after` seconds before it fires, and an active alert clears only after its finding has been
+absent for `clear_after` seconds, so a value hovering at a threshold does not flap. Nothing here
+reads a clock or does I/O; delivery (command, webhook, history) is `dash.sources.alert_sinks`.
+
+Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
+server_restarted, server_silent, client_log_buffered, throughput_plateau, kv_saturated,
+retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate, partition_done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
+from dash.core.alerts.rules_run import RUN_RULES
+from dash.core.alerts.rules_server import SERVER_RULES
+from dash.core.alerts.rules_throughput import THROUGHPUT_RULES
+from dash.core.config import AlertConfig
+from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
+
+
+@dataclass
+class _Track:
+    first_seen: float
+    alert: Alert | None = None
+    absent_since: float | None = None
+
+
+@dataclass
+class AlertEngine:
+    """Runs the rules, applies durations and hysteresis, and keeps the active alerts."""
+
+    config: AlertConfig = field(default_factory=AlertConfig)
+    rules: tuple[Rule, ...] | None = None
+    _tracks: dict[str, _Track] = field(default_factory=dict)
+    _memory: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _events: ServerEvents | None = None
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            self.rules = default_rules()
+
+    def evaluate(self, snap: RunSnapshot, now: float) -> AlertChanges:
+        """Evaluate every rule on `snap` at `now`; return what fired and what cleared."""
+        active = frozenset(k for k, t in self._tracks.items() if t.alert is not None)
+        events = snap.server.events
+        if self._events is None or self._events.all is not events:
+            self._events = ServerEvents(events)
+        findings: dict[str, Finding] = {}
+        for i, rule in enumerate(self.rules or ()):
+            ctx = RuleContext(snap, now, self.config, active, self._memory.setdefault(i, {}),
+                              self._events)
+            for f in rule(ctx):
+                findings.setdefault(f.key, f)
+        new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
+        cleared = [a for k in list(self._tracks) if k not in findings
+                   if (a := self._absent(k, now)) is not None]
+        return AlertChanges(tuple(new), tuple(cleared))
+
+    def _present(self, f: Finding, now: float) -> Alert | None:
+        track = self._tracks.get(f.key)
+        if track is None:
+            track = self._tracks[f.key] = _Track(first_seen=now)
+        track.absent_since = None
+        since = f.since if f.since is not None else track.first_seen
+        if track.alert is not None:
+            # Keep `since` and the acknowledgement; refresh the numbers.
+            track.alert = _alert(f, track.alert.since, track.alert.acknowledged)
+            return None
+        if now - track.first_seen < f.fire_after:
+            return None
+        track.alert = _alert(f, since, False)
+        return track.alert
+
+    def _absent(self, key: str, now: float) -> Alert | None:
+        track = self._tracks[key]
+        if track.alert is None:
+            del self._tracks[key]  # a pending condition that went away restarts its duration
+            return None
+        if track.absent_since is None:
+            track.absent_since = now
+        if now - track.absent_since < self.config.clear_after_s:
+            return None
+        del self._tracks[key]
+        return track.alert
+
+    def active(self) -> tuple[Alert, ...]:
+        """Active alerts, most severe first, then oldest first."""
+        alerts = [t.alert for t in self._tracks.values() if t.alert is not None]
+        return tuple(sorted(alerts, key=lambda a: (-SEVERITY_ORDER[a.severity], a.since, a.key)))
+
+    def acknowledge(self, key: str) -> bool:
+        """Mark an active alert seen (the UI dims it); False when no such alert is active."""
+        track = self._tracks.get(key)
+        if track is None or track.alert is None:
+            return False
+        track.alert = dataclasses.replace(track.alert, acknowledged=True)
+        return True
+
+
+def default_rules() -> tuple[Rule, ...]:
+    """Every rule, server first."""
+    return SERVER_RULES + THROUGHPUT_RULES + RUN_RULES
+
+
+def _alert(f: Finding, since: float, acknowledged: bool) -> Alert:
+    return Alert(id=f.id, severity=f.severity, since=since, message=f.message,
+                 evidence=f.evidence, hint=f.hint, subject=f.subject, line=f.line,
+                 acknowledged=acknowledged)

@@ -1,0 +1,151 @@
+"""What alert rules are made of: findings, the context a rule sees, and the alert's JSON.
+
+A rule is a pure function of a `RuleContext` (a `RunSnapshot`, the time, the thresholds) that
+yields `Finding`s; `dash.core.alerts.engine.AlertEngine` turns them into alerts. Rule ids are a
+contract (scripts, `--json`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dash.core.config import AlertConfig
+from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
+
+RULE_IDS = (
+    "server_oom", "server_crash", "server_down", "server_restarted", "server_silent",
+    "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions",
+    "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule's condition holding right now; the engine decides when it becomes an Alert."""
+
+    id: str
+    severity: Severity
+    message: str
+    evidence: str
+    hint: str
+    subject: str | None = None
+    line: str | None = None
+    fire_after: float = 0.0
+    since: float | None = None
+    """When the condition really began (an event's time); default: when first seen."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}:{self.subject}" if self.subject else self.id
+
+
+class ServerEvents:
+    """The server log's recent events as the rules ask for them, worked out once per list
+    (snapshots share the list until an event arrives; rules run every tick)."""
+
+    __slots__ = ("all", "last_restart", "since_start", "_kinds", "_retracts", "_retract_at",
+                 "_in_order")
+
+    def __init__(self, events: tuple[Record, ...]) -> None:
+        self.all = events
+        restarts = [i for i, e in enumerate(events) if e.get("event") == "restart"]
+        self.last_restart: int | None = restarts[-1] if restarts else None
+        """Index in `all` of the most recent restart."""
+        self.since_start = events if self.last_restart is None else events[self.last_restart + 1:]
+        """Events after the most recent restart: what still describes the running server."""
+        self._kinds: set[str] | None = None
+        self._retracts = [e for e in events if e.get("event") == "retract"
+                          and isinstance(e.get("at"), (int, float))]
+        self._retract_at = [e["at"] for e in self._retracts]
+        self._in_order = all(map(operator.le, self._retract_at, self._retract_at[1:]))
+
+    def since_start_of(self, *kinds: str) -> list[Record]:
+        """Events of these kinds since the most recent restart, oldest first."""
+        if self._kinds is None:
+            self._kinds = {str(e.get("event")) for e in self.since_start}
+        if self._kinds.isdisjoint(kinds):
+            return []
+        return [e for e in self.since_start if e.get("event") in kinds]
+
+    def retracts_within(self, now: float, window: float) -> list[Record]:
+        """Retraction events at most `window` seconds before `now`, oldest first."""
+        recent = self._retracts
+        if self._in_order:  # skip the old ones; a second's slack keeps the test below exact
+            recent = recent[bisect.bisect_left(self._retract_at, now - window - 1.0):]
+        return [e for e in recent if now - e["at"] <= window]
+
+
+@dataclass(slots=True)
+class RuleContext:
+    """What a rule sees: the snapshot, the time, thresholds, active keys and its own memory."""
+
+    snap: RunSnapshot
+    now: float
+    cfg: AlertConfig
+    active: frozenset[str]
+    memory: dict[str, Any]
+    events: ServerEvents = None  # type: ignore[assignment]  # set from `snap` when not given
+    """The snapshot's server events, indexed (the engine shares one index across ticks)."""
+
+    def __post_init__(self) -> None:
+        if self.events is None or self.events.all is not self.snap.server.events:
+            self.events = ServerEvents(self.snap.server.events)
+
+
+Rule = Callable[[RuleContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class AlertChanges:
+    """What one evaluation changed: alerts that fired and alerts that cleared (for delivery)."""
+
+    new: tuple[Alert, ...] = ()
+    cleared: tuple[Alert, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.new or self.cleared)
+
+
+def fmt_duration(seconds: float) -> str:
+    """`45 s`, `10 min`, `2.5 h`: short and human."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def where(ev: Mapping[str, Any]) -> str:
+    """`at 12:10:05 (line 812)` from an event's own timestamp and line number."""
+    parts = []
+    if ev.get("ts"):
+        parts.append(f"at {ev['ts']}")
+    if ev.get("line"):
+        parts.append(f"(line {ev['line']})")
+    return " ".join(parts) or "in the log"
+
+
+def alert_to_json(alert: Alert) -> dict[str, Any]:
+    """The alert object of `--json`, the summary, history and delivery (keys are a contract)."""
+    return {
+        "id": alert.id,
+        "key": alert.key,
+        "severity": alert.severity,
+        "since": alert.since,
+        "message": alert.message,
+        "evidence": alert.evidence,
+        "hint": alert.hint,
+        "subject": alert.subject,
+        "line": alert.line,
+        "acknowledged": alert.acknowledged,
+    }
+
+
+def alert_text(alert: Alert) -> str:
+    """One line for a chat message or a notification: severity, id, message."""
+    subject = f" [{alert.subject}]" if alert.subject else ""
+    return f"kdash {alert.severity.upper()} {alert.id}{subject}: {alert.message}"

@@ -1,0 +1,125 @@
+"""Alert rules about the run around the server: client log, outputs, client processes, GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dash.core.alerts.model import Finding, RuleContext, fmt_duration
+from dash.core.snapshot import PartitionSnapshot
+
+GB = 1024**3
+
+
+def rule_client_buffered(ctx: RuleContext) -> Iterator[Finding]:
+    """`client_log_buffered` (warn): the client log is empty or still while an output grows."""
+    c, cfg, mem = ctx.snap.client, ctx.cfg, ctx.memory
+    if c.log_path is None or c.log_bytes is None:
+        return
+    # Growth seen by this rule, so a tracker that only stamps growth after its first read
+    # cannot make a freshly started kdash look like a stale log.
+    if mem.get("bytes") != c.log_bytes:
+        mem["bytes"], mem["grew_at"] = c.log_bytes, ctx.now
+    grew_at = max(mem["grew_at"], c.log_last_growth or 0.0)
+    if c.log_bytes and ctx.now - grew_at < cfg.buffered_after_s:
+        return
+    growing = [p for p in ctx.snap.partitions
+               if p.last_write is not None and p.last_write > grew_at
+               and ctx.now - p.last_write <= cfg.buffered_after_s
+               and p.written >= cfg.buffered_min_lines]
+    if not growing:
+        return
+    p = growing[0]
+    state = "is empty (0 bytes)" if c.log_bytes == 0 else \
+        f"has not grown for {fmt_duration(ctx.now - grew_at)}"
+    yield Finding("client_log_buffered", "warn",
+                  f"the client log {state} while {p.name} grew {p.at_start} -> {p.done} lines",
+                  f"client log {c.log_path}: {c.log_bytes} bytes; {len(growing)} output(s) growing",
+                  "The client's output is block-buffered: run it with `python -u` or "
+                  "PYTHONUNBUFFERED=1 (tqdm, prints and tracebacks then reach the log at once).",
+                  fire_after=0.0 if c.log_bytes == 0 else cfg.buffered_after_s / 2)
+
+
+def _is_done(p: PartitionSnapshot) -> bool:
+    return p.status == "done" or (p.total is not None and p.total > 0 and p.done >= p.total)
+
+
+def rule_output_stalled(ctx: RuleContext) -> Iterator[Finding]:
+    """`output_stalled` (warn, per partition): a partition that owes lines has stopped growing.
+
+    Only the tracker's "stalled" status counts: a quiet partition with no known total is
+    "idle" (it may simply be finished), never stalled.
+    """
+    cfg, now = ctx.cfg, ctx.now
+    for p in ctx.snap.partitions:
+        if p.status != "stalled" or _is_done(p) or p.last_write is None:
+            continue
+        quiet = now - p.last_write
+        if quiet < cfg.stalled_after_s:
+            continue
+        total = f"/{p.total}" if p.total is not None else ""
+        yield Finding("output_stalled", "warn",
+                      f"{p.name}: no new output for {fmt_duration(quiet)} at {p.done}{total}",
+                      f"{p.path} last grew {fmt_duration(quiet)} ago",
+                      "Check the client log for a traceback or a hang, and the server for a "
+                      "crash; a client that died leaves its partition here.",
+                      subject=p.name, since=p.last_write)
+
+
+def rule_partition_done(ctx: RuleContext) -> Iterator[Finding]:
+    """`partition_done` (info, per partition): it reached its total while kdash watched."""
+    for p in ctx.snap.partitions:
+        if not _is_done(p) or p.at_start >= p.done:
+            continue
+        if p.last_write is not None and ctx.now - p.last_write > ctx.cfg.done_show_s:
+            continue
+        total = p.total if p.total is not None else p.done
+        yield Finding("partition_done", "info", f"{p.name} is done ({p.done}/{total})",
+                      f"{p.written} lines written while watched", "", subject=p.name,
+                      since=p.last_write)
+
+
+def rule_client_processes(ctx: RuleContext) -> Iterator[Finding]:
+    """`client_missing` / `client_duplicate` (warn): no client process, or more than one."""
+    c = ctx.snap.client
+    if c.processes is None:
+        return
+    pattern = c.process_pattern or "the client pattern"
+    if not c.processes:
+        yield Finding("client_missing", "warn", f"no process matches {pattern!r}",
+                      "0 matching processes",
+                      "The client is not running: did it finish, crash or get killed? See the "
+                      "client log's last lines.", fire_after=ctx.cfg.client_after_s)
+    elif len(c.processes) > 1:
+        pids = ", ".join(str(p.pid) for p in c.processes[:8])
+        yield Finding("client_duplicate", "warn",
+                      f"{len(c.processes)} processes match {pattern!r}", f"pids {pids}",
+                      "Two clients write the same outputs twice (duplicated lines): stop the "
+                      "extra one.", fire_after=ctx.cfg.client_after_s)
+
+
+def rule_gpu_headroom(ctx: RuleContext) -> Iterator[Finding]:
+    """`gpu_headroom_low` (warn): free GPU memory, or avail mem after CUDA graph, too low."""
+    cfg, snap = ctx.cfg, ctx.snap
+    parts: list[str] = []
+    low = [g for g in snap.gpus.gpus if g.memory_free is not None
+           and g.memory_free < cfg.gpu_free_min_gb * GB] if snap.gpus.available else []
+    if low:
+        parts.append(", ".join(f"GPU {g.index}: {g.memory_free / GB:.2f} GB free"
+                               for g in low if g.memory_free is not None))
+    avail = snap.server.facts.get("avail_mem_gb")
+    graph_low = isinstance(avail, (int, float)) and avail < cfg.cuda_graph_min_gb
+    if graph_low:
+        parts.append(f"avail mem after CUDA graph capture {avail} GB")
+    if not parts:
+        return
+    mfs = snap.server.facts.get("mem_fraction_static")
+    at = f" (now {mfs})" if mfs is not None else ""
+    yield Finding("gpu_headroom_low", "warn", "GPU memory headroom is low: " + "; ".join(parts),
+                  f"threshold {cfg.gpu_free_min_gb} GB free, {cfg.cuda_graph_min_gb} GB after "
+                  "CUDA graph", "A large prefill can OOM: lower --mem-fraction-static" + at +
+                  " or --chunked-prefill-size, and keep other processes off these GPUs.",
+                  fire_after=0.0 if graph_low else cfg.gpu_after_s)
+
+
+RUN_RULES = (rule_client_buffered, rule_output_stalled, rule_partition_done,
+             rule_client_processes, rule_gpu_headroom)

@@ -1,0 +1,158 @@
+"""Alert rules about the server process: OOM, crash, down, restarted, silent, retractions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from dash.core.alerts.model import Finding, RuleContext, fmt_duration, where
+from dash.core.snapshot import Record
+
+_CRASH_TEXT = {
+    "exception": "the scheduler hit an exception",
+    "watchdog": "watchdog timeout: the scheduler hung",
+    "sigquit": "a server process failed (SIGQUIT)",
+    "killed": "the server was killed (often the kernel's OOM killer)",
+}
+
+
+def _headroom(facts: Mapping[str, Any]) -> str:
+    parts = []
+    if facts.get("avail_mem_gb") is not None:
+        parts.append(f"avail mem after CUDA graph {facts['avail_mem_gb']} GB")
+    if facts.get("mem_fraction_static") is not None:
+        parts.append(f"mem_fraction_static {facts['mem_fraction_static']}")
+    return ", ".join(parts)
+
+
+def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
+    ooms = ctx.events.since_start_of("oom")
+    if not ooms:
+        return
+    first, facts = ooms[0], ctx.snap.server.facts
+    during = ""
+    prefill = ctx.snap.server.last_prefill
+    if prefill and prefill.get("new_token") and (prefill.get("line") or 0) <= (first.get("line") or 0):
+        during = f" after a prefill of {prefill['new_token']} new tokens"
+    evidence = f"OOM {where(first)}{during}; {len(ooms)} OOM line(s)"
+    if _headroom(facts):
+        evidence += f"; {_headroom(facts)}"
+    mfs = facts.get("mem_fraction_static")
+    lower = f" (now {mfs}; try {float(mfs) - 0.05:.2f})" if isinstance(mfs, (int, float)) else ""
+    hint = (f"Lower --mem-fraction-static{lower} to leave more headroom outside the KV cache, "
+            "or cap --chunked-prefill-size / --max-running-requests; the server usually needs a "
+            "restart after an OOM.")
+    yield Finding("server_oom", "crit", "CUDA out of memory in the server" + during, evidence,
+                  hint, line=_text(first), since=first.get("at"))
+
+
+def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_crash` (crit, at once): exception, watchdog timeout, SIGQUIT or Killed."""
+    crashes = ctx.events.since_start_of("crash")
+    if not crashes:
+        return
+    first = crashes[0]
+    reasons = sorted({str(e.get("reason") or "exception") for e in crashes})
+    what = "; ".join(_CRASH_TEXT.get(r, r) for r in reasons)
+    hint = ("Read the traceback above this line in the server log; restart the server "
+            "(the client resumes from its outputs). A watchdog timeout often follows a hang "
+            "after an OOM; `Killed` alone usually means host RAM ran out.")
+    yield Finding("server_crash", "crit", f"server crashed: {what}",
+                  f"{len(crashes)} crash line(s), first {where(first)}", hint,
+                  line=_text(first), since=first.get("at"))
+
+
+def rule_down(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_down` (crit): HTTP unreachable for `down_polls` polls in a row."""
+    http = ctx.snap.http
+    if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls:
+        return
+    last_ok = "never answered" if http.last_ok_at is None else \
+        f"last answered {fmt_duration(max(0.0, ctx.now - http.last_ok_at))} ago"
+    yield Finding("server_down", "crit", f"server unreachable at {http.url}: {http.reason}",
+                  f"{http.consecutive_failures} failed polls; {last_ok}",
+                  "Is the server process alive (GPU processes, `ps`)? Check the end of the server "
+                  "log for a crash, and the --url/port.", since=http.since)
+
+
+def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_restarted` (info): shown for `restart_show_s` after a restart."""
+    events, i = ctx.events.all, ctx.events.last_restart
+    if i is None:
+        return
+    ev = events[i]
+    at = ev.get("at")
+    if not isinstance(at, (int, float)) or ctx.now - at > ctx.cfg.restart_show_s:
+        return
+    cause = next((e for e in reversed(events[:i]) if e.get("event") in ("oom", "crash")), None)
+    evidence = f"restart #{ctx.snap.server.restarts} {where(ev)}"
+    if cause is not None:
+        evidence += f"; before it: {cause.get('event')} {where(cause)}"
+    yield Finding("server_restarted", "info", "the server restarted; peak reset", evidence,
+                  "Totals are kept; throughput charts start over from the new start.",
+                  line=_text(cause) if cause else None, since=at)
+
+
+def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_silent` (warn): no stats line for `silent_after_s` while requests were running
+    (by the last stats line, unless the server's /metrics now says none are)."""
+    s = ctx.snap.server
+    last = _latest_stats(s.last_decode, s.last_prefill)
+    if last is None or s.last_record_at is None:
+        return
+    quiet = ctx.now - s.last_record_at
+    running = last.get("running_req")
+    if quiet < ctx.cfg.silent_after_s or not isinstance(running, (int, float)) or running <= 0:
+        return
+    http = ctx.snap.http
+    if http.state == "up" and http.metrics.get("running_req") == 0:
+        return  # the last requests finished after the last stats line: idle, not hung
+    after = ctx.events.since_start_of("oom", "crash")
+    cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
+    yield Finding("server_silent", "warn",
+                  f"no decode/prefill line for {fmt_duration(quiet)} with {running:g} running",
+                  f"last stats line {where(last)}{cause}",
+                  "The server may be hung (common after an OOM): check /health, GPU "
+                  "utilization, and restart it if it does not answer.",
+                  since=s.last_record_at)
+
+
+def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
+    """`retractions` (warn): at least `retract_min_events` retractions within the window."""
+    window = ctx.cfg.retract_window_s
+    seen: dict[tuple[Any, Any], Record] = {}
+    for e in ctx.events.retracts_within(ctx.now, window):
+        # Every TP rank prints the same retraction: count it once.
+        seen.setdefault((e.get("ts"), e.get("message")), e)
+    if len(seen) < ctx.cfg.retract_min_events:
+        return
+    events = list(seen.values())
+    reqs = sum(int(e.get("retracted_req") or 0) for e in events)
+    rate = len(events) / (window / 60) if window else float(len(events))
+    yield Finding("retractions", "warn",
+                  f"{len(events)} retraction{'s' if len(events) != 1 else ''} in "
+                  f"{fmt_duration(window)} ({rate:.1f}/min, "
+                  f"{reqs} requests retracted)",
+                  f"latest {where(events[-1])}",
+                  "The KV cache pool is full and running requests are evicted and recomputed. "
+                  "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
+                  "memory (fp8 KV cache, hierarchical cache).",
+                  line=_text(events[-1]), since=events[0].get("at"))
+
+
+def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | None:
+    candidates: Sequence[Record] = [r for r in (decode, prefill) if r is not None]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda r: r.get("line") or 0)
+
+
+def _text(ev: Mapping[str, Any] | None) -> str | None:
+    if ev is None:
+        return None
+    msg = ev.get("message")
+    return str(msg)[:500] if msg else None
+
+
+SERVER_RULES = (rule_oom, rule_crash, rule_down, rule_restarted, rule_silent, rule_retractions)

@@ -1,0 +1,165 @@
+"""Alert rules about throughput and the KV cache: `throughput_plateau` and `kv_saturated`.
+
+Both read medians over a window of decode lines, never single lines: SGLang's per-line throughput
+jumps by tens of percent from one line to the next, and a rule on raw lines would flap. Windows
+end at the series' last point (the log's own time), so a log stamped in another time zone still
+reads right.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+from dash.core.alerts.model import Finding, RuleContext, fmt_duration
+from dash.core.series import SeriesView
+from dash.core.snapshot import RunSnapshot
+
+
+def window_median(view: SeriesView, window: float, min_points: int = 1,
+                  end: float | None = None) -> float | None:
+    """Median of the points in the last `window` seconds before `end` (default: the last point)."""
+    if not view.t:
+        return None
+    end = view.t[-1] if end is None else end
+    w = view.window(end - window)
+    values = [v for t, v in zip(w.t, w.v, strict=True) if t <= end]
+    if len(values) < max(1, min_points):
+        return None
+    return float(statistics.median(values))
+
+
+def _gpu_util(snap: RunSnapshot, window: float) -> float | None:
+    medians = [m for h in snap.gpus.util_history.values()
+               if (m := window_median(h, window)) is not None]
+    return sum(medians) / len(medians) if medians else None
+
+
+def _reset_if_restarted(mem: dict[str, Any], snap: RunSnapshot) -> None:
+    s = snap.server
+    peak = mem.get("peak")
+    user_reset = peak is not None and (s.peak is None or s.peak.gen_throughput < peak["value"])
+    if mem.get("restarts") != s.restarts or user_reset:
+        mem.clear()
+        mem["restarts"] = s.restarts
+
+
+def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
+    """`throughput_plateau` (warn): the windowed median fell `plateau_drop` below its peak."""
+    cfg, snap, mem = ctx.cfg, ctx.snap, ctx.memory
+    _reset_if_restarted(mem, snap)
+    s = snap.server
+    cur = window_median(s.gen_throughput, cfg.plateau_window_s, cfg.plateau_min_points)
+    if cur is None:
+        return
+    end = s.gen_throughput.t[-1]
+    running = window_median(s.running_req, cfg.plateau_window_s, end=end)
+    queue = window_median(s.queue_req, cfg.plateau_window_s, end=end)
+    usage = window_median(s.token_usage, cfg.plateau_window_s, end=end)
+    util = _gpu_util(snap, cfg.plateau_window_s)
+    peak = mem.get("peak")
+    if peak is None or cur > peak["value"]:
+        mem["peak"] = {"value": cur, "at": end, "running": running, "util": util}
+        mem["high_at"] = end
+        return
+    if cur >= 0.95 * peak["value"]:
+        mem["high_at"] = end  # still at the peak: the fall starts after this
+    # Hysteresis: once fired, it stays until throughput is back within (drop - 10 points).
+    drop = cfg.plateau_drop - (0.10 if "throughput_plateau" in ctx.active else 0.0)
+    if peak["value"] < cfg.plateau_min_peak or cur > peak["value"] * (1 - drop):
+        mem.pop("low", None)
+        return
+    if "low" not in mem or cur < 0.97 * mem["low"]:
+        mem["low"], mem["low_at"] = cur, end  # still falling: the plateau starts later
+    if running is not None and running <= 0:
+        return  # idle, not slow: nothing is running
+    cause, why, hint = _cause(ctx, peak, running, queue, usage, util)
+    # Decided on medians; told with the peak the screen shows (the highest line), as users read it.
+    shown = max(peak["value"], s.peak.gen_throughput if s.peak else 0.0)
+    fall = (cur - shown) / shown
+    message = (f"fell from peak {shown:.0f} to plateau {cur:.0f} tok/s ({fall:+.0%}) "
+               f"over {fmt_duration(mem['low_at'] - mem['high_at'])}; likely {cause}")
+    evidence = (f"median over {fmt_duration(cfg.plateau_window_s)}: {cur:.0f} tok/s (peak median "
+                f"{peak['value']:.0f}), running "
+                f"{_g(running)} (peak {_g(peak['running'])}), queue {_g(queue)}, token usage "
+                f"{_g(usage, '.2f')}; {why}")
+    yield Finding("throughput_plateau", "warn", message, evidence, hint,
+                  fire_after=cfg.plateau_after_s)
+
+
+def _g(value: float | None, spec: str = ".0f") -> str:
+    return "?" if value is None else format(value, spec)
+
+
+def _cause(ctx: RuleContext, peak: dict[str, Any], running: float | None,
+           queue: float | None, usage: float | None,
+           util: float | None) -> tuple[str, str, str]:
+    """(cause, why, hint): KV-bound, draining, client-bound, GPU, or unclear."""
+    cfg, snap = ctx.cfg, ctx.snap
+    if usage is not None and usage >= cfg.kv_bound_usage and queue:
+        return ("KV-bound", f"token usage {usage:.2f} with {queue:.0f} queued",
+                "The KV cache is full, so requests wait in the queue: " + kv_hint(snap))
+    near_end = [p.name for p in snap.partitions
+                if p.status != "done" and (p.percent or 0.0) >= 95.0]
+    if not queue and near_end:
+        return ("draining", f"partition {near_end[0]} is near its end",
+                "The run is finishing: throughput falls as the last requests complete.")
+    peak_running = peak.get("running")
+    if not queue and running is not None and peak_running and running < 0.8 * peak_running:
+        return ("client-bound", f"queue empty and running fell from {peak_running:.0f}",
+                "The server waits on the client: raise the client's concurrency "
+                "(more parallel requests or workers).")
+    peak_util = peak.get("util")
+    if util is not None and peak_util is not None and util < peak_util - 20:
+        return ("GPU", f"GPU utilization fell from {peak_util:.0f}% to {util:.0f}%",
+                "Check GPU clocks, temperature and power throttling, and other processes.")
+    return ("unclear", "no KV, queue or GPU signal explains it",
+            "Compare prompt lengths and output lengths now with those at the peak.")
+
+
+def kv_hint(snap: RunSnapshot) -> str:
+    """Max concurrency ~ max_total_num_tokens / tokens per request, and the ways to raise it."""
+    facts = snap.server.facts
+    total = facts.get("max_total_num_tokens")
+    last = snap.server.last_decode or {}
+    tokens, running = last.get("tokens"), last.get("running_req")
+    estimate = ""
+    if isinstance(tokens, (int, float)) and isinstance(running, (int, float)) and running > 0:
+        per_req = tokens / running
+        estimate = f" ({tokens:g} tokens / {running:g} running = {per_req:.0f} per request"
+        if isinstance(total, (int, float)) and per_req > 0:
+            estimate += f"; {total:g} / {per_req:.0f} = ~{total / per_req:.0f} requests"
+        estimate += ")"
+    return ("max concurrency ~ max_total_num_tokens / tokens per request" + estimate +
+            ". To fit more: fp8 KV cache (--kv-cache-dtype fp8_e5m2), hierarchical cache "
+            "(--enable-hierarchical-cache), a higher --mem-fraction-static if there is headroom, "
+            "or shorter outputs.")
+
+
+def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
+    """`kv_saturated` (warn): token usage >= `kv_usage` with the queue growing."""
+    cfg, s = ctx.cfg, ctx.snap.server
+    usage_view = s.token_usage
+    if len(usage_view) < 3 or len(s.queue_req) < 3:
+        return
+    active = "kv_saturated" in ctx.active
+    usage = window_median(usage_view, cfg.kv_window_s, min_points=3)
+    threshold = cfg.kv_usage - (0.03 if active else 0.0)
+    if usage is None or usage < threshold:
+        return
+    q = s.queue_req.window(s.queue_req.t[-1] - cfg.kv_window_s).v
+    third = max(1, len(q) // 3)
+    q0, q1 = statistics.median(q[:third]), statistics.median(q[-third:])
+    if not (q1 > q0 or (active and q1 > 0)):
+        return
+    yield Finding("kv_saturated", "warn",
+                  f"KV cache {usage:.0%} full and the queue grew {q0:.0f} -> {q1:.0f} "
+                  f"in {fmt_duration(cfg.kv_window_s)}",
+                  f"median token usage {usage:.2f}; max_total_num_tokens "
+                  f"{s.facts.get('max_total_num_tokens', '?')}",
+                  kv_hint(ctx.snap)[0].upper() + kv_hint(ctx.snap)[1:],
+                  fire_after=cfg.kv_after_s)
+
+
+THROUGHPUT_RULES = (rule_plateau, rule_kv_saturated)

@@ -1,0 +1,305 @@
+"""kdash's configuration schema: one frozen `Config` and the alert thresholds, validated.
+
+Pure: values come in as layers of raw settings (a TOML file's table, the flags) and `merge_layers`
+turns them into a `Config`, later layers winning. Reading the files, the user's directories and
+the environment is `dash.sources.config_files`. A bad value raises `ConfigError` with a one-line
+message; the CLI prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from dash.core.errors import ConfigError
+
+DEFAULT_URL = "http://127.0.0.1:30000"
+"""SGLang's default port."""
+
+MIN_REFRESH_S = 0.2
+MIN_NVML_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What to watch and how. Every field can be set in TOML under the same name."""
+
+    log: Path | None = None
+    """The server log (SGLang or vLLM stdout/stderr redirected to a file)."""
+    url: str | None = DEFAULT_URL
+    """The server's base URL; an empty string disables HTTP polling."""
+    client_log: Path | None = None
+    """The inference client's stdout/stderr log."""
+    outputs: tuple[str, ...] = ()
+    """Globs of per-partition JSONL output files."""
+    inputs: tuple[str, ...] = ()
+    """Globs of per-partition prompt files (their line counts are the totals)."""
+    expect: Mapping[str, int] = field(default_factory=dict)
+    """Partition name -> expected total."""
+    process: str | None = None
+    """A pattern matched against process command lines (the client script)."""
+    gpus: tuple[int, ...] | None = None
+    """GPU indices to show; None means all (or CUDA_VISIBLE_DEVICES where set)."""
+    refresh: float = 1.0
+    """Seconds between screen refreshes."""
+    poll: bool = False
+    """Poll files instead of inotify (NFS, overlay filesystems)."""
+    backfill_bytes: int = 4 * 1024 * 1024
+    """How much of the server log's end to read at start, so charts have history at once."""
+    http_interval: float = 2.0
+    nvml_interval: float = 1.0
+    nvml_process_interval: float = 5.0
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    bell: bool = True
+    """Ring the terminal bell on a new warn or crit alert."""
+    on_alert: str | None = None
+    """A command run (without a shell) for each new alert, with the alert as JSON on stdin."""
+    webhook: str | None = None
+    """A URL that receives a Slack-compatible `{"text": ...}` POST for each new alert."""
+    alert_history: bool = True
+    """Append alerts as JSONL to the user state directory."""
+    alerts: Mapping[str, Any] = field(default_factory=dict)
+    """Alert thresholds by name (see README "Alerts")."""
+
+    def is_empty(self) -> bool:
+        """True when nothing to watch is configured."""
+        explicit_url = bool(self.url) and self.url != DEFAULT_URL
+        return not (self.log or explicit_url or self.client_log or self.outputs or self.process)
+
+
+_PATH_FIELDS = {"log", "client_log"}
+_GLOB_FIELDS = {"outputs", "inputs"}
+_FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_interval"}
+_INT_FIELDS = {"backfill_bytes", "metrics_port"}
+_BOOL_FIELDS = {"poll", "bell", "alert_history"}
+_STR_FIELDS = {"url", "process", "metrics_host", "on_alert", "webhook"}
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config))
+
+
+def finite_number(value: Any) -> float | None:
+    """`value` as a finite float (a number, or text of one), else None (bools, inf, nan)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def whole_number(value: Any) -> int | None:
+    """`value` as an int when it is a whole, finite number (or text of one), else None."""
+    number = finite_number(value)
+    if number is None or number != int(number):
+        return None
+    return int(number)
+
+
+def _http_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    """Turn a raw TOML or flag value into the field's type, or say in one line why not."""
+    def bad(kind: str) -> ConfigError:
+        return ConfigError(f"{where}: {name} must be {kind}, got {value!r}")
+
+    if value is None:
+        return None
+    if name in _PATH_FIELDS:
+        if not isinstance(value, (str, Path)):
+            raise bad("a path")
+        return Path(os.path.expanduser(str(value)))
+    if name in _GLOB_FIELDS:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise bad("a glob or a list of globs")
+        return tuple(os.path.expanduser(v) for v in value)
+    if name in _FLOAT_FIELDS:
+        fvalue = finite_number(value)
+        if fvalue is None or fvalue <= 0:
+            raise bad("a positive number of seconds")
+        return fvalue
+    if name in _INT_FIELDS:
+        ivalue = whole_number(value)
+        if ivalue is None:
+            raise bad("a whole number")
+        if name == "metrics_port" and not 0 <= ivalue <= 65535:
+            raise bad("a port number (0-65535)")
+        if ivalue < 0:
+            raise bad("a whole number >= 0")
+        return ivalue
+    if name in _BOOL_FIELDS:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if name in _STR_FIELDS:
+        if not isinstance(value, str):
+            raise bad("a string")
+        if name in ("url", "webhook") and value and not _http_url(value):
+            raise bad("an http:// or https:// URL")
+        return value
+    if name == "expect":
+        return parse_expect(value, where)
+    if name == "gpus":
+        return parse_gpus(value, where)
+    if name == "alerts":
+        if not isinstance(value, Mapping):
+            raise bad("a table")
+        return dict(value)
+    raise ConfigError(f"{where}: unknown setting {name!r}")  # pragma: no cover
+
+
+def parse_expect(value: Any, where: str = "--expect") -> dict[str, int]:
+    """`{"B1": 10000}` from a TOML table, or from flags `["B1=10000", ...]`."""
+    out: dict[str, int] = {}
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = []
+        for item in value:
+            name, sep, n = str(item).partition("=")
+            if not sep or not name:
+                raise ConfigError(f"{where}: expected NAME=N, got {item!r}")
+            items.append((name, n))
+    else:
+        raise ConfigError(f"{where}: expected NAME=N pairs, got {value!r}")
+    for name, n in items:
+        count = whole_number(n)
+        if count is None:
+            raise ConfigError(f"{where}: total for {name!r} must be a whole number, got {n!r}")
+        if count < 0:
+            raise ConfigError(f"{where}: total for {name!r} must be >= 0, got {count}")
+        out[str(name)] = count
+    return out
+
+
+def parse_gpus(value: Any, where: str = "--gpus") -> tuple[int, ...]:
+    """`0,3` or `[0, 3]` -> (0, 3)."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [value]
+    else:
+        raise ConfigError(f"{where}: expected GPU indices like 0,3, got {value!r}")
+    indices = [whole_number(p) for p in parts]
+    out = tuple(i for i in indices if i is not None)
+    if not out or len(out) != len(indices) or any(i < 0 for i in out):
+        raise ConfigError(f"{where}: expected GPU indices like 0,3, got {value!r}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AlertConfig:
+    """Every alert threshold; set any of them in TOML under `[alerts]` by the same name."""
+
+    clear_after_s: float = 60.0
+    """An active alert clears only after its condition has been false this long (hysteresis)."""
+    down_polls: int = 3
+    """`server_down`: consecutive failed HTTP polls before the server counts as down."""
+    silent_after_s: float = 300.0
+    """`server_silent`: no decode/prefill line for this long while requests were running."""
+    restart_show_s: float = 900.0
+    """`server_restarted`: how long the info alert stays up after a restart."""
+    buffered_after_s: float = 120.0
+    """`client_log_buffered`: the client log has not grown for this long while an output grew."""
+    buffered_min_lines: int = 5
+    """`client_log_buffered`: lines an output must gain (since kdash started) to count as growing."""
+    plateau_drop: float = 0.30
+    """`throughput_plateau`: fractional fall from the peak that counts (0.30 = 30 % below peak)."""
+    plateau_after_s: float = 600.0
+    """`throughput_plateau`: how long the fall must hold before the alert fires."""
+    plateau_window_s: float = 120.0
+    """`throughput_plateau`: medians are taken over this window, so single lines cannot fire it."""
+    plateau_min_peak: float = 50.0
+    """`throughput_plateau`: peaks below this (tok/s) are too small to compare against."""
+    plateau_min_points: int = 5
+    """`throughput_plateau`: decode lines a window needs before its median counts."""
+    kv_bound_usage: float = 0.85
+    """`throughput_plateau`: token usage at or above this, with a queue, reads as KV-bound."""
+    kv_usage: float = 0.90
+    """`kv_saturated`: token usage at or above this (median over `kv_window_s`)."""
+    kv_after_s: float = 300.0
+    """`kv_saturated`: how long saturation with a growing queue must hold."""
+    kv_window_s: float = 120.0
+    """`kv_saturated`: window for the usage median and the queue trend."""
+    retract_window_s: float = 600.0
+    """`retractions`: the window retraction events are counted over."""
+    retract_min_events: int = 3
+    """`retractions`: events in the window that fire the alert."""
+    gpu_free_min_gb: float = 1.0
+    """`gpu_headroom_low`: free memory (NVML) below this on any GPU."""
+    cuda_graph_min_gb: float = 1.0
+    """`gpu_headroom_low`: avail mem after CUDA graph capture (server log) below this."""
+    gpu_after_s: float = 30.0
+    """`gpu_headroom_low`: how long low free memory must hold."""
+    stalled_after_s: float = 600.0
+    """`output_stalled`: a running partition's output has not grown for this long."""
+    client_after_s: float = 30.0
+    """`client_missing` / `client_duplicate`: how long the process count must be wrong."""
+    done_show_s: float = 1800.0
+    """`partition_done`: how long the info alert stays up after the partition finished."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str = "alerts") -> AlertConfig:
+        """Build from `Config.alerts`; an unknown name or a bad value is a one-line ConfigError."""
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            if name not in kinds:
+                raise ConfigError(f"{where}: unknown alert setting {name!r}")
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value)):
+                raise ConfigError(f"{where}: {name} must be a number, got {value!r}")
+            if value < 0:
+                raise ConfigError(f"{where}: {name} must be >= 0, got {value!r}")
+            if kinds[name] in (int, "int"):
+                if int(value) != value:
+                    raise ConfigError(f"{where}: {name} must be a whole number, got {value!r}")
+                value = int(value)
+            out[name] = float(value) if kinds[name] in (float, "float") else value
+        return cls(**out)
+
+
+def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
+    """One Config from layers of raw settings, `(where, values)`, later layers winning.
+
+    `where` names the layer in error messages (a file's path, or "flags"); None values are
+    ignored. The `expect` and `alerts` tables merge key by key across layers.
+    """
+    merged: dict[str, Any] = {}
+    for where, layer in layers:
+        for name, value in layer.items():
+            if value is None:
+                continue
+            if name not in FIELD_NAMES:
+                raise ConfigError(f"{where}: unknown setting {name!r}")
+            coerced = _coerce(name, value, where)
+            if name in ("expect", "alerts") and name in merged:
+                coerced = {**merged[name], **coerced}
+            merged[name] = coerced
+    cfg = Config(**merged)
+    if cfg.refresh < MIN_REFRESH_S:
+        raise ConfigError(f"refresh must be at least {MIN_REFRESH_S} s, got {cfg.refresh}")
+    if cfg.nvml_interval < MIN_NVML_INTERVAL_S:
+        raise ConfigError(
+            f"nvml_interval must be at least {MIN_NVML_INTERVAL_S} s (NVML holds a driver lock), "
+            f"got {cfg.nvml_interval}"
+        )
+    AlertConfig.from_mapping(cfg.alerts)  # a bad threshold is a one-line error now, not at start-up
+    return cfg

@@ -1,0 +1,117 @@
+"""Line prefixes: clean a raw line and split it into timestamp, rank tag and message.
+
+Every shape real servers print, peeled from the left in layers:
+docker `--timestamps` (`2025-10-20T03:02:22.123456789Z `), a Ray / vLLM process tag
+(`(SGLangEngine pid=12)`, `(APIServer pid=1)`), then the logger's own prefix: SGLang
+`[HH:MM:SS TP0]` / `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3 EP3]`, vLLM `INFO 01-22 18:27:20
+[file.py:12]`, a custom format with the timestamp first (`2025-10-20 03:02:22 INFO 31223
+[DP3 TP3 EP3 file.py:222]`, `2026-06-07 10:59:31,659 [INFO] name:`), SGLang 0.2.x `[gpu_id=N]`,
+or nothing at all. Colour codes (real ESC bytes and their `^[[` caret residue) and trailing
+`\\r` / `^M` go first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dash.core.log.timestamps import normalise_ts
+
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
+_DOCKER = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})) ")
+_ACTOR = re.compile(r"\(([\w.-]{1,80}) pid=\d+(?:, ip=[\w.:]{1,64})?\) ?")
+_SGLANG = re.compile(
+    r"\[((?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
+    r"((?: (?:DP|TP|EP|PP|ATTN_CP|MOE_DP)\d+)*)\] ?"
+)
+_SGLANG_INSIDE = re.compile(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_VLLM = re.compile(
+    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d{1,6})? "
+    r"\[?[^\]\s]{1,200}:\d+\] ?"
+)
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_TS_FIRST = re.compile(
+    r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?:Z|[+-]\d{2}:?\d{2})?"
+    # the header between the timestamp and the message: level, pid, [tags file:line],
+    # `[LEVEL] logger:` or ` - logger - LEVEL - `
+    r"((?: - [\w.]{1,100})? - " + _LEVEL + r" -"
+    r"|(?: \[?" + _LEVEL + r"\]?(?: [a-z_][\w.]{0,100}:(?= ))?| \d{1,10}| \[[^\]]{0,200}\]| -)*)"
+    r":? ?"
+)
+_GPU_TAG = re.compile(r"\[(gpu(?:_id)?=\d+)\] ")
+_RANK_TAG = re.compile(r"\b(?:DP|TP|EP|PP|ATTN_CP|MOE_DP)\d+\b")
+_LEVEL_IN = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """What the prefix of one line says, and the message after it."""
+
+    ts: str | None
+    rank: str | None
+    engine: str | None  # "vllm" / "sglang" when the prefix tells, else None
+    level: str | None  # printed level (vLLM, custom formats); SGLang prints none
+    message: str
+
+
+def clean(text: str) -> str:
+    """Drop colour codes, a trailing newline / `\\r` / `^M`, and what a `\\r` overwrote."""
+    if "\x1b" in text or "^[" in text:
+        text = _ANSI.sub("", text)
+    text = text.rstrip("\r\n")
+    while text.endswith("^M"):
+        text = text[:-2].rstrip("\r")
+    if "\r" in text:
+        # a terminal shows only what follows the last carriage return (tqdm bars)
+        tail = text.rsplit("\r", 1)[1]
+        text = tail if tail.strip() else text.replace("\r", "")
+    return text
+
+
+def _actor_engine(name: str) -> str:
+    return "sglang" if "sgl" in name.lower() else "vllm"
+
+
+def split_prefix(line: str) -> Prefix:
+    """Peel the prefixes off a cleaned line."""
+    ts: str | None = None
+    engine: str | None = None
+    pos = 0
+    if line[:1].isdigit():
+        m = _DOCKER.match(line)
+        if m:
+            ts = m.group(1)
+            pos = m.end()
+    if line.startswith("(", pos):
+        m = _ACTOR.match(line, pos)
+        if m:
+            engine = _actor_engine(m.group(1))
+            pos = m.end()
+    if line.startswith("[", pos):
+        m = _SGLANG.match(line, pos)
+        if m:
+            tags = m.group(2).strip()
+            return Prefix(normalise_ts(m.group(1)), tags or None, engine, None, line[m.end():])
+        m = _GPU_TAG.match(line, pos)
+        if m:
+            return Prefix(ts, m.group(1), "sglang", None, line[m.end():])
+    m = _VLLM.match(line, pos)
+    if m:
+        return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])
+    if line[pos:pos + 1].isdigit():
+        m = _TS_FIRST.match(line, pos)
+        if m:
+            header = m.group(2)
+            tags = _RANK_TAG.findall(header)
+            level = _LEVEL_IN.search(header)
+            return Prefix(
+                normalise_ts(m.group(1)), " ".join(tags) or None, engine,
+                level.group(1) if level else None, line[m.end():],
+            )
+    if "[" in line:
+        # a log line glued after a progress bar: `...?it/s][2025-09-11 10:25:47 TP3] ...`
+        m = _SGLANG_INSIDE.search(line, pos + 1)
+        if m:
+            inner = split_prefix(line[m.start():])
+            return Prefix(inner.ts, inner.rank, inner.engine or engine, None, inner.message)
+    return Prefix(normalise_ts(ts) if ts else None, None, engine, None, line[pos:])

@@ -1,0 +1,137 @@
+"""What the inference client's log says: tqdm progress, resumption, errors, and whether it grows.
+
+A client that prints nothing while its outputs grow is block-buffered (`python -u` fixes it);
+the alert for that needs the log's size and when it last grew, which this tracker keeps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from dash.core.snapshot import ClientProgress, ClientSnapshot, ProcessInfo, Record
+
+if TYPE_CHECKING:
+    from dash.core.config import Config
+
+MAX_TEXT = 2000
+"""Lines are cut to this before any regex runs."""
+
+_TQDM = re.compile(
+    r"(?:(?P<pct>\d{1,3})%\|[^|]*\|\s*)?"
+    r"(?P<done>\d+(?:\.\d+)?[kKMG]?)/(?P<total>\d+(?:\.\d+)?[kKMG]?|\?)\s*"
+    r"\[[^\]]*?(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[A-Za-z]*)/(?P<per>s|it|[A-Za-z]+))?\s*\]"
+)
+_RESUMING = re.compile(r"Resuming:?\s+(\d+)\s+(?:already\s+)?(?:done|completed|finished)", re.I)
+_ERROR = re.compile(
+    r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception|Interrupt)\b(?::|$)"
+    r"|.*\b(?:CUDA out of memory|Killed|Segmentation fault|FATAL|CRITICAL)\b"
+    r"|.*\bERROR\b)"
+)
+_SUFFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _num(text: str) -> float:
+    if text and text[-1] in _SUFFIX:
+        return float(text[:-1]) * _SUFFIX[text[-1]]
+    return float(text)
+
+
+def parse_progress(text: str) -> ClientProgress | None:
+    """A tqdm bar (`45%|####| 450/1000 [00:10<00:12, 40.1it/s]`) or None."""
+    text = text[:MAX_TEXT]
+    m = _TQDM.search(text)
+    if m is None:
+        return None
+    try:
+        done = int(_num(m["done"]))
+        total = None if m["total"] == "?" else int(_num(m["total"]))
+    except ValueError:
+        return None
+    pct = float(m["pct"]) if m["pct"] else (100.0 * done / total if total else None)
+    rate: float | None = None
+    if m["rate"] and m["rate"] != "?":
+        r = float(m["rate"])
+        # tqdm switches to seconds per item when slower than one item a second.
+        rate = (1.0 / r if r else None) if m["unit"] == "s" and m["per"] != "s" else r
+    return ClientProgress(done=done, total=total, percent=pct, rate=rate, text=text.strip())
+
+
+class ClientTracker:
+    """Client log lines and file size, and the client processes -> ClientSnapshot."""
+
+    def __init__(self, cfg: Config | None = None, *, max_events: int = 50,
+                 max_lines: int = 50) -> None:
+        self._log_path = str(cfg.client_log) if cfg is not None and cfg.client_log else None
+        self._pattern = cfg.process if cfg is not None else None
+        self._size: int | None = None
+        self._grew_at: float | None = None
+        self._progress: ClientProgress | None = None
+        self._resuming: int | None = None
+        self._events: deque[Record] = deque(maxlen=max_events)
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._processes: tuple[ProcessInfo, ...] | None = None
+        self._lineno = 0
+        self._in_traceback = False
+
+    def feed(self, lines: Iterable[str], now: float, partial: str = "") -> None:
+        """New complete lines, and the line being drawn (a tqdm bar between redraws)."""
+        for raw in lines:
+            self._lineno += 1
+            self._line(raw[:MAX_TEXT], now)
+        if partial:
+            p = parse_progress(partial)
+            if p is not None:
+                self._progress = p
+
+    def _line(self, text: str, now: float) -> None:
+        if text.strip():
+            self._lines.append(text)
+        p = parse_progress(text)
+        if p is not None:
+            self._progress = p
+            return
+        m = _RESUMING.search(text)
+        if m:
+            self._resuming = int(m.group(1))
+            return
+        stripped = text.strip()
+        if stripped.startswith("Traceback (most recent call last)"):
+            self._in_traceback = True
+            self._event(stripped, now)
+            return
+        if self._in_traceback:
+            if text[:1] in (" ", "\t") or not stripped:
+                return  # the traceback's frames
+            self._in_traceback = False
+            if self._events and self._events[-1]["message"].startswith("Traceback"):
+                # The exception line says what happened: it becomes the event's message.
+                self._events[-1] = {**self._events[-1], "message": stripped}
+                return
+        if _ERROR.match(stripped):
+            self._event(stripped, now)
+
+    def _event(self, message: str, now: float) -> None:
+        self._events.append({"kind": "event", "event": "error", "message": message,
+                             "line": self._lineno, "ts": None, "at": now})
+
+    def note_file(self, size: int | None, now: float) -> None:
+        """The client log's size at a poll (None: absent). Growth stamps `log_last_growth`;
+        the first sight of a file stamps nothing (it may have been still for hours)."""
+        if size is not None and self._size is not None and size > self._size:
+            self._grew_at = now
+        self._size = size
+
+    def set_processes(self, processes: tuple[ProcessInfo, ...] | None) -> None:
+        self._processes = processes
+
+    def snapshot(self, now: float) -> ClientSnapshot:
+        """The client part of the run snapshot (`now` is for symmetry with other trackers)."""
+        return ClientSnapshot(
+            log_path=self._log_path, log_bytes=self._size, log_last_growth=self._grew_at,
+            last_progress=self._progress, resuming=self._resuming, events=tuple(self._events),
+            last_lines=tuple(self._lines), process_pattern=self._pattern,
+            processes=self._processes if self._pattern else None,
+        )

@@ -1,0 +1,195 @@
+"""What polling the server over HTTP says, kept over time: up/down/degraded, facts, metrics.
+
+`HttpSample` is one poll's observation (made by `dash.sources.http.HttpPoller`); `HttpTracker`
+applies samples on the main thread and produces the frozen `HttpSnapshot`. Pure: `now` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dash.core.snapshot import HttpSnapshot, Record
+
+State = Literal["up", "down", "degraded"]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSample:
+    """One poll. Errors are values: `error` names the first problem, `problems` all of them."""
+
+    at: float
+    reachable: bool
+    """The server answered HTTP at all (any status). False: refused, timeout, reset."""
+    error: str | None = None
+    """"connection refused", "timeout", "HTTP 500", "bad body", "body too large", "not ready"..."""
+    problems: tuple[str, ...] = ()
+    """Every problem, with the path: ("HTTP 500 /metrics", ...)."""
+    latency_s: float | None = None
+    """Round trip of the first (liveness) request."""
+    duration_s: float | None = None
+    """The whole poll, all requests."""
+    server_info: Mapping[str, Any] | None = None
+    """The raw `/server_info` JSON when it was fetched this poll (on (re)connect, then rarely)."""
+    model_info: Mapping[str, Any] | None = None
+    metrics: Mapping[str, float] | None = None
+    """Normalised (see dash.core.state.metrics_text); None when /metrics was not read this poll."""
+    metrics_enabled: bool | None = None
+    """False when /metrics answered 404 (server started without --enable-metrics)."""
+    metric_families: int | None = None
+    ready: bool | None = None
+    """/ready's answer (SGLang 0.5.20+); None where the route does not exist."""
+    endpoints: Mapping[str, str] = field(default_factory=dict)
+    """Which paths answered: {"server_info": "/get_server_info", "model_info": ...}."""
+    engine: str | None = None
+    """"sglang" or "vllm", from the metric names."""
+
+    @property
+    def state(self) -> State:
+        if not self.reachable:
+            return "down"
+        return "degraded" if self.error else "up"
+
+
+_SERVER_KEYS = (
+    "tp_size", "dp_size", "pp_size", "ep_size", "max_total_num_tokens", "mem_fraction_static",
+    "kv_cache_dtype", "hicache_size", "hicache_ratio", "version", "context_length",
+    "max_running_requests", "max_req_input_len", "chunked_prefill_size", "enable_metrics",
+    "page_size", "attention_backend", "quantization", "dtype", "port",
+)
+
+
+def facts_from_server_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    """Facts from `/server_info` (any SGLang version: flat in 0.3/0.4.3, `internal_states` later)."""
+    facts: dict[str, Any] = {k: info[k] for k in _SERVER_KEYS if _scalar(info.get(k))}
+    model = info.get("served_model_name") or info.get("model_path")
+    if isinstance(model, str) and model:
+        facts["model"] = model
+    if _scalar(info.get("model_path")):
+        facts["model_path"] = info["model_path"]
+    states = info.get("internal_states")
+    if isinstance(states, list) and states and isinstance(states[0], Mapping):
+        usage = states[0].get("memory_usage")
+        if isinstance(usage, Mapping):
+            for key, name in (("kvcache", "kv_size_gb"), ("weight", "weights_gb"),
+                              ("token_capacity", "token_capacity")):
+                if _scalar(usage.get(key)):
+                    facts[name] = usage[key]
+        if "max_total_num_tokens" not in facts and _scalar(facts.get("token_capacity")):
+            facts["max_total_num_tokens"] = facts["token_capacity"]
+    return facts
+
+
+def facts_from_model_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    """Facts from `/model_info`: the model's name and kind."""
+    facts: dict[str, Any] = {}
+    if isinstance(info.get("served_model_name"), str) and info["served_model_name"]:
+        facts["model"] = info["served_model_name"]  # older servers give only the path
+    for key in ("model_path", "model_type", "weight_version", "is_generation"):
+        if _scalar(info.get(key)):
+            facts[key] = info[key]
+    return facts
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float, bool)) and value != ""
+
+
+# Wide margins on purpose: /metrics gauges are written at log events, so small lags are normal.
+_MARGINS: tuple[tuple[str, float, float], ...] = (
+    ("running_req", 8.0, 0.5),
+    ("queue_req", 16.0, 0.5),
+    ("token_usage", 0.3, 0.0),
+)
+LOG_FRESH_S = 20.0
+"""A decode record older than this is not compared: an idle server prints no decode lines."""
+
+
+def disagreement(metrics: Mapping[str, float], record: Record | None) -> str | None:
+    """Say where /metrics and the log's last decode record differ by a wide margin, else None."""
+    if record is None or record.get("kind") not in (None, "decode") or metrics.get("dp_ranks"):
+        return None
+    diffs: list[str] = []
+    for key, absolute, relative in _MARGINS:
+        m, lg = metrics.get(key), record.get(key)
+        if not isinstance(m, (int, float)) or not isinstance(lg, (int, float)):
+            continue
+        if abs(m - lg) > max(absolute, relative * max(abs(m), abs(lg))):
+            diffs.append(f"{key} {_fmt(m)} vs {_fmt(lg)}")
+    if not diffs:
+        return None
+    return "/metrics vs log: " + ", ".join(diffs) + " (is the URL this log's server?)"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+class HttpTracker:
+    """Applies HttpSamples (main thread only) and answers `snapshot(now)`."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+        self._state: Literal["unknown", "up", "down", "degraded"] = "unknown"
+        self._since: float | None = None
+        self._reason: str | None = None
+        self._latency: float | None = None
+        self._failures = 0
+        self._last_ok: float | None = None
+        self._facts: dict[str, Any] = {}
+        self._metrics: Mapping[str, float] = {}
+
+    def apply(self, sample: HttpSample, now: float) -> None:
+        """Fold one poll into the state; the time of a state change is `now`."""
+        state = sample.state
+        if state != self._state:
+            self._state, self._since = state, now
+        self._reason = sample.error
+        self._latency = sample.latency_s
+        if state == "up":
+            self._failures, self._last_ok = 0, now
+        else:
+            self._failures += 1
+        self._merge_facts(sample)
+        # /metrics is read every poll where it exists: no numbers this poll means none to show
+        # (stale numbers from a dead or broken server would mislead).
+        self._metrics = dict(sample.metrics) if sample.metrics is not None else {}
+
+    def _merge_facts(self, sample: HttpSample) -> None:
+        if sample.server_info is not None:
+            self._facts.update(facts_from_server_info(sample.server_info))
+        if sample.model_info is not None:
+            self._facts.update(facts_from_model_info(sample.model_info))
+        if "model" not in self._facts and "model_path" in self._facts:
+            self._facts["model"] = self._facts["model_path"]
+        metrics = sample.metrics or {}
+        if "max_total_num_tokens" in metrics and "max_total_num_tokens" not in self._facts:
+            self._facts["max_total_num_tokens"] = int(metrics["max_total_num_tokens"])
+        for key, value in (("metrics_enabled", sample.metrics_enabled), ("ready", sample.ready),
+                           ("engine", sample.engine), ("metric_families", sample.metric_families)):
+            if value is not None:
+                self._facts[key] = value
+        for key, path in sample.endpoints.items():
+            self._facts[f"{key}_path"] = path
+
+    def snapshot(
+        self, now: float, last_decode: Record | None = None, *, last_decode_at: float | None = None
+    ) -> HttpSnapshot:
+        """The frozen view. Pass `last_decode_at` (clock time of that record) to skip stale ones."""
+        fresh_log = last_decode_at is None or now - last_decode_at <= LOG_FRESH_S
+        disagree = None
+        if self._state == "up" and self._metrics and fresh_log:
+            disagree = disagreement(self._metrics, last_decode)
+        return HttpSnapshot(
+            url=self.url,
+            state=self._state,
+            since=self._since,
+            reason=self._reason,
+            latency_s=self._latency,
+            consecutive_failures=self._failures,
+            last_ok_at=self._last_ok,
+            facts=dict(self._facts),
+            metrics=dict(self._metrics),
+            disagreement=disagree,
+        )

@@ -1,0 +1,223 @@
+"""Dataset partitions: per output file progress, rates and ETAs (pure; counts come from sources).
+
+A partition is one output JSONL file; its progress is its count of complete lines. Lines already
+there when kdash started (a resumed run) are kept apart from lines written since, so the rate is
+what this run does. The rate is the growth over a window (10 minutes by default), which a burst
+of lines cannot swing; the ETA range comes from the long window and a recent one.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from dash.core.snapshot import PartitionSnapshot, RunTotals
+from dash.core.state.globs import expected_output, glob_error, partition_name
+
+__all__ = ["RECENT_S", "STALL_AFTER_S", "WINDOW_S", "OutputCount", "PartitionsTracker", "Status",
+           "glob_error", "partition_name"]
+
+WINDOW_S = 600.0
+RECENT_S = 120.0
+STALL_AFTER_S = 300.0
+Status = Literal["counting", "pending", "running", "stalled", "idle", "done"]
+
+MIN_SPAN_S = 20.0
+"""A rate over less time than this is noise."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCount:
+    """One output file as counted by a source at one poll."""
+
+    name: str
+    path: str
+    lines: int | None
+    """Complete lines; None while the first count runs or when the file is absent."""
+    counting: bool = False
+    progress: float | None = None
+    reset: bool = False
+    """The file was truncated or replaced since the last count."""
+    appeared_later: bool = False
+    """The file did not exist when following started: all its lines are written since."""
+
+
+class _Part:
+    __slots__ = ("at_start", "base_t", "counting", "done", "history", "last_write", "path",
+                 "progress")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.done: int | None = None
+        self.at_start: int | None = None
+        self.history: deque[tuple[float, int]] = deque(maxlen=4096)
+        self.base_t: float | None = None
+        self.last_write: float | None = None
+        self.counting = False
+        self.progress: float | None = None
+
+    def rebase(self, now: float) -> None:
+        self.history.clear()
+        if self.done is not None:
+            self.history.append((now, self.done))
+        self.base_t = now
+
+    def done_at(self, t: float) -> int | None:
+        """The count at time t (the last point at or before it)."""
+        best: int | None = None
+        for pt, n in self.history:
+            if pt > t:
+                break
+            best = n
+        return best
+
+    def rate_per_min(self, now: float, window: float) -> float | None:
+        if self.base_t is None or self.done is None:
+            return None
+        start = max(now - window, self.base_t)
+        span = now - start
+        before = self.done_at(start)
+        if span < MIN_SPAN_S or before is None:
+            return None
+        return max(0, self.done - before) * 60.0 / span
+
+
+class PartitionsTracker:
+    """Counts of every partition over time -> PartitionSnapshots and RunTotals."""
+
+    def __init__(
+        self,
+        expect: Mapping[str, int] | None = None,
+        *,
+        window_s: float = WINDOW_S,
+        recent_s: float = RECENT_S,
+        stall_after_s: float = STALL_AFTER_S,
+        outputs: tuple[str, ...] = (),
+    ) -> None:
+        """`outputs`: the output globs, to say where a partition with no file yet will write."""
+        self._expect = dict(expect or {})
+        self._input_totals: dict[str, int] = {}
+        self._parts: dict[str, _Part] = {}
+        self._outputs = outputs
+        self._expected_paths: dict[str, str] = {}
+        self._window = window_s
+        self._recent = recent_s
+        self._stall = stall_after_s
+
+    def apply(self, counts: Iterable[OutputCount], now: float) -> None:
+        """Take one poll's counts."""
+        for c in counts:
+            p = self._parts.get(c.name)
+            if p is None:
+                p = self._parts[c.name] = _Part(c.path)
+            p.path = c.path
+            p.counting = c.counting
+            p.progress = c.progress if c.counting else None
+            if c.lines is not None:
+                self._take(p, c, now)
+
+    def _take(self, p: _Part, c: OutputCount, now: float) -> None:
+        n = c.lines
+        assert n is not None
+        if p.done is None:
+            p.at_start = 0 if c.appeared_later else n
+            p.done = n
+            if c.appeared_later and n:
+                p.last_write = now
+            p.rebase(now)
+            return
+        if c.reset or n < p.done:
+            p.done = n
+            p.at_start = min(p.at_start or 0, n)
+            p.rebase(now)
+            return
+        if n > p.done:
+            p.done = n
+            p.last_write = now
+            p.history.append((now, n))
+            self._prune(p, now)
+
+    def _prune(self, p: _Part, now: float) -> None:
+        """Keep the window's points and the one before it (the step the window starts on)."""
+        cutoff = now - self._window
+        while len(p.history) > 1 and p.history[1][0] <= cutoff:
+            p.history.popleft()
+
+    def set_input_totals(self, totals: Mapping[str, int]) -> None:
+        """Totals counted from `--inputs` prompt files (an `--expect` value wins)."""
+        self._input_totals = dict(totals)
+
+    def note_restart(self, now: float) -> None:
+        """The server restarted: rates start again from here; counts and totals stay."""
+        for p in self._parts.values():
+            p.rebase(now)
+
+    def total_of(self, name: str) -> int | None:
+        return self._expect.get(name, self._input_totals.get(name))
+
+    def snapshot(self, now: float) -> tuple[PartitionSnapshot, ...]:
+        """Every partition, sorted by name: those with an output file, and those only known
+        by a total (`--inputs`, `--expect`) whose file does not exist yet ("pending")."""
+        names = sorted(self._parts.keys() | self._expect.keys() | self._input_totals.keys())
+        snaps = []
+        for name in names:
+            p = self._parts.get(name)
+            snaps.append(self._pending(name) if p is None else self._snap(name, p, now))
+        return tuple(snaps)
+
+    def _pending(self, name: str) -> PartitionSnapshot:
+        path = self._expected_paths.get(name)
+        if path is None:
+            path = self._expected_paths[name] = expected_output(self._outputs, name)
+        return PartitionSnapshot(name=name, path=path, done=0, total=self.total_of(name),
+                                 at_start=0, rate_per_min=None, eta_s=None, status="pending")
+
+    def _snap(self, name: str, p: _Part, now: float) -> PartitionSnapshot:
+        total = self.total_of(name)
+        done = p.done or 0
+        rate = p.rate_per_min(now, self._window)
+        recent = p.rate_per_min(now, self._recent)
+        eta = low = high = None
+        if total is not None and rate:
+            remaining = max(0, total - done)
+            eta = remaining * 60.0 / rate
+            rates = [r for r in (rate, recent) if r is not None]
+            # The spread of the two windows, widened by 10% each way: rates wander.
+            low = remaining * 60.0 / (max(rates) * 1.1)
+            high = remaining * 60.0 / (min(rates) * 0.9) if min(rates) > 0 else None
+        return PartitionSnapshot(
+            name=name, path=p.path, done=done, total=total, at_start=p.at_start or 0,
+            rate_per_min=rate, eta_s=eta, eta_low_s=low, eta_high_s=high,
+            status=self._status(p, total, now), last_write=p.last_write,
+            counting_progress=p.progress, recent_rate_per_min=recent,
+        )
+
+    def _status(self, p: _Part, total: int | None, now: float) -> Status:
+        if p.done is None:
+            return "counting" if p.counting else "pending"
+        if total is not None and p.done >= total:
+            return "done"
+        if p.last_write is None:
+            return "pending"
+        if now - p.last_write <= self._stall:
+            return "running"
+        # Without a total a quiet partition may just be finished (or its client gone): only
+        # one that still owes lines is stalled.
+        return "stalled" if total is not None else "idle"
+
+    def totals(self, now: float) -> RunTotals:
+        """The whole run: sums, a run ETA, and the partition that will finish last."""
+        snaps = self.snapshot(now)
+        if not snaps:
+            return RunTotals()
+        done = sum(s.done for s in snaps)
+        totals = [s.total for s in snaps]
+        total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
+        rates = [s.rate_per_min for s in snaps if s.rate_per_min is not None]
+        rate = sum(rates) if rates else None
+        eta = max(0, total - done) * 60.0 / rate if total is not None and rate else None
+        pending = [s for s in snaps if s.status != "done" and s.eta_s is not None]
+        last = max(pending, key=lambda s: s.eta_s or 0.0).name if pending else None
+        return RunTotals(done=done, total=total, rate_per_min=rate, eta_s=eta, last_to_finish=last)

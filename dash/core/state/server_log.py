@@ -1,0 +1,243 @@
+"""The server log as state: charts, peak, last decode/prefill, events, startup facts, restarts.
+
+`ServerLogTracker.feed` takes parser records (`dash.core.log.parse.parse_line` output) in file order.
+Series are stamped with each record's own time where the line has one, so a backfilled log draws
+its real history; records without a timestamp take `now`. Everything is bounded (ring buffers, a
+capped event deque), so a days-long log costs constant memory.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.series import Series
+from dash.core.snapshot import Peak, Record, ServerLogSnapshot
+
+SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+RANK_FOLD_S = 5.0
+"""Copies of one event from several ranks within this many seconds are shown as one."""
+STATS_KINDS = ("decode", "prefill")
+
+# Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
+# the smallest across ranks is the one that matters (the first GPU to run out).
+_FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "server_args": (("model", "model"), ("tp_size", "tp_size"), ("dp_size", "dp_size"),
+                    ("mem_fraction_static", "mem_fraction_static"),
+                    ("kv_cache_dtype", "kv_cache_dtype"), ("hicache_size", "hicache_size"),
+                    ("max_running_requests", "max_running_requests"),
+                    ("context_length", "context_length"), ("port", "port")),
+    "kv_cache": (("max_total_num_tokens", "max_total_num_tokens"), ("tokens", "kv_tokens"),
+                 ("dtype", "kv_dtype"), ("kv_size_gb", "kv_size_gb"),
+                 ("max_prefill_tokens", "max_prefill_tokens"),
+                 ("max_running_requests", "max_running_requests"),
+                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks")),
+    "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
+}
+_MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
+
+
+def _num(rec: Mapping[str, Any], key: str) -> float | None:
+    value = rec.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+class ServerLogTracker:
+    """Mutable state of one server log; `snapshot()` freezes it. Use from one thread only."""
+
+    def __init__(self, path: str | None = None, *, history: int = 4096,
+                 max_events: int = 200) -> None:
+        self.path = path
+        self._series = {name: Series(history) for name in SERIES}
+        self._events: deque[Record] = deque(maxlen=max_events)
+        self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
+        self._facts: dict[str, Any] = {}
+        self._peak: Peak | None = None
+        self._last_decode: Record | None = None
+        self._last_prefill: Record | None = None
+        self._last_record_at: float | None = None
+        self._engine: str | None = None
+        self._lines = self._records = self._unparsed = self._restarts = 0
+        self._started_at: float | None = None
+        self._ready = False
+        """The ready banner was seen since the last start."""
+        self._busy = False
+        """Ready banner or stats lines seen since the last server_args line."""
+        self._status = "ok"
+        self._status_message: str | None = None
+
+    def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None) -> None:
+        """Apply records in file order. None items are lines of no interest (counted as lines).
+
+        `lines`: the number of raw lines these records came from, when the caller counted them.
+        """
+        count = 0
+        for rec in records:
+            count += 1
+            if rec is None or not isinstance(rec, Mapping):
+                continue
+            self._apply(rec, now)
+        self._lines += count if lines is None else lines
+
+    @property
+    def restarts(self) -> int:
+        """Server restarts seen in this log."""
+        return self._restarts
+
+    def note_file(self, status: str, message: str | None, now: float) -> None:
+        """The log file's own state: "ok", "waiting" (not there yet), "missing", "rotated", ..."""
+        self._status = status
+        self._status_message = message
+
+    def reset_peak(self) -> None:
+        """Forget the peak (the user pressed reset, or the server restarted)."""
+        self._peak = None
+
+    def _time(self, rec: Mapping[str, Any], now: float) -> float:
+        ts = rec.get("ts")
+        if not isinstance(ts, str) or not ts:
+            return now
+        try:
+            t = ts_to_epoch(ts, ref=now)
+        except (ValueError, TypeError, OverflowError):
+            t = None
+        return now if t is None else t
+
+    def _apply(self, rec: Mapping[str, Any], now: float) -> None:
+        kind = rec.get("kind")
+        if kind == "unparsed":
+            self._unparsed += 1
+            return
+        if kind not in ("decode", "prefill", "event"):
+            return
+        self._records += 1
+        if isinstance(rec.get("engine"), str):
+            self._engine = rec["engine"]
+        t = self._time(rec, now)
+        if self._started_at is None:
+            self._started_at = t
+        if kind == "event":
+            self._apply_event(dict(rec), t)
+        else:
+            self._apply_stats(rec, kind, t, now)
+
+    def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
+        self._busy = True
+        record = dict(rec)
+        if kind == "decode":
+            self._last_decode = record
+            gen = _num(rec, "gen_throughput")
+            if gen is not None:
+                self._series["gen_throughput"].append(t, gen)
+                if self._peak is None or gen > self._peak.gen_throughput:
+                    ts = rec.get("ts")
+                    self._peak = Peak(gen, t, ts if isinstance(ts, str) else None)
+        else:
+            self._last_prefill = record
+        for name in ("running_req", "queue_req", "token_usage"):
+            value = _num(rec, name)
+            if value is not None:
+                self._series[name].append(t, value)
+        # A log stamped ahead of our clock (another time zone) must not look fresher than now.
+        self._last_record_at = min(t, now)
+
+    def _apply_event(self, rec: Record, t: float) -> None:
+        event = rec.get("event")
+        if event == "server_args":
+            if self._busy or self._ready:
+                self._restart(rec, t, "server started again")
+            self._busy = False
+        elif event == "ready":
+            if self._ready:
+                self._restart(rec, t, "ready banner again")
+            self._ready = self._busy = True
+            self._started_at = t
+        elif event == "restart":
+            self._restart(rec, t, str(rec.get("message") or "restart"))
+            return
+        self._merge_facts(rec)
+        rec["at"] = t
+        self._append_event(rec)
+
+    def _append_event(self, rec: Record) -> None:
+        """Keep an event; the same event from the next TP rank moments later folds into it.
+
+        With TP 8 every startup line comes eight times; kept apart they would push everything
+        else out of the short list of recent events. The folded event lists its ranks.
+        """
+        last = self._events[-1] if self._events else None
+        rank = rec.get("rank")
+        if (last is not None and rank and last.get("event") == rec.get("event")
+                and rank not in last.get("ranks", (last.get("rank"),))
+                and last.get("rank") and abs(rec["at"] - last["at"]) <= RANK_FOLD_S):
+            ranks = (*last.get("ranks", (last["rank"],)), rank)
+            self._events[-1] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
+        else:
+            self._events.append(rec)
+        self._frozen_events = None
+
+    def _restart(self, rec: Mapping[str, Any], t: float, why: str) -> None:
+        """A new server start after one was up: count it, keep totals, reset peak and baselines."""
+        self._restarts += 1
+        self._ready = self._busy = False
+        self._started_at = t
+        self._peak = None
+        for key in _MIN_FACTS:
+            self._facts.pop(key, None)
+        self._frozen_events = None
+        self._events.append({
+            "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
+            "rank": None, "engine": rec.get("engine"), "at": t, "restarts": self._restarts,
+            "message": f"server restarted ({why}); restart #{self._restarts}",
+        })
+
+    def _merge_facts(self, rec: Mapping[str, Any]) -> None:
+        event = str(rec.get("event"))
+        for key, fact in _FACT_KEYS.get(event, ()):
+            value = rec.get(key)
+            if value is not None:
+                self._facts[fact] = value
+        if event == "server_args" and isinstance(rec.get("args"), Mapping):
+            self._facts.setdefault("model", rec["args"].get("model_path"))
+        if event == "kv_cache" and "kv_size_gb" not in rec:
+            k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
+            if k is not None and v is not None:
+                self._facts["kv_size_gb"] = round(k + v, 2)
+        if event == "cuda_graph" and rec.get("phase") == "end":
+            self._min_fact("avail_mem_gb", _num(rec, "avail_mem_gb"))
+        elif event == "load_weights":
+            self._min_fact("load_avail_mem_gb", _num(rec, "avail_mem_gb"))
+        elif event == "kv_cache":
+            self._min_fact("available_gpu_mem_gb", _num(rec, "available_gpu_mem_gb"))
+        if "avail_mem_gb" not in self._facts and "available_gpu_mem_gb" in self._facts:
+            # The capacity line's figure is taken after CUDA graph capture too.
+            self._facts["avail_mem_gb"] = self._facts["available_gpu_mem_gb"]
+        if event == "server_args" and rec.get("kv_cache_dtype"):
+            # What this start asked for; a later `KV Cache is allocated. dtype: ...` line (0.5.13+)
+            # says what it got. Set on every start, so a restart with fp8 KV does not show `auto`.
+            self._facts["kv_dtype"] = rec["kv_cache_dtype"]
+
+    def _min_fact(self, name: str, value: float | None) -> None:
+        if value is None:
+            return
+        old = self._facts.get(name)
+        self._facts[name] = value if old is None else min(old, value)
+
+    def snapshot(self, now: float) -> ServerLogSnapshot:
+        """A frozen copy of the current state."""
+        views = {name: s.view() for name, s in self._series.items()}
+        if self._frozen_events is None:
+            self._frozen_events = tuple(self._events)
+        return ServerLogSnapshot(
+            path=self.path, engine=self._engine, last_decode=self._last_decode,
+            last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
+            facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
+            lines=self._lines, records=self._records, unparsed=self._unparsed,
+            restarts=self._restarts, started_at=self._started_at, status=self._status,
+            status_message=self._status_message, **views,
+        )

@@ -1,0 +1,210 @@
+"""Replay of a finished log, as pure steps: each record's time, and a cursor over them.
+
+`Timeline` collects a log's records in file order with their epoch times (the log's own
+timestamps; untimed records take the time of the record before, so the times never go back).
+A log with no timestamp at all is spaced at a nominal one record per second, and says so.
+`ReplayCursor` moves a log clock over those times and answers which records to feed next: forward
+steps feed what was passed; a step back asks the caller to rebuild its state from the start.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.snapshot import Record
+
+MAX_RECORDS = 2_000_000
+"""Records kept for a replay (about 0.7 KB each); a longer log is cut there, and says so."""
+DAY_S = 86400.0
+MAX_QUIET_TICKS = 360
+"""Alert ticks through a stretch without records (an hour at 10 s) before the rest is skipped."""
+ROLLOVER_S = 12 * 3600.0
+"""A time-only stamp this far behind the one before it has passed midnight."""
+
+
+def _epoch(ts: object, ref: float) -> float | None:
+    if not isinstance(ts, str) or not ts:
+        return None
+    try:
+        return ts_to_epoch(ts, ref)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+class Timeline:
+    """Records in file order with non-decreasing epoch times; bounded by `cap` records."""
+
+    def __init__(self, ref: float, cap: int = MAX_RECORDS) -> None:
+        self.ref = ref
+        """Supplies the date of stamps that print none (the log file's modification time)."""
+        self.cap = cap
+        self.records: list[Record] = []
+        self.times: array[float] = array("d")
+        self.timed = False
+        """At least one record carried a usable timestamp."""
+        self.cut = False
+        """The log had more than `cap` records: the replay ends at the last one kept."""
+        self._last: float | None = None
+
+    def add(self, rec: Record) -> bool:
+        """Keep one record; False once the cap is reached (the caller stops reading)."""
+        if len(self.records) >= self.cap:
+            self.cut = True
+            return False
+        t = self._time_of(rec)
+        if t is not None and self._last is None:
+            # the untimed records before the first stamp happened at (or just before) it
+            self.times = array("d", [t] * len(self.records))
+        if t is not None:
+            self._last = t if self._last is None else max(self._last, t)
+            self.timed = True
+        self.records.append(rec)
+        self.times.append(self._last if self._last is not None else 0.0)
+        return True
+
+    def _time_of(self, rec: Record) -> float | None:
+        ref = self.ref if self._last is None else self._last
+        t = _epoch(rec.get("ts"), ref)
+        if t is not None and self._last is not None and t < self._last - ROLLOVER_S:
+            # a time-only (or month-day) stamp past midnight: the next day
+            later = _epoch(rec.get("ts"), self._last + DAY_S)
+            if later is not None and later >= self._last:
+                t = later
+        return t
+
+    def finish(self) -> None:
+        """After the last record: a log without any timestamp gets one record per second."""
+        if not self.timed:
+            self.times = array("d", (self.ref + i for i in range(len(self.records))))
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the caller does after a cursor move: (rebuild, then) feed records[start:stop]."""
+
+    rebuild: bool
+    """The clock went back: start again from a fresh state before feeding."""
+    since: float
+    """The log clock before the move (the first record's time after a rebuild)."""
+    start: int
+    stop: int
+    now: float
+    """The log clock after the move."""
+
+
+class ReplayCursor:
+    """A log clock over a timeline's times; `fed` records are already in the caller's state."""
+
+    def __init__(self, times: Sequence[float]) -> None:
+        self.times = times
+        self.start = float(times[0]) if len(times) else 0.0
+        self.end = float(times[-1]) if len(times) else 0.0
+        self.now = self.start
+        self.fed = 0
+
+    @property
+    def at_end(self) -> bool:
+        """Every record is fed and the clock reached the last one."""
+        return self.fed >= len(self.times) and self.now >= self.end
+
+    @property
+    def fraction(self) -> float:
+        """How far through the log the clock is, 0..1."""
+        span = self.end - self.start
+        if span <= 0:
+            return 1.0 if self.fed >= len(self.times) else 0.0
+        return (self.now - self.start) / span
+
+    def first(self) -> Step:
+        """The records at the very start (everything stamped with the first time)."""
+        return self.advance_to(self.start)
+
+    def advance_to(self, t: float) -> Step:
+        """Move the clock forward to `t` (clamped to the log); feed what it passed."""
+        t = min(max(t, self.now), self.end)
+        stop = bisect_right(self.times, t)
+        step = Step(False, self.now, self.fed, stop, t)
+        self.now, self.fed = t, max(self.fed, stop)
+        return step
+
+    def seek(self, t: float) -> Step:
+        """Move the clock to `t`, either way; back means rebuild from the first record."""
+        t = min(max(t, self.start), self.end)
+        if t >= self.now:
+            return self.advance_to(t)
+        stop = bisect_right(self.times, t)
+        self.now, self.fed = t, stop
+        return Step(True, self.start, 0, stop, t)
+
+    def jump(self, seconds: float) -> Step:
+        """Move the clock by `seconds` of log time (negative: back)."""
+        return self.seek(self.now + seconds)
+
+
+def runs(step: Step, times: Sequence[float], tick_s: float) -> list[tuple[int, int, float]]:
+    """Split a step into (start, stop, now) runs, one per `tick_s` of log time.
+
+    Feeding run by run and evaluating alerts after each lets durations and `since` times come
+    out as they would have live, whatever the size of the step. A quiet stretch is ticked through
+    too (a silent log is an alert), but at most `MAX_QUIET_TICKS` times: longer gaps are skipped.
+    """
+    out: list[tuple[int, int, float]] = []
+    i, t, quiet = step.start, step.since, 0
+    while True:
+        upcoming = float(times[i]) if i < step.stop else step.now
+        if quiet >= MAX_QUIET_TICKS and upcoming - t > tick_s:
+            t = upcoming - tick_s  # skip the rest of a long gap
+        t = min(t + tick_s, step.now)
+        j = bisect_right(times, t, i, step.stop)
+        out.append((i, j, t))
+        quiet = 0 if j > i else quiet + 1
+        i = j
+        if t >= step.now:
+            return out
+
+
+CHECKPOINT_S = 300.0
+"""Log time between saved states, so a step back replays minutes, not the whole log."""
+MAX_CHECKPOINTS = 128
+"""Saved states kept; when full, every other one is dropped and the spacing doubles."""
+
+
+class Checkpoints:
+    """States saved along the log (opaque payloads, e.g. pickled), bounded in number."""
+
+    def __init__(self, every_s: float = CHECKPOINT_S, cap: int = MAX_CHECKPOINTS) -> None:
+        self.every_s = every_s
+        self.cap = max(2, cap)
+        self.items: list[tuple[float, int, object]] = []
+        """(log time, records fed, payload), in time order."""
+
+    def due(self, now: float) -> bool:
+        """Whether a state at `now` is worth saving."""
+        return not self.items or now >= self.items[-1][0] + self.every_s
+
+    def add(self, now: float, fed: int, payload: object) -> None:
+        """Save the state at `now` (after `fed` records); never out of order."""
+        if self.items and now <= self.items[-1][0]:
+            return
+        self.items.append((now, fed, payload))
+        if len(self.items) > self.cap:
+            self.items = self.items[::2]
+            self.every_s *= 2
+
+    def resume(self, step: Step) -> tuple[Step, object | None]:
+        """A rebuild step starting from the last saved state at or before its target, if any."""
+        if not step.rebuild:
+            return step, None
+        best = None
+        for item in self.items:
+            if item[0] > step.now or item[1] > step.stop:
+                break
+            best = item
+        if best is None:
+            return step, None
+        now, fed, payload = best
+        return Step(True, now, fed, step.stop, step.now), payload

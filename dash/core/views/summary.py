@@ -1,0 +1,306 @@
+"""A whole log's records folded into one summary (what `kdash summary` prints); pure, bounded.
+
+A log is read in blocks; each block becomes a `Part` (counts, sums, the block's throughput
+samples, its events, its alert candidates), built either record by record (`PartBuilder`) or
+straight from the bytes (`dash.core.views.fastscan`). `LogSummary.merge` folds parts in file order and
+gives exactly what feeding every record in order would: sums are added in the same order.
+Memory stays constant however long the log: counters, the peak, the last decode record, capped
+event lists and a throughput series that halves its resolution when it fills up.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import reduce
+from itertools import islice
+from typing import Any, overload
+
+from dash.core.log.parse import Record
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
+
+MAX_EVENTS = 100
+MAX_UNPARSED_SAMPLES = 5
+MAX_POINTS = 512
+Ts = str | bytes | None  # a record's normalised ts, or the raw `YYYY-MM-DD HH:MM:SS` of a line
+
+
+def norm_ts(ts: Ts) -> str | None:
+    """A fast-path raw stamp as the parser would print it (`T` between date and time)."""
+    if isinstance(ts, bytes):
+        return ts.decode("ascii").replace(" ", "T", 1)
+    return ts
+
+
+class Downsampled:
+    """(x of a bucket's first sample, mean y) points; when full, neighbouring buckets merge
+    and the stride doubles. Only a bucket's first sample needs its x."""
+
+    def __init__(self, max_points: int = MAX_POINTS) -> None:
+        self.max_points = max_points
+        self.stride = 1
+        self.points: list[tuple[float, float]] = []
+        self._x = 0.0
+        self._sum = 0.0
+        self._n = 0
+
+    def extend(self, ys: list[float], x_of: Callable[[int], float]) -> None:
+        """Add `ys` in order; `x_of(i)` is the x of `ys[i]`, asked only at a bucket's start.
+        Sums are sequential, as one `+=` per sample would give."""
+        i, n = 0, len(ys)
+        while i < n:
+            if self._n == 0:
+                self._x = x_of(i)
+            take = min(self.stride - self._n, n - i)
+            self._sum = reduce(operator.add, islice(ys, i, i + take), self._sum)
+            self._n += take
+            i += take
+            if self._n < self.stride:
+                return
+            self.points.append((self._x, self._sum / self._n))
+            self._n, self._sum = 0, 0.0
+            if len(self.points) >= self.max_points:
+                pairs = zip(self.points[0::2], self.points[1::2], strict=False)
+                self.points = [(a[0], (a[1] + b[1]) / 2) for a, b in pairs]
+                self.stride *= 2
+
+    def series(self) -> list[tuple[float, float]]:
+        tail = [(self._x, self._sum / self._n)] if self._n else []
+        return self.points + tail
+
+
+_NO_DECODE = object()  # `Part.last_key` of a part without decode records
+STAMP_BYTES = 19  # `YYYY-MM-DD HH:MM:SS`
+
+
+class Stamps(Sequence[bytes]):
+    """Raw stamps of one width, kept as one bytes object: a block holds hundreds, and the
+    process that reads half a log hands them all back (one object pickles at once)."""
+
+    __slots__ = ("_joined",)
+
+    def __init__(self, joined: bytes) -> None:
+        self._joined = joined
+
+    def __len__(self) -> int:
+        return len(self._joined) // STAMP_BYTES
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        start = (i % n) * STAMP_BYTES
+        return self._joined[start:start + STAMP_BYTES]
+
+    def __reduce__(self) -> tuple[type, tuple[bytes]]:
+        return Stamps, (self._joined,)
+
+
+@dataclass
+class Part:
+    """What one block of lines adds to the summary; line numbers are absolute (see `shift`)."""
+
+    lines: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    engines: Counter[str] = field(default_factory=Counter)
+    first_ts: str | None = None
+    last_ts: str | None = None
+    gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
+    gen_ts: Sequence[Ts] = field(default_factory=list)  # and their stamps
+    peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
+    last_decode: Record | None = None
+    cached: int = 0
+    new: int = 0
+    events: list[Record] = field(default_factory=list)  # every event record, `args` included
+    unparsed: list[Record] = field(default_factory=list)  # the block's first few
+    candidates: list[Candidate] = field(default_factory=list)  # decode records for alerts
+    first_key: object = _NO_DECODE  # thinning key of the block's first decode record
+    last_key: object = _NO_DECODE  # and of its last
+
+    def shift(self, offset: int) -> None:
+        """Add `offset` to every line number (a block counted from 1 by another process)."""
+        if not offset:
+            return
+        if self.peak is not None:
+            self.peak = (self.peak[0], self.peak[1] + offset)
+        recs = [self.last_decode, *self.events, *self.unparsed]
+        for cand in self.candidates:
+            cand.shift(offset)
+            if isinstance(cand.payload, dict):
+                recs.append(cand.payload)
+        seen: set[int] = set()
+        for rec in recs:  # a record can be both the last decode and a candidate: shift it once
+            if rec is not None and id(rec) not in seen:
+                seen.add(id(rec))
+                rec["line"] += offset
+
+
+def fold_other(part: Part, rec: Record) -> None:
+    """Fold a prefill, event or unparsed record into `part` (counts and timestamps excepted)."""
+    kind = rec["kind"]
+    if kind == "prefill":
+        part.cached += rec.get("cached_token") or 0
+        part.new += rec.get("new_token") or 0
+    elif kind == "event":
+        part.events.append(rec)
+    elif len(part.unparsed) < MAX_UNPARSED_SAMPLES:
+        part.unparsed.append(rec)
+
+
+class PartBuilder:
+    """A `Part` from records fed in file order (the reference path; any log shape)."""
+
+    def __init__(self) -> None:
+        self.part = Part()
+
+    def feed_all(self, records: Iterable[Record]) -> Part:
+        for rec in records:
+            self.feed(rec)
+        return self.part
+
+    def feed(self, rec: Record) -> None:
+        p = self.part
+        kind = rec["kind"]
+        p.kinds[kind] += 1
+        p.engines[rec.get("engine") or "sglang"] += 1
+        ts = rec.get("ts")
+        if ts:
+            p.first_ts = p.first_ts or ts
+            p.last_ts = ts
+        if kind == "decode":
+            self._decode(rec, ts)
+        else:
+            fold_other(p, rec)
+
+    def _decode(self, rec: Record, ts: str | None) -> None:
+        p = self.part
+        p.last_decode = rec
+        key = ts_key(ts)
+        if p.first_key is _NO_DECODE:
+            p.first_key = key
+            p.candidates.append(Candidate(rec["line"], key, rec))
+        elif key != p.last_key:
+            p.candidates.append(Candidate(rec["line"], key, rec))
+        p.last_key = key
+        gen = rec.get("gen_throughput")
+        if gen is None:
+            return
+        if p.peak is None or gen > p.gens[p.peak[0]]:
+            p.peak = (len(p.gens), rec["line"])
+        p.gens.append(gen)
+        assert isinstance(p.gen_ts, list)  # the builder's own list, never `Stamps`
+        p.gen_ts.append(ts)
+
+
+class LogSummary:
+    """Fold parts in file order with `merge`; read the result with `to_dict`."""
+
+    def __init__(self, ref: float) -> None:
+        self.ref = ref  # supplies the date a time-only timestamp lacks
+        self.lines = 0
+        self.kinds: Counter[str] = Counter()
+        self.engines: Counter[str] = Counter()
+        self.event_counts: Counter[str] = Counter()
+        self.events: deque[Record] = deque(maxlen=MAX_EVENTS)
+        self.unparsed_samples: list[Record] = []
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+        self.peak: dict[str, Any] | None = None
+        self.last_decode: Record | None = None
+        self._gen_sum = 0.0
+        self._gen_n = 0
+        self._cached = 0
+        self._new = 0
+        self._last_key: object = _NO_DECODE
+        self.throughput = Downsampled()
+        self.alerts = AlertFeed()
+
+    def merge(self, part: Part) -> None:
+        self.lines += part.lines
+        self.kinds.update(part.kinds)
+        self.engines.update(part.engines)
+        self.first_ts = self.first_ts or part.first_ts
+        self.last_ts = part.last_ts or self.last_ts
+        self._cached += part.cached
+        self._new += part.new
+        self.last_decode = part.last_decode or self.last_decode
+        for ev in part.events:
+            self.event_counts[ev["event"]] += 1
+            self.events.append({k: v for k, v in ev.items() if k != "args"})
+        room = MAX_UNPARSED_SAMPLES - len(self.unparsed_samples)
+        self.unparsed_samples.extend(part.unparsed[:max(0, room)])
+        self._gens(part)
+        cands = part.candidates
+        if cands and part.first_key == self._last_key:
+            cands = cands[1:]  # continues the previous block's 10-second bucket
+        self.alerts.add(cands, part.events)
+        if part.last_key is not _NO_DECODE:
+            self._last_key = part.last_key
+
+    def _gens(self, part: Part) -> None:
+        gens = part.gens
+        if not gens:
+            return
+        if part.peak is not None:
+            i, line = part.peak
+            if self.peak is None or gens[i] > self.peak["gen_throughput"]:
+                self.peak = {"gen_throughput": gens[i], "ts": norm_ts(part.gen_ts[i]), "line": line}
+        base = self._gen_n
+
+        def x_of(i: int) -> float:
+            x = ts_to_epoch(norm_ts(part.gen_ts[i]), self.ref)
+            return float(base + i + 1) if x is None else x
+
+        self.throughput.extend(gens, x_of)
+        self._gen_sum = reduce(operator.add, gens, self._gen_sum)
+        self._gen_n += len(gens)
+
+    def engine(self) -> str:
+        """The engine most records came from (a tie goes to the first name, alphabetically)."""
+        counts = sorted(self.engines.items(), key=lambda kv: (-kv[1], kv[0]))
+        return counts[0][0] if counts and counts[0][1] else "unknown"
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self._cached + self._new
+        return {
+            "engine": self.engine(),
+            "lines": self.lines,
+            "records": {k: self.kinds.get(k, 0) for k in ("decode", "prefill", "event", "unparsed")},
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "gen_throughput": {
+                "peak": self.peak,
+                "mean": round(self._gen_sum / self._gen_n, 2) if self._gen_n else None,
+                "samples": self._gen_n,
+            },
+            "last_decode": self.last_decode,
+            "prefill": {
+                "cached_tokens": self._cached,
+                "new_tokens": self._new,
+                "cache_hit_ratio": round(self._cached / total, 4) if total else None,
+            },
+            "event_counts": dict(self.event_counts),
+            "events": list(self.events),
+            "unparsed": self.kinds.get("unparsed", 0),
+            "unparsed_samples": [r.get("text") for r in self.unparsed_samples],
+            "alerts": [],
+        }
+
+
+def summarize_records(records: Iterable[Record], ref: float, lines: int = 0) -> LogSummary:
+    """The summary of a record stream, one record at a time (the reference for the fast path)."""
+    summary = LogSummary(ref)
+    part = PartBuilder().feed_all(records)
+    part.lines = lines
+    summary.merge(part)
+    return summary

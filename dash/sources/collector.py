@@ -1,0 +1,213 @@
+"""The I/O orchestration that the dashboard, `kdash --once` and `kdash serve` share.
+
+`Collector` builds every source from a Config. Its blocking methods run in a worker thread and
+return immutable observations; the `apply_*` functions fold an observation into a `RunState` on
+the one thread that owns the trackers. Server-log lines are parsed in the worker (pure, and off
+the UI thread), so the main thread only applies records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dash.core.config import Config
+from dash.core.errors import ConfigError
+from dash.core.log.parse import parse_line
+from dash.core.snapshot import ProcessInfo, Record
+from dash.core.state.partitions import OutputCount, glob_error
+from dash.sources.counts import OutputsSource
+from dash.sources.files import FileFollower, FollowRead
+from dash.sources.procs import ProcessError, ProcessSource
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from dash.core.state.gpus import GpuReading
+    from dash.core.state.http_state import HttpSample
+    from dash.core.state.run import RunState
+
+CLIENT_BACKFILL = 64 * 1024
+"""Enough of the client log's end for its last progress bar and recent errors."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesRead:
+    """One read of every followed file (crosses from the worker thread to the main thread)."""
+
+    server: FollowRead | None = None
+    records: tuple[Record | None, ...] = ()
+    """The server log's new lines, parsed (None: a line of no interest)."""
+    client: FollowRead | None = None
+    outputs: tuple[OutputCount, ...] = ()
+    input_totals: Mapping[str, int] = field(default_factory=dict)
+    counting: bool = False
+    """A first count of a big output file is still running in the background."""
+    more: bool = False
+    """A followed file had more new bytes than one read takes: read again soon."""
+    errors: tuple[str, ...] = ()
+    """Output or prompt files that could not be counted this time ("path: reason")."""
+
+
+def check_globs(cfg: Config) -> None:
+    """Raise ConfigError (one line) for an unusable --outputs or --inputs glob."""
+    for flag, patterns in (("--outputs", cfg.outputs), ("--inputs", cfg.inputs)):
+        for pattern in patterns:
+            why = glob_error(pattern)
+            if why:
+                raise ConfigError(f"{flag}: {why}")
+
+
+class Collector:
+    """Every source of one run, built from the Config."""
+
+    def __init__(self, cfg: Config, *, nvml_module: object | None = None) -> None:
+        check_globs(cfg)
+        self.cfg = cfg
+        self._server = FileFollower(cfg.log, backfill=cfg.backfill_bytes) if cfg.log else None
+        self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
+                        if cfg.client_log else None)
+        self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
+        self._procs = ProcessSource(cfg.process) if cfg.process else None
+        self._nvml_module = nvml_module
+        self._nvml: Any = None
+        self._http: Any = None
+        self._lineno = 0
+
+    # -- blocking: call from a worker thread --------------------------------------------------
+
+    def read_files(self) -> FilesRead:
+        """Read what is new in the server log, the client log and the outputs."""
+        server = self._server.poll() if self._server is not None else None
+        records: tuple[Record | None, ...] = ()
+        if server is not None:
+            if any(e in ("truncated", "rotated", "deleted") for e in server.events):
+                self._lineno = 0
+            records = tuple(self._parse(server.lines))
+        client = self._client.poll() if self._client is not None else None
+        outputs: tuple[OutputCount, ...] = ()
+        totals: dict[str, int] = {}
+        if self._outputs is not None:
+            outputs, totals = self._outputs.read()
+        more = bool((server and server.more) or (client and client.more))
+        counting = self._outputs is not None and self._outputs.last_read_counting
+        errors = self._outputs.last_read_errors if self._outputs is not None else ()
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
+
+    def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
+        out: list[Record | None] = []
+        for text in lines:
+            self._lineno += 1
+            out.append(parse_line(text, self._lineno))
+        return out
+
+    @property
+    def counting(self) -> bool:
+        """Whether a background first count is still running."""
+        return self._outputs is not None and self._outputs.busy
+
+    def wait_counts(self, timeout: float | None = None) -> bool:
+        """Block until background counts finish (for --once); False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.counting:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def sample_gpus(self) -> GpuReading:
+        """One NVML reading (a tuple of GpuSnapshot, or NvmlUnavailable); never raises."""
+        if self._nvml is None:
+            from dash.sources.nvml import NvmlSource
+
+            self._nvml = NvmlSource(self.cfg.gpus, module=self._nvml_module,
+                                    process_interval=self.cfg.nvml_process_interval)
+        return self._nvml.sample(time.time())
+
+    def sample_processes(self) -> tuple[ProcessInfo, ...] | ProcessError | None:
+        """The client processes, or None when no pattern is configured."""
+        return self._procs.sample() if self._procs is not None else None
+
+    # -- async ----------------------------------------------------------------------------------
+
+    async def poll_http(self) -> HttpSample | None:
+        """One poll of the server (an HttpSample), or None when no URL is configured."""
+        if not self.cfg.url:
+            return None
+        if self._http is None:
+            from dash.sources.http import HttpPoller
+
+            self._http = HttpPoller(self.cfg.url)
+        return await self._http.poll(time.time())
+
+    async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
+        """Yield whenever a followed file may have changed (and at least every few seconds)."""
+        from dash.sources.watch import WatchTargets, watch_changes
+
+        paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
+        targets = WatchTargets(paths, self.cfg.outputs)
+        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
+            yield None
+
+    def close(self) -> None:
+        """Release descriptors, background counts and NVML."""
+        for f in (self._server, self._client):
+            if f is not None:
+                f.close()
+        if self._outputs is not None:
+            self._outputs.close()
+        if self._nvml is not None:
+            self._nvml.shutdown()
+            self._nvml = None
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and everything `close` releases."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        self.close()
+
+
+# -- appliers: run on the thread that owns the RunState -----------------------------------------
+
+def apply_files(state: RunState, read: FilesRead, now: float) -> None:
+    """Fold one read of the files into the run's trackers."""
+    if read.server is not None:
+        s = read.server
+        state.feed_server_log(read.records, now, lines=len(s.lines))
+        message = s.message
+        if s.status == "ok" and any(e != "opened" for e in s.events):
+            message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
+        state.server_log.note_file(s.status, message, now)
+    if read.client is not None:
+        c = read.client
+        state.client.feed(c.lines, now, c.partial)
+        state.client.note_file(c.size, now)
+    if read.outputs or read.input_totals:
+        state.partitions.set_input_totals(read.input_totals)
+        state.partitions.apply(read.outputs, now)
+    for error in read.errors:
+        state.add_notice(error)
+
+
+def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:
+    """Fold one NVML reading into the GPU tracker."""
+    if reading is not None:
+        state.gpus.apply(reading, now)
+
+
+def apply_processes(state: RunState, procs: tuple[ProcessInfo, ...] | ProcessError | None,
+                    now: float) -> None:
+    """Fold one process listing into the client tracker (an error is a notice, not a crash)."""
+    if isinstance(procs, ProcessError):
+        state.add_notice(f"process listing failed: {procs.reason}")
+    elif procs is not None:
+        state.client.set_processes(procs)
+
+
+def apply_http(state: RunState, sample: HttpSample | None, now: float) -> None:
+    """Fold one HTTP poll into the HTTP tracker."""
+    if sample is not None:
+        state.http.apply(sample, now)

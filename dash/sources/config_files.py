@@ -1,0 +1,86 @@
+"""Loading the configuration: the user's config file, `./kdash.toml`, `--config FILE`, flags.
+
+Precedence, later wins: the user config file (platformdirs), `./kdash.toml`, `--config FILE`,
+then flags. The schema and its checks are pure (`dash.core.config`); this module reads the files,
+the user's directories and the environment (`CUDA_VISIBLE_DEVICES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dash.core.config import FIELD_NAMES, Config, merge_layers, parse_gpus
+from dash.core.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+def user_config_path() -> Path:
+    """Where the per-user config file lives (e.g. ~/.config/kdash/config.toml)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("kdash")) / "config.toml"
+
+
+def user_state_dir() -> Path:
+    """Where kdash keeps its own files (alert history), never beside watched files."""
+    from platformdirs import user_state_dir as _usd
+
+    return Path(_usd("kdash"))
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Read one TOML config file into a dict of raw values."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file is a directory: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    unknown = sorted(set(data) - FIELD_NAMES)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting {unknown[0]!r}")
+    return data
+
+
+def build_config(
+    flags: Mapping[str, Any],
+    config_file: Path | None = None,
+    cwd: Path | None = None,
+    user_file: Path | None = None,
+) -> Config:
+    """Merge the user file, ./kdash.toml, --config FILE and flags (later wins) into a Config.
+
+    `flags` holds only what the user passed (None values are ignored).
+    """
+    cwd = cwd or Path.cwd()
+    user_file = user_file if user_file is not None else user_config_path()
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    for path in (user_file, cwd / "kdash.toml"):
+        if path.is_file():
+            layers.append((str(path), read_toml(path)))
+    if config_file is not None:
+        layers.append((str(config_file), read_toml(config_file)))
+    layers.append(("flags", flags))
+    cfg = merge_layers(layers)
+    if cfg.gpus is None and os.environ.get("CUDA_VISIBLE_DEVICES", "").strip():
+        try:
+            cfg = dataclasses.replace(cfg, gpus=parse_gpus(os.environ["CUDA_VISIBLE_DEVICES"]))
+        except ConfigError:
+            pass  # UUIDs or MIG names: show every GPU rather than refuse to start
+    return cfg
