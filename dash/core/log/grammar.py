@@ -87,6 +87,9 @@ DECODE = StatsFamily(
                ("token_usage", "full_token_usage"), ("token_usage", "gpu_token_usage")),
     require_all=("running_req",), require_any=(("tokens", "token_usage"),),
     schema=("running_req", "queue_req", "tokens", "token_usage", "gen_throughput"),
+    examples=("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, "
+              "gen throughput (token/s): 2327.27, #queue-req: 0",
+              "#running-req: 8, #token: 100, token usage: 0.01, gen throughput (token/s): 5.00"),
 )
 
 PREFILL = StatsFamily(
@@ -114,6 +117,10 @@ PREFILL = StatsFamily(
     fallbacks=(("token_usage", "full_token_usage"),),
     require_all=("new_seq", "new_token"),
     schema=("new_seq", "new_token", "cached_token", "token_usage", "running_req", "queue_req"),
+    examples=("Prefill batch, #new-seq: 1, #new-token: 300, #cached-token: 100, token usage: 0.10, "
+              "#running-req: 0, #queue-req: 0",
+              "Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 8, "
+              "#cached-token: 0, cache hit rate: 0.00%, token usage: 0.01, #queue-req: 0"),
 )
 
 VLLM_STATS = StatsFamily(
@@ -139,6 +146,8 @@ VLLM_STATS = StatsFamily(
     ),
     require_any=(("gen_throughput", "running_req"),),
     schema=("running_req", "queue_req", "tokens", "token_usage", "gen_throughput"),
+    examples=("Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "
+              "tokens/s, Running: 3 reqs, Waiting: 4 reqs, GPU KV cache usage: 5.0%",),
 )
 
 FAMILIES = (DECODE, PREFILL, VLLM_STATS)
@@ -201,7 +210,7 @@ PHRASES = (
            examples=("ValueError: bad", "KeyboardInterrupt")),
     Phrase("error", any=("Health check failed",), examples=("Health check failed",)),
     Phrase("error", levels=("ERROR", "CRITICAL", "FATAL"),
-           examples=("ERROR 05-01 12:00:10 [engine.py:1] engine died",)),
+           examples=("engine died",)),  # after a prefix that prints ERROR
 )
 
 GRAMMAR = Grammar(PREFIXES, FAMILIES, PHRASES)

@@ -72,6 +72,8 @@ class StatsFamily:
     require_all: tuple[str, ...] = ()
     require_any: tuple[tuple[str, ...], ...] = ()
     hints: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    """Messages it must read (the grammar's tests use them)."""
 
     @cached_property
     def head_re(self) -> re.Pattern[str]:
