@@ -58,6 +58,8 @@ class PrefixReader:
         self.outer = re.compile("(" + spec.outer_stamp + ") ")
         self.processes = tuple(re.compile(p) for p in spec.processes)
         self.bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*)\] ?")
+        self.bracket_plain = r"\[(?:" + spec.bracket_stamp + ")(?: " + tag + r")*\] ?"
+        """The bracket without groups (for patterns that embed it)."""
         self.vllm = re.compile(spec.vllm)
         self.stamp_first = re.compile(
             "(" + spec.stamp_first + r")(?:Z|[+-]\d{2}:?\d{2})?"
