@@ -13,6 +13,7 @@ bounded on a multi-GB log: at most a few pieces' results are in flight.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ PIECE = 16 << 20  # what one process reads at a time
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 class LogError(UsageError):
@@ -55,12 +57,12 @@ class Scan:
         self.lines = 0
         self.reader = reader if reader is not None else BlockReader(LineParser(GRAMMAR))
 
-    def _open(self) -> IO[bytes]:
+    def _open(self) -> io.BufferedIOBase:
         if self.path.is_dir():
             raise LogError(f"{self.path}: is a directory")
         try:
             if self.path.suffix == ".gz":
-                return gzip.open(self.path, "rb")
+                return gzip.GzipFile(self.path, "rb")
             fh = self.path.open("rb")
         except FileNotFoundError:
             raise LogError(f"{self.path}: no such file") from None
@@ -69,9 +71,9 @@ class Scan:
         fh.seek(self.start)
         return fh
 
-    def _read(self, fh: IO[bytes], view: memoryview) -> int:
+    def _read(self, fh: io.BufferedIOBase, view: memoryview) -> int:
         try:
-            return fh.readinto(view)  # type: ignore[attr-defined, no-any-return]
+            return fh.readinto(view)
         except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
             raise LogError(f"{self.path}: {exc}") from None
 
@@ -118,10 +120,10 @@ class Scan:
             yield from records(batch, self.reader.stamps)
 
 
-class Job(Protocol[R]):
+class Job(Protocol[R_co]):
     """What a command makes of a log: one result per piece, folded in file order."""
 
-    def piece(self, scan: Scan) -> R:
+    def piece(self, scan: Scan) -> R_co:
         """Read a whole piece (in whichever process)."""
         ...
 

@@ -119,7 +119,7 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
         pieces.append(re.escape(f"{sep}{printed}: ") + "(" + f.conv.plain + ")" + re.escape(unit))
     pieces.append(re.escape(trailing) + "(?=\n)")
     keys, cols = _settle(fam, first)
-    if keys is None:
+    if keys is None or cols is None:
         return None
     return Shape(fam, form, "".join(pieces).encode(), keys, cols, tuple(kinds))
 

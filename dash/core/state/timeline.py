@@ -81,7 +81,7 @@ class Timeline:
         for ts in self.records.stamps(start, start + taken):
             t = None
             if ts is not None:
-                t = cache.get(ts, _MISSING)  # type: ignore[arg-type]
+                t = cache.get(ts, _MISSING)
                 if t is _MISSING or (t is not None and last is not None
                                      and t < last - ROLLOVER_S):
                     self._last = last

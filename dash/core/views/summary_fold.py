@@ -66,10 +66,9 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
 def _decode_rows(part: Part, batch: Batch, i: int, stamps: dict[bytes, str]) -> None:
     shape, rows = batch.shapes[i], batch.rows[i]
     lines = list(compress(batch.line_no, map(eq, batch.order, repeat(i))))
+    ts: list[str | None] = [None] * len(rows)
     if shape.prefix_groups:
         ts = [stamp_text(r[0], stamps) for r in rows]
-    else:
-        ts = [None] * len(rows)
     keys = list(map(ts_key, ts))
     heads = [0, *compress(range(1, len(keys)), map(ne, keys, islice(keys, 1, None)))]
     part.candidates = [Candidate(lines[j], keys[j], shape_record(shape, lines[j], rows[j], stamps))
