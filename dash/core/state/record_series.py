@@ -34,6 +34,15 @@ def _widen(col: array[Any], values: Sequence[Any]) -> array[Any]:
     return col
 
 
+def _intern(texts: list[str | None], index: dict[str | None, int], text: str | None) -> int:
+    """The index of `text` in `texts`, added once (stamps and rank tags repeat)."""
+    i = index.get(text)
+    if i is None:
+        i = index[text] = len(texts)
+        texts.append(text)
+    return i
+
+
 @dataclass
 class _Rows:
     """One shape's rows: line numbers, stamp and rank indexes, one array per value."""
@@ -63,11 +72,7 @@ class SeriesPiece:
     _index: dict[str | None, int] = field(default_factory=dict)
 
     def text_id(self, text: str | None) -> int:
-        i = self._index.get(text)
-        if i is None:
-            i = self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return i
+        return _intern(self.texts, self._index, text)
 
     def add(self, batch: Batch, stamps: dict[bytes, str]) -> None:
         slots = [self._slot(s) for s in batch.shapes]
@@ -123,11 +128,7 @@ class RecordSeries(Sequence[Record]):
         self._dicts.append(rec)
 
     def _text(self, text: str | None) -> int:
-        i = self._index.get(text)
-        if i is None:
-            i = self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return i
+        return _intern(self.texts, self._index, text)
 
     def _slot(self, shape: Shape) -> int:
         for i, r in enumerate(self._shapes):
