@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -195,14 +194,15 @@ def cuts(path: Path, size: int, piece: int = PIECE) -> list[int]:
 
 
 def _context() -> Any:
-    """`fork` where the platform has it and no other thread runs (forking a threaded
-    process can deadlock the child); `spawn` otherwise. `KDASH_START=spawn` forces it."""
+    """`fork` where the platform has it, else `spawn` (`KDASH_START=spawn` forces it). A
+    forked worker runs only its picklable task (no lock of another thread is taken); `spawn`
+    from inside the replay's Textual app did not start its workers on this machine."""
     import multiprocessing
 
     wanted = os.environ.get("KDASH_START")
     if wanted:
         return multiprocessing.get_context(wanted)
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+    if "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 
