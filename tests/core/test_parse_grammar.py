@@ -90,7 +90,8 @@ def test_the_parser_pickles_as_its_grammar() -> None:
     assert again.grammar == grammar and again.keywords == LineParser(grammar).keywords
 
 
-@pytest.mark.parametrize("conv", [convert.INT, convert.FLOAT, convert.COUNT, convert.BOOL],
+@pytest.mark.parametrize("conv", [convert.INT, convert.FLOAT, convert.COUNT, convert.BOOL,
+                                  convert.RATIO],
                          ids=lambda c: c.name)
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())

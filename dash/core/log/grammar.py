@@ -10,7 +10,7 @@ How to add
 - **A stats field**: one `Field(printed, key, converter, unit)` in the family's `fields`, e.g.
   `Field("#foo-req", "foo_req", INT)` in `DECODE`. Unknown names are ignored, so a server
   that prints it before kdash knows it loses nothing else. Converters are in
-  `dash.core.log.convert` (`INT`, `FLOAT`, `COUNT`, `BOOL`, `PERCENT`; a ratio printed in
+  `dash.core.log.convert` (`INT`, `FLOAT`, `COUNT`, `BOOL`, `RATIO`; a ratio printed in
   percent is stored as a fraction). The first field listed for a printed name wins; several
   printed names may feed one key (`npu graph` -> `cuda_graph`), the first printed wins.
 - **A stats family** (a new periodic line): a `StatsFamily` with its trigger texts, its head
@@ -29,7 +29,7 @@ How to add
 from __future__ import annotations
 
 from dash.core.log import events as ev
-from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, PERCENT
+from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO, RATIOS
 from dash.core.log.syntax import Field, Grammar, HeadField, Phrase, Prefixes, StatsFamily
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
@@ -54,7 +54,7 @@ PREFIXES = Prefixes(
 _GRAPH_FIELDS = (Field("cuda graph", "cuda_graph", BOOL), Field("npu graph", "cuda_graph", BOOL),
                  Field("cpu graph", "cuda_graph", BOOL), Field("musa graph", "cuda_graph", BOOL))
 # `XPU KV cache usage` (vLLM 0.33) and any other device's: KV usage in percent, in any family
-_KV_USAGE = Field(" KV cache usage", "token_usage", PERCENT, "%", suffix=True)
+_KV_USAGE = Field(" KV cache usage", "token_usage", RATIO, suffix=True)
 
 DECODE = StatsFamily(
     name="decode", kind="decode", engine="sglang",
@@ -62,25 +62,25 @@ DECODE = StatsFamily(
     head=r"Decode batch(?: ?\[\d+\])?[.,]? ?", head_required=False,
     fields=(
         Field("#running-req", "running_req", INT), Field("#token", "tokens", INT),
-        Field("token usage", "token_usage", FLOAT),
+        Field("token usage", "token_usage", RATIO),
         Field("gen throughput (token/s)", "gen_throughput", FLOAT),
         Field("#queue-req", "queue_req", INT), Field("#full token", "full_tokens", INT),
-        Field("full token usage", "full_token_usage", FLOAT),
-        Field("#swa token", "swa_tokens", INT), Field("swa token usage", "swa_token_usage", FLOAT),
-        Field("#gpu token", "gpu_tokens", INT), Field("gpu token usage", "gpu_token_usage", FLOAT),
-        Field("#cpu token", "cpu_tokens", INT), Field("cpu token usage", "cpu_token_usage", FLOAT),
-        Field("mamba num", "mamba_num", INT), Field("mamba usage", "mamba_usage", FLOAT),
-        Field("accept len", "accept_len", FLOAT), Field("accept rate", "accept_rate", FLOAT),
+        Field("full token usage", "full_token_usage", RATIO),
+        Field("#swa token", "swa_tokens", INT), Field("swa token usage", "swa_token_usage", RATIO),
+        Field("#gpu token", "gpu_tokens", INT), Field("gpu token usage", "gpu_token_usage", RATIO),
+        Field("#cpu token", "cpu_tokens", INT), Field("cpu token usage", "cpu_token_usage", RATIO),
+        Field("mamba num", "mamba_num", INT), Field("mamba usage", "mamba_usage", RATIO),
+        Field("accept len", "accept_len", FLOAT), Field("accept rate", "accept_rate", RATIO),
         Field("cap len", "cap_len", FLOAT), Field("block accept len", "block_accept_len", FLOAT),
         Field("largest-len", "largest_len", INT),
-        Field("pre-allocated usage", "prealloc_usage", FLOAT),
+        Field("pre-allocated usage", "prealloc_usage", RATIO),
         Field("#prealloc-req", "prealloc_req", INT), Field("#transfer-req", "transfer_req", INT),
         Field("#retracted-req", "retracted_req", INT),
         Field("#host-receive-req", "host_receive_req", INT),
         Field("waiting-image-req", "waiting_image_req", INT),
         *_GRAPH_FIELDS,
         Field("timestamp", "timestamp", FLOAT), Field("#cache_miss", "cache_miss", INT),
-        Field("fwd occupancy", "fwd_occupancy", FLOAT), _KV_USAGE,
+        Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
     ),
     # hybrid models print `#full token` / `full token usage` instead of `#token` / `token usage`
     fallbacks=(("tokens", "full_tokens"), ("tokens", "gpu_tokens"),
@@ -99,20 +99,20 @@ PREFILL = StatsFamily(
     fields=(
         Field("#new-seq", "new_seq", INT), Field("#new-token", "new_token", INT),
         Field("#cached-token", "cached_token", INT),
-        Field("cache hit rate", "cache_hit_rate", FLOAT),
-        Field("token usage", "token_usage", FLOAT), Field("#running-req", "running_req", INT),
+        Field("cache hit rate", "cache_hit_rate", RATIO),
+        Field("token usage", "token_usage", RATIO), Field("#running-req", "running_req", INT),
         Field("#queue-req", "queue_req", INT), Field("#pending-token", "pending_token", INT),
         Field("input throughput (token/s)", "input_throughput", FLOAT),
-        Field("#token", "tokens", INT), Field("full token usage", "full_token_usage", FLOAT),
-        Field("swa token usage", "swa_token_usage", FLOAT),
-        Field("mamba usage", "mamba_usage", FLOAT), Field("#replay-token", "replay_token", INT),
+        Field("#token", "tokens", INT), Field("full token usage", "full_token_usage", RATIO),
+        Field("swa token usage", "swa_token_usage", RATIO),
+        Field("mamba usage", "mamba_usage", RATIO), Field("#replay-token", "replay_token", INT),
         Field("#unbootstrapped-req", "unbootstrapped_req", INT),
         Field("#transferring-req", "transferring_req", INT),
         Field("#prealloc-req", "prealloc_req", INT), Field("#inflight-req", "inflight_req", INT),
         Field("#bootstrap-req", "bootstrap_req", INT),
         Field("#optimistic-req", "optimistic_req", INT),
         Field("waiting-image-req", "waiting_image_req", INT),
-        *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", FLOAT), _KV_USAGE,
+        *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
     ),
     fallbacks=(("token_usage", "full_token_usage"),),
     require_all=("new_seq", "new_token"),
@@ -137,11 +137,11 @@ VLLM_STATS = StatsFamily(
         Field("Swapped", "swapped_req", COUNT, " reqs"),
         Field("Deferred", "deferred_req", COUNT, " reqs"),
         Field("Preemptions", "preemptions", COUNT),
-        Field("GPU KV cache usage", "token_usage", PERCENT, "%"),
-        Field("CPU KV cache usage", "cpu_kv_usage", PERCENT, "%"),
-        Field("Prefix cache hit rate", "prefix_hit_rate", FLOAT, "%"),
-        Field("External prefix cache hit rate", "external_prefix_hit_rate", FLOAT, "%"),
-        Field("MM cache hit rate", "mm_cache_hit_rate", FLOAT, "%"),
+        Field("GPU KV cache usage", "token_usage", RATIO),
+        Field("CPU KV cache usage", "cpu_kv_usage", RATIO),
+        Field("Prefix cache hit rate", "prefix_hit_rate", RATIO),
+        Field("External prefix cache hit rate", "external_prefix_hit_rate", RATIO),
+        Field("MM cache hit rate", "mm_cache_hit_rate", RATIO),
         Field("Corrupted", "corrupted_req", COUNT, " reqs"), _KV_USAGE,
     ),
     require_any=(("gen_throughput", "running_req"),),

@@ -11,13 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dash.core.log.syntax import StatsFamily
+from dash.core.log.syntax import PAIR, StatsFamily
+
+__all__ = ["PAIR", "claims", "finish", "parse_stats", "read_fields"]
 
 Fields = dict[str, Any]
-
-# `key: value` items separated by `", "`; an item without `": "` (the `swa=M` continuation of
-# the 0.4.9 SWA form, stray text) is skipped
-PAIR = re.compile(r"(?:^|, )([^,]+?): ([^,]*)")
 
 
 def claims(fam: StatsFamily, msg: str) -> bool:
@@ -28,10 +26,14 @@ def claims(fam: StatsFamily, msg: str) -> bool:
 def read_fields(fam: StatsFamily, body: str) -> Fields:
     """The fields of the items in `body`: the first item of each record key wins."""
     out: Fields = {}
-    for key, value in PAIR.findall(body):
+    for key, value in fam.pair_re.findall(body):
         f = fam.field_for(key)
         if f is not None and f.key not in out:
-            out[f.key] = f.conv.read(value)
+            out[f.key] = None if f.many else f.conv.read(value)
+    for f, whole in fam.lists:
+        m = whole.search(body) if f.key in out and out[f.key] is None else None
+        if m is not None:
+            out[f.key] = f.conv.read(m.group(1))
     return out
 
 

@@ -19,18 +19,30 @@ from dash.core.log.convert import Conv
 
 Fields = dict[str, Any]
 
+# `key: value` items separated by `", "`; an item without `": "` (the `swa=M` continuation of
+# the 0.4.9 SWA form, stray text) is skipped
+PAIR = re.compile(r"(?:^|, )([^,]+?): ([^,]*)")
+
 
 @dataclass(frozen=True)
 class Field:
     """One `name: value` item of a stats line: `printed` as the server prints it, `key` in the
     record. `unit`: what may follow the number (` tokens/s`, `%`, ` reqs`). With `suffix`,
-    any printed name ending in `printed` (`XPU KV cache usage`) is this field."""
+    any printed name ending in `printed` (`XPU KV cache usage`) is this field. With `many`, the
+    value is a list that runs on over the items without a name of their own (vLLM's
+    `Per-position acceptance rate: 0.81, 0.70, 0.62, Avg Draft ...`)."""
 
     printed: str
     key: str
     conv: Conv
     unit: str = ""
     suffix: bool = False
+    many: bool = False
+
+    def __post_init__(self) -> None:
+        if "%" in self.unit:  # the bulk reader would read `0.5%` as 0.5
+            raise ValueError(f"field {self.printed!r}: a percent is a ratio the converter "
+                             "reads itself (`RATIO`), not a unit")
 
 
 @dataclass(frozen=True)
@@ -53,10 +65,12 @@ class StatsFamily:
     one of `starts`); a family that claims a line but cannot read it makes it `unparsed`,
     as does any `hints` text. The fields are read after `head` (searched; fields are read from
     the message start when the head is not `head_required` and absent), by name, in any order;
-    the first item of a record key wins, unknown names are ignored. Then `head_fields`, then
-    `fallbacks` (target, source: the source's value where the target is None), then the check:
-    every key of `require_all` and one of each group in `require_any` is not None. `schema`
-    keys are always in the record (None when not printed)."""
+    the first item of a record key wins, unknown names are ignored; items are separated by
+    `sep`. Then `head_fields`, then `fallbacks` (target, source: the source's value where the
+    target is None), then the check: every key of `require_all` and one of each group in
+    `require_any` is not None. `schema` keys are always in the record (None when not printed).
+    `expect`: keys every version of the family prints; a record without one of them is read
+    but marked incomplete (a cut or damaged line), and counted."""
 
     name: str
     kind: str
@@ -72,12 +86,30 @@ class StatsFamily:
     require_all: tuple[str, ...] = ()
     require_any: tuple[tuple[str, ...], ...] = ()
     hints: tuple[str, ...] = ()
+    expect: tuple[str, ...] = ()
+    sep: str = ", "
     examples: tuple[str, ...] = ()
     """Messages it must read (the grammar's tests use them)."""
 
     @cached_property
     def head_re(self) -> re.Pattern[str]:
         return re.compile(self.head)
+
+    @cached_property
+    def pair_re(self) -> re.Pattern[str]:
+        """`name: value` items between separators (an item without `": "` is skipped)."""
+        if self.sep == ", ":
+            return PAIR
+        sep = re.escape(self.sep)
+        return re.compile(f"(?:^|{sep})((?:(?!{sep}).)+?): ((?:(?!{sep}).)*)")
+
+    @cached_property
+    def lists(self) -> tuple[tuple[Field, re.Pattern[str]], ...]:
+        """The list-valued fields, each with the pattern of its name and whole value."""
+        sep = re.escape(self.sep)
+        return tuple((f, re.compile(re.escape(f.printed) + f": ((?:(?!{sep}).)*"
+                                    f"(?:{sep}(?!(?:(?!{sep}).)*: )(?:(?!{sep}).)*)*)"))
+                     for f in self.fields if f.many)
 
     @cached_property
     def table(self) -> dict[str, Field]:
