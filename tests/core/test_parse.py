@@ -139,7 +139,6 @@ def test_stats_looking_lines_that_fail_are_unparsed(line: str) -> None:
     "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
     "Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:02<00:00,  1.6it/s]",
     "[2025-09-11 10:25:44 TP0] Capture cuda graph bs [1, 2, 4, 8]",
-    "[2026-06-01 11:58:26] Memory pool end. avail mem=6.31 GB",
 ])
 def test_lines_of_no_interest(line: str) -> None:
     assert parse_line(line) is None

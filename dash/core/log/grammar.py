@@ -28,25 +28,42 @@ How to add
 
 from __future__ import annotations
 
-from dash.core.log import events as ev
-from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO, RATIOS
-from dash.core.log.syntax import Field, Grammar, HeadField, Phrase, Prefixes, StatsFamily
+from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO
+from dash.core.log.phrases import PHRASES
+from dash.core.log.syntax import Field, Grammar, HeadField, Prefixes, StatsFamily
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
 
+# Stamp fields in their ranges: a bracket of other digits is no stamp (ASCII digits only)
+_MONTH, _DAY = r"(?:0[1-9]|1[0-2])", r"(?:0[1-9]|[12][0-9]|3[01])"
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_DATE = rf"[0-9]{{4}}-{_MONTH}-{_DAY}"
+_ZONE = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
+_MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+_HOST_IDENT = r"[\w.-]{1,64} [\w.@/-]{1,64}\[[0-9]{1,10}\]: "  # journald / syslog `host ident[pid]: `
+# A process's parallel ranks, printed in its name: `Worker_DP1_TP0_EP1`, `VllmWorker TP0`,
+# `VllmWorker PP1_TP0`, `EngineCore_DP0`, `VllmWorker rank=3`
+_PROC_RANKS = r"(?:rank=[0-9]{1,6}|[A-Z]{2,8}[0-9]{1,6}(?:_[A-Z]{2,8}[0-9]{1,6})*)"
+
 PREFIXES = Prefixes(
-    ranks=("DP", "TP", "EP", "PP", "ATTN_CP", "MOE_DP"),
-    rank_digits=r"\d{1,4}",
+    ranks=("DP", "TP", "EP", "PP", "ATTN_CP", "MOE_DP", "PCP", "DCP"),
+    rank_digits=r"[0-9]{1,4}",
     levels=_LEVELS,
-    bracket_stamp=r"(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?",
-    outer_stamp=r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})",
-    processes=(r"\(([\w.-]{1,80}) pid=\d+(?:, ip=[\w.:]{1,64})?\) ?",),
-    process_engines=(("sgl", "sglang"),),
+    bracket_stamp=rf"(?:{_DATE} )?{_TIME}(?:[.,][0-9]{{1,6}})?",
+    collector=r"[\w.-]{1,64} +\| ",  # docker compose `service-1  | `
+    outer_stamp=rf"{_DATE}T{_TIME}(?:\.[0-9]{{1,9}})?{_ZONE}",
+    # after an outer stamp: a CRI log file's stream and tag (`stdout F `), journald's host
+    outer_tail=rf"(?:std(?:out|err) [FP] )?(?:{_HOST_IDENT})?",
+    syslog_stamp=rf"((?:{_MONTHS}) (?:[ 0-2][0-9]|3[01]) {_TIME}(?:\.[0-9]{{1,6}})?) {_HOST_IDENT}",
+    processes=(rf"\((?:([A-Za-z][\w.-]{{0,79}}(?: {_PROC_RANKS})?) )?pid=[0-9]{{1,10}}"
+               r"(?:, ip=[^\s)]{1,64})?\) ?",),
+    process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
-    vllm=r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d{1,6})? "
-         r"\[?[^\]\s]{1,200}:\d+\] ?",
-    stamp_first=r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?",
-    gpu_tag=r"\[(gpu(?:_id)?=\d+)\] ",
+    vllm=r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+         rf"({_MONTH}-{_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
+    stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
+    zone=_ZONE,
+    gpu_tag=r"\[(gpu(?:_id)?=[0-9]+)\] ",
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )
@@ -151,66 +168,5 @@ VLLM_STATS = StatsFamily(
 )
 
 FAMILIES = (DECODE, PREFILL, VLLM_STATS)
-
-_SHUTDOWN = Phrase("shutdown", any=("SIGTERM received", "Shutting down", "Finished server process"),
-                   examples=("INFO:     Shutting down",))
-
-# Tried in this order; the first that reads a line wins. Matched on message text, never on
-# level or prefix alone: SGLang prints no level, and a WARNING or ERROR line looks like an
-# INFO line (reference/log-formats.md sections 5 and 8).
-PHRASES = (
-    Phrase("server_args", any=("server_args=", "non-default args: {"), starts=("ServerArgs(",),
-           extract=ev.server_args, examples=("server_args=ServerArgs(model_path='m', tp_size=2)",)),
-    Phrase("retract", any=("Decode out of memory happened", "Retract requests",
-                           "Testing retraction"), extract=ev.retract,
-           examples=("KV cache pool is full. Retract requests. #retracted_reqs: 2, "
-                     "#new_token_ratio: 0.4000 -> 0.5322",)),
-    Phrase("retract", every=("preempted", "KV cache space"), extract=ev.retract,
-           examples=("Sequence group 3 is preempted by PreemptionMode.RECOMPUTE mode because "
-                     "there is not enough KV cache space.",)),
-    Phrase("oom", any=("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
-                       "NPU out of memory", "out of memory. Try to lower",
-                       "Not enough memory. Please try", "runs out of memory"),
-           examples=("torch.OutOfMemoryError: CUDA out of memory.",)),
-    Phrase("crash", any=("Scheduler hit an exception", "Exception in ModelTpServer",
-                         "Exception in run_tp_server", "Exception in ControllerSingle",
-                         "crashed with exit code", "EngineCore encountered a fatal",
-                         "died unexpectedly"), fields={"reason": "exception"},
-           examples=("Scheduler hit an exception: Traceback",)),
-    Phrase("crash", any=("atchdog timeout",), extract=ev.watchdog,
-           examples=("Watchdog timeout (self.watchdog_timeout=300)",)),
-    Phrase("crash", any=("Received sigquit", "SIGQUIT received"), fields={"reason": "sigquit"},
-           examples=("Received sigquit from a child process. It usually means the child failed.",)),
-    Phrase("crash", pattern=r"^(?:.{0,200}: line \d+: +\d+ )?Killed(?:\s|$)", needs=("Killed",),
-           fields={"reason": "killed"}, examples=("Killed", "run.sh: line 3: 4242 Killed  python")),
-    Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound"),
-           extract=ev.kv_cache,
-           examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",)),
-    Phrase("kv_cache", any=("max_total_num_tokens=",), extract=ev.capacity,
-           examples=("max_total_num_tokens=463000, max_prefill_tokens=16384",)),
-    Phrase("kv_cache", any=("blocks: ", "GPU KV cache size", "Maximum concurrency"),
-           extract=ev.vllm_capacity,
-           examples=("# GPU blocks: 5691, # CPU blocks: 2048", "GPU KV cache size: 1,234 tokens")),
-    Phrase("cuda_graph", any=("Capture ",),
-           pattern=r"Capture (?:([\w -]{1,40}?) )?(?:cuda|CUDA|npu|NPU|cpu|CPU|xpu|XPU|musa|MUSA)"
-                   r" graph (begin|end)\b", extract=ev.graph,
-           examples=("Capture cuda graph end. Time elapsed: 9.81 s. avail mem=5.59 GB.",)),
-    Phrase("load_weights", any=("Load weight end",), extract=ev.memory,
-           examples=("Load weight end. type=X, avail mem=63.41 GB, mem usage=15.12 GB.",)),
-    Phrase("load_weights", pattern=r"(?:Loading model weights|Model loading) took ([\d.]+) ?Gi?B",
-           needs=("Loading model weights", "Model loading"), extract=ev.weights_taken,
-           examples=("Loading model weights took 14.9595 GB",)),
-    Phrase("ready", any=("ready to roll", "Starting vLLM API server"),
-           examples=("The server is fired up and ready to roll!",)),
-    _SHUTDOWN,
-    Phrase("error", starts=("Traceback (most recent call last)", "ERROR:"),
-           examples=("Traceback (most recent call last):",)),
-    Phrase("error", pattern=r"^[A-Za-z_][\w.]{0,200}(?:Error|Exception|Exit|Interrupt)(?::|$)",
-           needs=("Error", "Exception", "Exit", "Interrupt"),
-           examples=("ValueError: bad", "KeyboardInterrupt")),
-    Phrase("error", any=("Health check failed",), examples=("Health check failed",)),
-    Phrase("error", levels=("ERROR", "CRITICAL", "FATAL"),
-           examples=("engine died",)),  # after a prefix that prints ERROR
-)
 
 GRAMMAR = Grammar(PREFIXES, FAMILIES, PHRASES)

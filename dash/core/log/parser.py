@@ -69,6 +69,8 @@ class LineParser:
             rec["event"] = event.pop("event")
             rec["message"] = msg.strip()[:MAX_TEXT_CHARS]
             rec.update(event)
+            if pre.process and not rec.get("component"):
+                rec["component"] = pre.process  # the process whose line it is
             return rec
         if any(h in msg for h in self.hints):
             rec = _base("unparsed", lineno, pre, pre.engine or "sglang")

@@ -202,24 +202,34 @@ class Phrase:
 
 @dataclass(frozen=True)
 class Prefixes:
-    """The line prefixes, peeled from the left (`dash.core.log.prefix`): an outer stamp
-    (docker `--timestamps`), a process tag (`processes`: group 1 names the process; its
-    engine is the first of `process_engines` whose key is in the lowercased name, else
-    `process_default`), then the logger's own prefix: a bracket with a stamp and rank tags,
-    a `[gpu_id=N]` tag, vLLM's `LEVEL MM-DD HH:MM:SS [file:line]`, or a stamp first followed
-    by a header of level, pid, `[tags file:line]`, `[LEVEL] logger:`. Rank tags are
-    `ranks` names followed by `rank_digits`, everywhere."""
+    """The line prefixes, peeled from the left (`dash.core.log.prefix`).
+
+    First what a collector adds: a docker compose service column (`collector`), an RFC 3339
+    stamp (`outer_stamp`, bare as kubectl / docker `--timestamps` print it or in brackets as CI
+    does; then `outer_tail`: a CRI file's `stdout F`, journald's `host ident[pid]: `) or a
+    syslog stamp with host (`syslog_stamp`, journald's default). Then a process tag
+    (`processes`: group 1 names the process, and may name its ranks; its engine is the first
+    of `process_engines` whose key is in the lowercased name, else `process_default`), then
+    the logger's own prefix: a bracket with a stamp and rank tags, a `[gpu_id=N]` tag, vLLM's
+    `LEVEL MM-DD HH:MM:SS [file:line]`, or a stamp first (with an optional `zone`) followed by
+    a header of level, pid, `[tags file:line]`, `[LEVEL] logger:`. Rank tags are `ranks` names
+    followed by `rank_digits`, everywhere. A stamp with a zone is the record's `ts` (it alone
+    says when the line was written); otherwise the logger's own stamp is."""
 
     ranks: tuple[str, ...]
     rank_digits: str
     levels: tuple[str, ...]
     bracket_stamp: str
+    collector: str
     outer_stamp: str
+    outer_tail: str
+    syslog_stamp: str
     processes: tuple[str, ...]
     process_engines: tuple[tuple[str, str], ...]
     process_default: str
     vllm: str
     stamp_first: str
+    zone: str
     gpu_tag: str
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""

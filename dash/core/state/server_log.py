@@ -34,7 +34,8 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
                  ("dtype", "kv_dtype"), ("kv_size_gb", "kv_size_gb"),
                  ("max_prefill_tokens", "max_prefill_tokens"),
                  ("max_running_requests", "max_running_requests"),
-                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks")),
+                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks"),
+                 ("hicache_host_gb", "hicache_host_gb")),
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}

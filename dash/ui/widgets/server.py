@@ -30,6 +30,8 @@ SHOWN_EVENTS = 6
 
 
 def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
+    if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
+        return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
     if value is None:
         return "-"
