@@ -38,13 +38,23 @@ def _oracle(real_logs: Path, name: str) -> dict[str, Any]:
     return json.loads((real_logs / name).read_text())
 
 
-def test_every_real_log_parses_without_unparsed_lines(real_logs: Path) -> None:
+# Lines of the real logs that carry stats no rule reads (several `name: number` items), by file:
+# the grok2 startup's weight-name counts, `#all_names: 835, #hit_names: 707,
+# #missing_exclude_scales: 0` (TP0, TP5, TP7). Every other stats line is read, complete.
+UNPARSED = {"sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log": [1, 3, 4]}
+
+
+def test_every_real_log_reports_what_it_should(real_logs: Path) -> None:
+    """Unparsed: exactly the lines with stats no rule reads; incomplete: none (no real file
+    has a stats line cut, glued or behind a prefix no rule peels)."""
     logs = sorted(real_logs.glob("*.log"))
     assert len(logs) >= 31
     for path in logs:
         recs = _records(path)
         assert all(r["line"] >= 1 for r in recs), path.name
-        assert not [r for r in recs if r["kind"] == "unparsed"], path.name
+        unparsed = [r["line"] for r in recs if r["kind"] == "unparsed"]
+        assert unparsed == UNPARSED.get(path.name, []), path.name
+        assert not [r for r in recs if r.get("incomplete")], path.name
         json.dumps(recs)  # the export writes them as JSON
 
 

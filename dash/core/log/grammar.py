@@ -28,7 +28,7 @@ How to add
 
 from __future__ import annotations
 
-from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO
+from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO, RATIOS
 from dash.core.log.phrases import PHRASES
 from dash.core.log.syntax import Field, Grammar, HeadField, Prefixes, StatsFamily
 
@@ -104,14 +104,18 @@ DECODE = StatsFamily(
                ("token_usage", "full_token_usage"), ("token_usage", "gpu_token_usage")),
     require_all=("running_req",), require_any=(("tokens", "token_usage"),),
     schema=("running_req", "queue_req", "tokens", "token_usage", "gen_throughput"),
+    # `gen throughput` only since 0.1.16
+    expect=("running_req", "tokens", "token_usage", "queue_req"),
     examples=("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, "
               "gen throughput (token/s): 2327.27, #queue-req: 0",
-              "#running-req: 8, #token: 100, token usage: 0.01, gen throughput (token/s): 5.00"),
+              "#running-req: 8, #token: 100, token usage: 0.01, gen throughput (token/s): 5.00, "
+              "#queue-req: 0"),
 )
 
 PREFILL = StatsFamily(
-    name="prefill", kind="prefill", engine="sglang", triggers=("Prefill batch",),
-    head=r"Prefill batch(?:\(mixed #running-req: (?P<mixed>\d+)\))?(?: ?\[\d+\])?[.,]? ?",
+    name="prefill", kind="prefill", engine="sglang", triggers=("Prefill batch", "Prefil batch"),
+    # `Prefil batch.` is 0.1.17's spelling
+    head=r"Prefill? batch(?:\(mixed #running-req: (?P<mixed>\d+)\))?(?: ?\[\d+\])?[.,]? ?",
     head_fields=(HeadField("mixed", "running_req", int, fill=True),),
     fields=(
         Field("#new-seq", "new_seq", INT), Field("#new-token", "new_token", INT),
@@ -134,6 +138,8 @@ PREFILL = StatsFamily(
     fallbacks=(("token_usage", "full_token_usage"),),
     require_all=("new_seq", "new_token"),
     schema=("new_seq", "new_token", "cached_token", "token_usage", "running_req", "queue_req"),
+    # no `token usage` in 0.2.x, no `#running-req` on a PD prefill server of 0.4.x
+    expect=("new_seq", "new_token", "cached_token", "queue_req"),
     examples=("Prefill batch, #new-seq: 1, #new-token: 300, #cached-token: 100, token usage: 0.10, "
               "#running-req: 0, #queue-req: 0",
               "Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 8, "
@@ -163,10 +169,76 @@ VLLM_STATS = StatsFamily(
     ),
     require_any=(("gen_throughput", "running_req"),),
     schema=("running_req", "queue_req", "tokens", "token_usage", "gen_throughput"),
+    expect=("prefill_throughput", "gen_throughput", "running_req", "queue_req", "token_usage"),
     examples=("Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "
               "tokens/s, Running: 3 reqs, Waiting: 4 reqs, GPU KV cache usage: 5.0%",),
 )
 
-FAMILIES = (DECODE, PREFILL, VLLM_STATS)
+PREFILL_V01 = StatsFamily(
+    # SGLang 0.1.3-0.1.16: `new fill batch. #seq: 2. #cached_token: 512. #new_token: 40.
+    # #remaining_req: 6. #running_req: 3. tree_cache_hit_rate: 71.20%.` (items end in ". ")
+    name="prefill_v01", kind="prefill", engine="sglang", triggers=("new fill batch",),
+    head=r"new fill batch\. ", sep=". ",
+    fields=(
+        Field("#seq", "new_seq", COUNT), Field("#cached_token", "cached_token", COUNT),
+        Field("#new_token", "new_token", COUNT), Field("#remaining_req", "queue_req", COUNT),
+        Field("#running_req", "running_req", COUNT),
+        Field("tree_cache_hit_rate", "cache_hit_rate", RATIO),
+    ),
+    require_all=("new_seq", "new_token"),
+    schema=PREFILL.schema,
+    expect=("new_seq", "cached_token", "new_token", "queue_req", "running_req"),
+    examples=("new fill batch. #seq: 2. #cached_token: 512. #new_token: 40. #remaining_req: 6. "
+              "#running_req: 3. tree_cache_hit_rate: 71.20%.",),
+)
+
+SPEC = StatsFamily(
+    # vLLM's speculative decoding, after each engine's stats line: V1 0.10.2+ (`Mean acceptance
+    # length` first), V1 0.8.5-0.10.1 (`Draft acceptance rate: x%` first), V0 (`Speculative
+    # metrics:`, rates as fractions); `Per-position acceptance rate` is a list
+    name="spec", kind="spec", engine="vllm",
+    triggers=("SpecDecoding metrics", "Speculative metrics"),
+    head=r"(?:Engine (?P<engine>\d+): )?(?:SpecDecoding|Speculative) metrics: ",
+    head_fields=(HeadField("engine", "engine_index", int),),
+    fields=(
+        Field("Mean acceptance length", "accept_len", FLOAT),
+        Field("Accepted throughput", "accepted_throughput", FLOAT, " tokens/s"),
+        Field("Drafted throughput", "drafted_throughput", FLOAT, " tokens/s"),
+        Field("Accepted", "accepted_tokens", COUNT, " tokens"),
+        Field("Drafted", "drafted_tokens", COUNT, " tokens"),
+        Field("Per-position acceptance rate", "accept_rate_per_pos", RATIOS, many=True),
+        Field("Avg Draft acceptance rate", "accept_rate", RATIO),
+        Field("Draft acceptance rate", "accept_rate", RATIO),
+        Field("System efficiency", "system_efficiency", RATIO),
+        Field("Number of speculative tokens", "num_spec_tokens", COUNT),
+        Field("Number of accepted tokens", "accepted_tokens", COUNT),
+        Field("Number of draft tokens", "drafted_tokens", COUNT),
+        Field("Number of emitted tokens", "emitted_tokens", COUNT),
+    ),
+    require_any=(("accept_len", "accept_rate"),),
+    schema=("accept_len", "accept_rate", "accepted_tokens", "drafted_tokens"),
+    expect=("accept_rate", "accepted_tokens", "drafted_tokens"),
+    examples=("SpecDecoding metrics: Mean acceptance length: 3.14, Accepted throughput: 142.40 "
+              "tokens/s, Drafted throughput: 200.00 tokens/s, Accepted: 1424 tokens, Drafted: "
+              "2000 tokens, Per-position acceptance rate: 0.812, 0.703, 0.621, Avg Draft "
+              "acceptance rate: 71.2%",),
+)
+
+MFU = StatsFamily(
+    # vLLM 0.14+ with --enable-mfu-metrics: achieved TFLOP/s and GB/s per GPU (not a percent)
+    name="mfu", kind="mfu", engine="vllm", triggers=("MFU: ",),
+    head=r"(?:Engine (?P<engine>\d+): )?MFU: (?P<tflops>[0-9.]+) TF/s/(?:GPU|device) "
+         r"(?P<gbps>[0-9.]+) GB/s/(?:GPU|device)",
+    head_fields=(HeadField("engine", "engine_index", int),
+                 HeadField("tflops", "tflops_per_gpu", FLOAT.read),
+                 HeadField("gbps", "gbps_per_gpu", FLOAT.read)),
+    fields=(),
+    require_all=("tflops_per_gpu",),
+    schema=("tflops_per_gpu", "gbps_per_gpu"),
+    expect=("tflops_per_gpu", "gbps_per_gpu"),
+    examples=("Engine 000: MFU: 312.4 TF/s/GPU 1520.3 GB/s/GPU",),
+)
+
+FAMILIES = (DECODE, PREFILL, VLLM_STATS, PREFILL_V01, SPEC, MFU)
 
 GRAMMAR = Grammar(PREFIXES, FAMILIES, PHRASES)

@@ -13,7 +13,7 @@ from typing import Any
 
 from dash.core.log.syntax import PAIR, StatsFamily
 
-__all__ = ["PAIR", "claims", "finish", "parse_stats", "read_fields"]
+__all__ = ["PAIR", "claims", "damage", "finish", "parse_stats", "read_fields"]
 
 Fields = dict[str, Any]
 
@@ -62,3 +62,16 @@ def parse_stats(fam: StatsFamily, msg: str) -> Fields | None:
     if m is None and fam.head_required:
         return None
     return finish(fam, read_fields(fam, msg[m.end():] if m else msg), m)
+
+
+def damage(fam: StatsFamily, msg: str, rec: Fields, heads: tuple[str, ...]) -> list[str]:
+    """What is wrong with a stats line the family read: a field it always prints is missing
+    (a line cut short, a value the converter refused), text stands before its head (a prefix
+    no rule peels: its stamp is lost), or a second head follows (two lines glued into one)."""
+    out = [f"no {k}" for k in fam.expect if rec.get(k) is None]
+    head = fam.head_re.search(msg)
+    if head is not None and msg[:head.start()].strip():
+        out.append("text before the head")
+    if sum(msg.count(h) for h in heads) > 1:
+        out.append("two stats lines in one")
+    return out

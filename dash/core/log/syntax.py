@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from dash.core.log.convert import Conv
@@ -268,6 +269,24 @@ class Grammar:
             out.update(dict.fromkeys(fam.keywords()))
         return tuple(out)
 
+    def heads(self) -> tuple[str, ...]:
+        """Every family's trigger: a message with two of them is two lines glued into one."""
+        return tuple(dict.fromkeys(t for fam in self.families for t in fam.triggers))
+
+    @cached_property
+    def stats_item(self) -> re.Pattern[str]:
+        """A `name: number` item as the families print theirs: after the start or a separator,
+        a name made of the characters their printed names use, `: `, a number. A line with
+        `MIN_STATS_ITEMS` of them carries stats, whichever family (known or not) it is."""
+        chars = sorted({c for fam in self.families for f in fam.fields for c in f.printed})
+        name = "[" + "".join(re.escape(c) for c in chars) + "]{1,60}?"
+        seps = "|".join(re.escape(s) for s in sorted({f.sep for f in self.families}))
+        return re.compile(rf"(?:^|{seps})({name}): [0-9][0-9.,]*(?:%|\b)")
+
+    def carries_stats(self, msg: str) -> bool:
+        items = self.stats_item.finditer(msg)
+        return len(list(islice(items, MIN_STATS_ITEMS))) >= MIN_STATS_ITEMS
+
     def foreign_phrases(self) -> tuple[Phrase, ...]:
         names = set(self.prefixes.foreign_phrases)
         return tuple(p for p in self.phrases if p.event in names)
@@ -287,6 +306,11 @@ class Grammar:
         at = next((i for i, p in enumerate(phrases) if p.event == before), len(phrases))
         phrases.insert(at, new)
         return Grammar(self.prefixes, self.families, tuple(phrases))
+
+
+MIN_STATS_ITEMS = 2
+STATS_PREFILTER = r"[^\s:]: [0-9]"
+"""What every line with a stats item has (the prefilter's share of `Grammar.stats_item`)."""
 
 
 def keyword_pattern(words: tuple[str, ...]) -> str:
