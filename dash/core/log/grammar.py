@@ -34,10 +34,15 @@ from dash.core.log.syntax import Field, Grammar, HeadField, Prefixes, StatsFamil
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
 
-# Stamp fields in their ranges: a bracket of other digits is no stamp (ASCII digits only)
-_MONTH, _DAY = r"(?:0[1-9]|1[0-2])", r"(?:0[1-9]|[12][0-9]|3[01])"
+# Stamps name real times: months and days in their ranges, February 29 in leap years only,
+# ASCII digits; a bracket of other digits is no stamp (so no record holds an impossible one)
+_MONTH_DAY = (r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+              r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))")
+_YEAR_DAY = (r"(?:(?:19|20)[0-9]{2}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+             r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+             r"|(?:19(?:[02468][48]|[13579][26])|20(?:[02468][048]|[13579][26]))-02-29)")
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-_DATE = rf"[0-9]{{4}}-{_MONTH}-{_DAY}"
+_DATE = _YEAR_DAY
 _ZONE = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
 _MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 _HOST_IDENT = r"[\w.-]{1,64} [\w.@/-]{1,64}\[[0-9]{1,10}\]: "  # journald / syslog `host ident[pid]: `
@@ -60,7 +65,7 @@ PREFIXES = Prefixes(
     process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
     vllm=r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-         rf"({_MONTH}-{_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
+         rf"({_MONTH_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
     gpu_tag=r"\[(gpu(?:_id)?=[0-9]+)\] ",

@@ -66,10 +66,16 @@ def clean(text: str) -> str:
     return text
 
 
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 def _syslog_ts(stamp: str) -> str | None:
-    """`Feb 11 08:15:03` -> `02-11T08:15:03` (the month-day form: no year)."""
+    """`Feb 11 08:15:03` -> `02-11T08:15:03` (the month-day form: no year); None for `Feb 30`."""
     month, day, clock = stamp.split(None, 2)
-    return normalise_ts(f"{_MONTHS[month]}-{int(day):02d} {clock}")
+    mo = _MONTHS[month]
+    if not 1 <= int(day) <= _DAYS[int(mo) - 1]:
+        return None
+    return normalise_ts(f"{mo}-{int(day):02d} {clock}")
 
 
 class PrefixReader:

@@ -92,6 +92,9 @@ def ts_to_epoch(ts: str | None, ref: float) -> float | None:
         epoch = _local_epoch(year, mo, d, h, mi, s)
         if epoch is not None and epoch - ref > _YEAR_SLACK_S:
             epoch = _local_epoch(year - 1, mo, d, h, mi, s)
+        if epoch is None and (mo, d) == (2, 29):  # the last leap year's
+            epoch = next((e for y in range(year - 1, year - 5, -1)
+                          if (e := _local_epoch(y, mo, d, h, mi, s)) is not None), None)
         return None if epoch is None else epoch + _frac(m.group(6))
     m = _TIME_ONLY.match(ts)
     if m:
