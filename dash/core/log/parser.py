@@ -33,11 +33,11 @@ class LineParser:
         self.grammar = grammar
         self.prefixes = PrefixReader(grammar.prefixes)
         self.keywords = grammar.keywords()
-        interest = keyword_pattern(self.keywords) + "|" + STATS_PREFILTER
+        interest = keyword_pattern((*self.keywords, *STATS_PREFILTER))
         self.interest = re.compile(interest)
         self.interest_bytes = re.compile(interest.encode())
         self.hints = grammar.hints()
-        self.heads = grammar.heads()
+        self.heads = re.compile(keyword_pattern(grammar.heads()))
         self.families: tuple[StatsFamily, ...] = grammar.families
         self.phrases: tuple[Phrase, ...] = grammar.phrases
         self.foreign = grammar.prefixes.foreign
@@ -60,11 +60,11 @@ class LineParser:
         msg = pre.message
         fam = next((f for f in self.families if claims(f, msg)), None)
         if fam is not None:
-            fields = parse_stats(fam, msg)
+            fields, head = parse_stats(fam, msg)
             if fields is not None:
                 rec = _base(fam.kind, lineno, pre, pre.engine or fam.engine)
                 rec.update(fields)
-                problems = damage(fam, msg, fields, self.heads)
+                problems = damage(fam, msg, fields, head, self.heads)
                 if problems:  # read, and counted: a cut, glued or unknown-prefix line
                     rec["incomplete"] = problems
                     rec["text"] = line[:MAX_TEXT_CHARS]

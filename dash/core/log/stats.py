@@ -56,22 +56,24 @@ def finish(fam: StatsFamily, rec: Fields, head: re.Match[str] | None) -> Fields 
     return rec
 
 
-def parse_stats(fam: StatsFamily, msg: str) -> Fields | None:
-    """The fields of a message the family claims, or None when its core fields are missing."""
+def parse_stats(fam: StatsFamily, msg: str) -> tuple[Fields | None, re.Match[str] | None]:
+    """The fields of a message the family claims (None when its core fields are missing), and
+    where its head is."""
     m = fam.head_re.search(msg)
     if m is None and fam.head_required:
-        return None
-    return finish(fam, read_fields(fam, msg[m.end():] if m else msg), m)
+        return None, None
+    return finish(fam, read_fields(fam, msg[m.end():] if m else msg), m), m
 
 
-def damage(fam: StatsFamily, msg: str, rec: Fields, heads: tuple[str, ...]) -> list[str]:
+def damage(fam: StatsFamily, msg: str, rec: Fields, head: re.Match[str] | None,
+           heads: re.Pattern[str]) -> list[str]:
     """What is wrong with a stats line the family read: a field it always prints is missing
     (a line cut short, a value the converter refused), text stands before its head (a prefix
     no rule peels: its stamp is lost), or a second head follows (two lines glued into one)."""
     out = [f"no {k}" for k in fam.expect if rec.get(k) is None]
-    head = fam.head_re.search(msg)
-    if head is not None and msg[:head.start()].strip():
+    if head is not None and head.start() and msg[:head.start()].strip():
         out.append("text before the head")
-    if sum(msg.count(h) for h in heads) > 1:
+    first = heads.search(msg)
+    if first is not None and heads.search(msg, first.end()) is not None:
         out.append("two stats lines in one")
     return out
