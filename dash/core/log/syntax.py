@@ -319,9 +319,9 @@ def keyword_pattern(words: tuple[str, ...]) -> str:
     without their outer spaces (a part of a word is in every text the word is), and a word
     that another one starts with stands for both."""
     trie: dict[str, dict] = {}  # type: ignore[type-arg]
-    for word in words:
+    for word in filter(None, (w.strip() for w in words)):
         node = trie
-        for ch in word.strip():
+        for ch in word:
             node = node.setdefault(ch, {})
         node[""] = {}
 
