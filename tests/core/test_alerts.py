@@ -395,3 +395,10 @@ def test_crash_alerts_say_what_happened(reason: str, words: str) -> None:
     run.feed(ev("crash", reason=reason))
     run.tick()
     assert words in run.active()["server_crash"].message
+
+
+def test_a_crash_names_the_component_that_hit_the_exception() -> None:
+    run = Run()
+    run.feed(ev("crash", reason="exception", component="DetokenizerManager"))
+    run.tick()
+    assert "DetokenizerManager hit an exception" in run.active()["server_crash"].message

@@ -77,14 +77,21 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     if not crashes:
         return
     first = crashes[0]
-    reasons = sorted({str(e.get("reason") or "exception") for e in crashes})
-    what = "; ".join(_CRASH_TEXT.get(r, r) for r in reasons)
+    what = "; ".join(dict.fromkeys(_crash_text(e) for e in crashes))
     hint = ("Read the traceback above this line in the server log; restart the server "
             "(the client resumes from its outputs). A watchdog timeout often follows a hang "
             "after an OOM; `Killed` alone usually means host RAM ran out.")
     yield Finding("server_crash", "crit", f"server crashed: {what}",
                   f"{len(crashes)} crash line(s), first {where(first)}", hint,
                   line=_text(first), since=first.get("at"))
+
+
+def _crash_text(ev: Record) -> str:
+    """What a crash line says happened; an exception names the component that hit it."""
+    reason = str(ev.get("reason") or "exception")
+    if reason == "exception" and isinstance(ev.get("component"), str):
+        return f"{ev['component']} hit an exception"
+    return _CRASH_TEXT.get(reason, reason)
 
 
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
