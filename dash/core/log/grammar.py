@@ -1,29 +1,35 @@
 """What kdash reads in a server log, in one place: prefixes, stats families, event phrases.
 
-`GRAMMAR` below is the only description of the log formats. The per-line parser
-(`dash.core.log.parser.LineParser`), its keyword prefilter, the lines the bulk reader skips
-unread and the bulk reader's compiled shapes (`dash.core.log.bulk`) are all derived from it, so
-a new shape is taught here and nowhere else. Every command reads with a parser built from a
-grammar: `summary`, `export`, `replay` and the live dashboard alike.
+`GRAMMAR` below is the only description of the log formats (its event phrases are listed in
+`dash.core.log.phrases`, the numbers of failure lines taken out in `dash.core.log.failures`).
+The per-line parser (`dash.core.log.parser.LineParser`), its keyword prefilter, what counts as
+a line that carries stats, the lines the bulk reader skips unread and the bulk reader's
+compiled shapes (`dash.core.log.bulk`) are all derived from it, so a new shape is taught here
+and nowhere else. Every command reads with a parser built from a grammar: `summary`, `export`,
+`replay` and the live dashboard alike.
 
 How to add
 - **A stats field**: one `Field(printed, key, converter, unit)` in the family's `fields`, e.g.
   `Field("#foo-req", "foo_req", INT)` in `DECODE`. Unknown names are ignored, so a server
   that prints it before kdash knows it loses nothing else. Converters are in
-  `dash.core.log.convert` (`INT`, `FLOAT`, `COUNT`, `BOOL`, `RATIO`; a ratio printed in
-  percent is stored as a fraction). The first field listed for a printed name wins; several
-  printed names may feed one key (`npu graph` -> `cuda_graph`), the first printed wins.
+  `dash.core.log.convert`, one unit each: `INT` / `COUNT` (>= 0), `FLOAT` (finite, >= 0),
+  `RATIO` (a fraction 0..1; a printed `%` is divided by 100, so a percent is never a unit),
+  `RATIOS` (a list of them, with `many=True`), `BOOL`. The first field listed for a printed
+  name wins; several printed names may feed one key (`npu graph` -> `cuda_graph`).
 - **A stats family** (a new periodic line): a `StatsFamily` with its trigger texts, its head
-  pattern, fields, required keys (`schema`) and checks; the order of `FAMILIES` is the order in
-  which they claim a line.
-- **An event phrase**: a `Phrase(event, any=(texts,))` in `PHRASES`, where it should be tried
-  (the first phrase that reads a line wins), with `examples`. Numbers come from `extract`, a
-  function of (message, match) in `dash.core.log.events`, or from `fields`. A phrase that
-  only has a `pattern` names the literal texts the pattern needs in `needs`: the prefilter is
-  built from every phrase's literals, and a phrase without any is refused at import.
+  pattern, fields, required keys (`schema`), the keys every version prints (`expect`: a line
+  without one is read but marked incomplete), its item separator (`sep`) and checks; the
+  order of `FAMILIES` is the order in which they claim a line. Its `kind` is a record kind.
+- **An event phrase**: a `Phrase(event, any=(texts,))` in `dash.core.log.phrases.PHRASES`, where
+  it should be tried (the first phrase that reads a line wins), with `examples`. Numbers come
+  from `extract`, a function of (message, match) in `dash.core.log.events` (or `failures`), or
+  from `fields`; a failure gives its `reason`. A phrase that only has a `pattern` names the
+  literal texts the pattern needs in `needs`: the prefilter is built from every phrase's
+  literals, and a phrase without any is refused at import.
 - **A prefix**: a process tag is one more pattern in `PREFIXES.processes` (group 1 names the
-  process); a rank tag is one more name in `ranks` (one digit rule for all); a stamp form is
-  an edit of the stamp patterns. `dash.core.log.prefix` peels them in that order.
+  process and the ranks it prints); a rank tag is one more name in `ranks` (one digit rule for
+  all); a collector's or logger's stamp form is an edit of the stamp patterns, whose fields are
+  in range. `dash.core.log.prefix` peels them in that order.
 """
 
 from __future__ import annotations
