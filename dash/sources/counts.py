@@ -1,12 +1,15 @@
 """Counting the complete lines of the partitions' output (and input) files, incrementally.
 
-Only appended bytes are read. A first count of a big file runs in the background (`wc -l` on our
+Only appended bytes are read, after checking that the bytes already counted are still there
+(`dash.core.mark`: a file truncated and rewritten larger between two polls would otherwise keep
+its old count plus the bytes past the old offset). A first count of a big file runs in the background (`wc -l` on our
 own read-only descriptor, niced; Python's `bytes.count` when there is no `wc`) and reports its
 progress, so the first frame never waits for it. `OutputsSource` finds the files by glob.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import os
@@ -15,12 +18,15 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from dash.core.mark import Mark
 from dash.core.state.globs import partition_name
 from dash.core.state.partitions import OutputCount
+from dash.sources.files import read_spans
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
@@ -55,6 +61,8 @@ class _CountJob:
         self.size = size
         self.pos = 0
         self.result: tuple[int, int] | None = None
+        self.mark: Mark | None = None
+        """What vouches for the counted bytes, read once the count is done."""
         self.error: str | None = None
         self.cancelled = False
         self.finished = threading.Event()
@@ -94,7 +102,7 @@ class _CountJob:
             if (st.st_dev, st.st_ino) == ident:
                 with self._lock:
                     self._fd = fd
-                self.result = self._wc(fd) or count_newlines(fd, 0, self.size, self)
+                self._count(fd)
         except (OSError, ValueError) as exc:
             self.error = str(exc)
         finally:
@@ -103,6 +111,15 @@ class _CountJob:
                 self._proc = None
                 os.close(fd)
             self.finished.set()
+
+    def _count(self, fd: int) -> None:
+        """Count from 0; a file rewritten meanwhile (its head changed) gives no result."""
+        (h_at, h_len), _ = Mark.spans_at(self.size)
+        head = os.pread(fd, h_len, h_at)
+        lines, end = self._wc(fd) or count_newlines(fd, 0, self.size, self)
+        mark = Mark(end, *read_spans(fd, Mark.spans_at(end)))
+        if mark.head[:len(head)] == head:
+            self.result, self.mark = (lines, end), mark
 
     def _wc(self, fd: int) -> tuple[int, int] | None:
         """`wc -l` on our descriptor: it counts at memory speed; where it stopped is exact."""
@@ -150,6 +167,7 @@ class LineCounter:
         self._ident: tuple[int, int] | None = None
         self.offset = 0
         self.lines = 0
+        self._mark = Mark()
         self._known = False
         self._job: _CountJob | None = None
         self._failed: tuple[tuple[tuple[int, int], int], str] | None = None
@@ -176,8 +194,16 @@ class LineCounter:
             # A background count of this very file failed: say so again, do not retry unchanged.
             return Count(None, exists=False, error=self._failed[1])
         self._failed = None
+        try:
+            return self._count(ident, st.st_size)
+        except FileNotFoundError:
+            return self._gone(None)  # gone between stat and open
+        except OSError as exc:
+            return self._gone(_reason(exc))
+
+    def _count(self, ident: tuple[int, int], size: int) -> Count:
         reset = False
-        if ident != self._ident or st.st_size < self.offset:
+        if ident != self._ident or size < self.offset or self._rewritten(ident):
             reset = self._ident is not None
             self._restart(ident)
         if self._job is not None:
@@ -185,30 +211,28 @@ class LineCounter:
                 return Count(self.lines if self._known else None, True, self._job.progress(), reset)
             failed = self._take_job()
             if failed is not None:
-                self._failed = ((ident, st.st_size), failed)
+                self._failed = ((ident, size), failed)
                 return self._gone(failed)
-        if st.st_size - self.offset > self._big:
-            self._job = _CountJob(st.st_size)
+        if size - self.offset > self._big:
+            self._job = _CountJob(size)
             self._pool.submit(self._job.run, self.path, ident)
             return Count(self.lines if self._known else None, True, 0.0, reset)
-        if st.st_size > self.offset:
-            failed = self._count_appended(ident, st.st_size, reset)
-            if failed is not None:
-                return failed
+        if size > self.offset and not self._read_more(ident, size):
+            # Replaced between stat and open: the next poll counts the new file.
+            return Count(self.lines if self._known else None, reset=reset)
         self._known = True
         return Count(self.lines, reset=reset)
 
-    def _count_appended(self, ident: tuple[int, int], size: int, reset: bool) -> Count | None:
-        """Count the appended bytes; the Count to report instead when they cannot be read."""
-        try:
-            if not self._read_more(ident, size):
-                # Replaced between stat and open: the next poll counts the new file.
-                return Count(self.lines if self._known else None, reset=reset)
-        except FileNotFoundError:
-            return self._gone(None)  # gone between stat and open
-        except OSError as exc:
-            return self._gone(_reason(exc))
-        return None
+    def _rewritten(self, ident: tuple[int, int]) -> bool:
+        """Whether the bytes counted so far are no longer in the file (truncated and rewritten
+        to the same size or larger since the last poll)."""
+        if not self.offset or self._job is not None:
+            return False
+        with _open_regular(self.path) as fd:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ident:
+                return False  # replaced since the stat: the next poll sees the new file
+            return not self._mark.holds(*read_spans(fd, self._mark.spans()))
 
     def _gone(self, error: str | None) -> Count:
         """The file cannot be counted now: forget it (a later poll counts it afresh)."""
@@ -223,31 +247,29 @@ class LineCounter:
         self._ident = ident
         self.offset = 0
         self.lines = 0
+        self._mark = Mark()
         self._known = False
 
     def _take_job(self) -> str | None:
         """Adopt a finished background count; its error, if it failed."""
         job, self._job = self._job, None
-        if job is not None and job.result is not None:
+        if job is not None and job.result is not None and job.mark is not None:
             # The job counted from 0 (a first count, or a big growth after a restart).
             self.lines, self.offset = job.result
+            self._mark = job.mark
             self._known = True
         return job.error if job is not None and job.result is None else None
 
     def _read_more(self, ident: tuple[int, int], size: int) -> bool:
         """Count [offset, size) of the file `ident`; False when another file is at the path."""
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
+        with _open_regular(self.path) as fd:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "not a regular file")
             if (st.st_dev, st.st_ino) != ident:
                 return False
             n, self.offset = count_newlines(fd, self.offset, size)
             self.lines += n
+            self._mark = Mark(self.offset, *read_spans(fd, Mark.spans_at(self.offset)))
             return True
-        finally:
-            os.close(fd)
 
     def close(self) -> None:
         if self._job is not None:
@@ -333,6 +355,18 @@ class OutputsSource:
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+@contextlib.contextmanager
+def _open_regular(path: Path) -> Iterator[int]:
+    """A read-only descriptor of the regular file at `path`, closed after use."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file")
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 
 `FileFollower` follows one path by name (`dash.core.follow` decides what a stat means). Files
 are opened `O_RDONLY` and only ever `pread`: kdash never writes, locks, truncates or touches the
-mtime of a file it watches. A poll of an unchanged file is two stats, whatever its size.
+mtime of a file it watches. A poll of an unchanged file is two stats and two reads of at most
+4 KB (`dash.core.mark`: what tells a rewrite from the file that was read), whatever its size.
 Errors (permission denied, a directory where a file was expected) become a status value.
 """
 
@@ -14,12 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dash.core.follow import MAX_LINE_BYTES, Decision, FileId, FollowState
-
-# Output line counting lives in dash.sources.counts; these names stay importable from here.
-from dash.sources.counts import BIG_COUNT, Count, LineCounter, OutputsSource, count_newlines
-
-__all__ = ["BIG_COUNT", "CHUNK", "MAX_READ_PER_POLL", "Count", "FileFollower", "FollowRead",
-           "LineCounter", "OutputsSource", "count_newlines"]
+from dash.core.mark import Mark
 
 CHUNK = 64 * 1024
 """Bytes per read."""
@@ -59,6 +55,13 @@ def _stat_path(path: Path) -> FileId | None:
 
 def _is_regular(mode: int) -> bool:
     return stat.S_ISREG(mode)
+
+
+def read_spans(fd: int, spans: tuple[tuple[int, int], tuple[int, int]]) -> tuple[bytes, bytes]:
+    """The bytes of a mark's two ranges as they are now (shorter where the file is)."""
+    (h_at, h_len), (t_at, t_len) = spans
+    return (os.pread(fd, h_len, h_at) if h_len else b"",
+            os.pread(fd, t_len, t_at) if t_len else b"")
 
 
 @dataclass(slots=True)
@@ -138,7 +141,7 @@ class FileFollower:
         except FileNotFoundError:
             at_path = None
         self._reattach(at_path, r)
-        decision = self.state.decide(at_path, self._sig_now(at_path))
+        decision = self.state.decide(at_path, self._readback(at_path))
         if decision is Decision.REPLACED:
             left = self._drain_and_close(r, "rotated" if at_path is not None else "deleted")
             if left is not None:
@@ -161,14 +164,13 @@ class FileFollower:
         self._read_to(size, r)
         return size
 
-    def _sig_now(self, at_path: FileId | None) -> bytes | None:
-        """The bytes before the offset as they are now, when the same file grew."""
+    def _readback(self, at_path: FileId | None) -> tuple[bytes, bytes] | None:
+        """What the mark's ranges hold now, when the same file is no shorter than the offset."""
         st = self.state
-        rng = st.sig_range()
-        if (self._fd is None or rng is None or at_path is None or st.ident is None
+        if (self._fd is None or at_path is None or st.ident is None
                 or not st.ident.same_file(at_path) or at_path.size < st.offset):
             return None
-        return os.pread(self._fd, rng[1], rng[0])
+        return read_spans(self._fd, st.mark.spans())
 
     def _open(self, at_path: FileId, r: _Reading) -> bool:
         try:
@@ -180,7 +182,9 @@ class FileFollower:
             os.close(fd)
             raise IsADirectoryError("not a regular file")
         self._fd = fd
-        self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        offset = self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        if offset:
+            self.state.marked(*read_spans(fd, Mark.spans_at(offset)))
         r.events.append("opened")
         return True
 
@@ -194,7 +198,7 @@ class FileFollower:
         assert self._fd is not None
         st = os.fstat(self._fd)
         own = FileId(st.st_dev, st.st_ino, st.st_size)
-        if self.state.decide(own, self._sig_now(own)) is Decision.TRUNCATED:
+        if self.state.decide(own, self._readback(own)) is Decision.TRUNCATED:
             r.events.append("truncated")
             r.lines.extend(self.state.truncated())
         self._read_to(own.size, r)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dash.sources import counts as counts_module
 from dash.sources.counts import LineCounter, OutputsSource
@@ -201,3 +205,67 @@ def test_a_slow_glob_is_rerun_less_often(tmp_path: Path, monkeypatch: pytest.Mon
         assert len(calls) == 4
     finally:
         src.close()
+
+
+COUNT_OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("partial"), st.integers(1, 30)),
+    st.tuples(st.just("count"), st.just(0)),
+    st.tuples(st.just("rewrite_same_size"), st.just(0)),
+    st.tuples(st.just("rewrite_larger"), st.integers(1, 3000)),
+    st.tuples(st.just("rewrite_smaller"), st.integers(0, 100)),
+    st.tuples(st.just("replace"), st.integers(0, 20)),
+    st.tuples(st.just("delete"), st.just(0)),
+), max_size=30)
+
+
+def _jsonl(n0: int, size: int) -> bytes:
+    """Output lines numbered from `n0`, of varied lengths, `size` bytes of them, the last one
+    cut to fit (a partial line)."""
+    out = bytearray()
+    n = n0
+    while len(out) < size:
+        n += 1
+        out += b'{"id": %d, "response": "%s", "finish_reason": "stop"}\n' % (n, b"t" * (n % 37))
+    return bytes(out[:size])
+
+
+@pytest.mark.parametrize("big", [1 << 30, 512])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(ops=COUNT_OPS)
+def test_counts_equal_wc_l_after_every_step(ops: list[tuple[str, int]], big: int) -> None:
+    """Whatever happens to the file between two polls (appends, a partial line, a truncation
+    and rewrite to the same size, larger or smaller, a replacement, a deletion), the count is
+    what `wc -l` says. `big=512` sends most counts to the background (`wc -l` itself)."""
+    with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(1) as pool:
+        p = Path(d) / "B1.jsonl"
+        p.write_bytes(b"")
+        c = LineCounter(p, pool, big=big)
+        n = 0
+        for op, k in ops:
+            n += 1000  # every write has lines of its own: a rewrite never repeats the old bytes
+            old = p.read_bytes() if p.exists() else b""
+            if op == "append":
+                with open(p, "ab") as fh:
+                    fh.write(b"".join(b'{"id": %d}\n' % (n + i) for i in range(k)))
+            elif op == "partial":
+                with open(p, "ab") as fh:
+                    fh.write(b'{"id": %d, "resp' % (n + k))
+            elif op == "count":
+                got = _wait_counted(c)
+                assert got.lines == (old.count(b"\n") if p.exists() else None)
+            elif op.startswith("rewrite") and p.exists():
+                size = {"rewrite_same_size": len(old), "rewrite_larger": len(old) + k,
+                        "rewrite_smaller": len(old) * k // 101}[op]
+                with open(p, "r+b") as fh:  # the same inode, truncated and written again
+                    fh.truncate(0)
+                    fh.write(_jsonl(n, size))
+            elif op == "replace":
+                (Path(d) / "new").write_bytes(_jsonl(n, k * 60))
+                os.replace(Path(d) / "new", p)
+            elif op == "delete" and p.exists():
+                p.unlink()
+        got = _wait_counted(c)
+        assert got.lines == (p.read_bytes().count(b"\n") if p.exists() else None)
+        c.close()
