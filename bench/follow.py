@@ -30,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dash.core.config import Config
 from dash.core.state.run import RunState
+from dash.sources.bgcount import count_newlines
 from dash.sources.collector import Collector, apply_files
-from dash.sources.counts import LineCounter, count_newlines
+from dash.sources.counts import LineCounter
 from dash.sources.files import FileFollower
 
 GB = 1024**3

@@ -2,9 +2,9 @@
 
 Only appended bytes are read, after checking that the bytes already counted are still there
 (`dash.core.mark`: a file truncated and rewritten larger between two polls would otherwise keep
-its old count plus the bytes past the old offset). A first count of a big file runs in the background (`wc -l` on our
-own read-only descriptor, niced; Python's `bytes.count` when there is no `wc`) and reports its
-progress, so the first frame never waits for it. `OutputsSource` finds the files by glob.
+its old count plus the bytes past the old offset). A first count of a big file runs in the
+background (`dash.sources.bgcount`) and reports its progress, so the first frame never waits for
+it. `OutputsSource` finds the files by glob.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ import contextlib
 import errno
 import glob
 import os
-import shutil
 import stat
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,122 +23,13 @@ from pathlib import Path
 from dash.core.mark import Mark
 from dash.core.state.globs import partition_name
 from dash.core.state.partitions import OutputCount
+from dash.sources.bgcount import CountJob, count_newlines
 from dash.sources.files import read_spans
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
-
-COUNT_CHUNK = 1024 * 1024
 RESCAN_COST_FACTOR = 20.0
 """Globs are re-run no sooner than this many times the time their last run took."""
-
-
-def count_newlines(fd: int, start: int, end: int, job: _CountJob | None = None) -> tuple[int, int]:
-    """Newlines in [start, end) of fd, and where reading stopped (big reads, newlines deleted
-    and the lengths compared: `replace` jumps between them with `memchr`)."""
-    n = 0
-    pos = start
-    while pos < end:
-        data = os.pread(fd, min(COUNT_CHUNK, end - pos), pos)
-        if not data:
-            break
-        n += len(data) - len(data.replace(b"\n", b""))  # twice as quick as bytes.count
-        pos += len(data)
-        if job is not None:
-            if job.cancelled:
-                break
-            job.pos = pos
-    return n, pos
-
-
-class _CountJob:
-    """A first count running in a thread: `wc -l` reading our descriptor, else Python."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.pos = 0
-        self.result: tuple[int, int] | None = None
-        self.mark: Mark | None = None
-        """What vouches for the counted bytes, read once the count is done."""
-        self.error: str | None = None
-        self.cancelled = False
-        self.finished = threading.Event()
-        self._lock = threading.Lock()
-        self._fd: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def progress(self) -> float:
-        with self._lock:
-            if self._fd is not None and self._proc is not None:
-                try:
-                    # wc shares our open file description: its offset is its progress.
-                    self.pos = os.lseek(self._fd, 0, os.SEEK_CUR)
-                except OSError:
-                    pass
-        return min(1.0, self.pos / self.size) if self.size else 1.0
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
-                self._proc.kill()
-
-    def run(self, path: Path, ident: tuple[int, int]) -> None:
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            self.finished.set()  # gone since the stat: the next poll sees it absent
-            return
-        except OSError as exc:
-            self.error = exc.strerror or str(exc)
-            self.finished.set()
-            return
-        try:
-            st = os.fstat(fd)
-            # Replaced while counting: no result and no error; the next poll counts the new file.
-            if (st.st_dev, st.st_ino) == ident:
-                with self._lock:
-                    self._fd = fd
-                self._count(fd)
-        except (OSError, ValueError) as exc:
-            self.error = str(exc)
-        finally:
-            with self._lock:
-                self._fd = None
-                self._proc = None
-                os.close(fd)
-            self.finished.set()
-
-    def _count(self, fd: int) -> None:
-        """Count from 0; a file rewritten meanwhile (its head changed) gives no result."""
-        (h_at, h_len), _ = Mark.spans_at(self.size)
-        head = os.pread(fd, h_len, h_at)
-        lines, end = self._wc(fd) or count_newlines(fd, 0, self.size, self)
-        mark = Mark(end, *read_spans(fd, Mark.spans_at(end)))
-        if mark.head[:len(head)] == head:
-            self.result, self.mark = (lines, end), mark
-
-    def _wc(self, fd: int) -> tuple[int, int] | None:
-        """`wc -l` on our descriptor: it counts at memory speed; where it stopped is exact."""
-        wc = shutil.which("wc")
-        if wc is None or self.cancelled:
-            return None
-        with self._lock:
-            # Niced: a first count must not slow the reads the screen waits for.
-            nice = shutil.which("nice")
-            argv = [nice, "-n", "10", wc, "-l"] if nice else [wc, "-l"]
-            self._proc = subprocess.Popen(
-                argv, stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
-            )
-            proc = self._proc
-        out, _ = proc.communicate()
-        with self._lock:
-            self._proc = None
-        if proc.returncode != 0 or self.cancelled:
-            os.lseek(fd, 0, os.SEEK_SET)
-            return None
-        return int(out.split()[0]), os.lseek(fd, 0, os.SEEK_CUR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +57,7 @@ class LineCounter:
         self.lines = 0
         self._mark = Mark()
         self._known = False
-        self._job: _CountJob | None = None
+        self._job: CountJob | None = None
         self._failed: tuple[tuple[tuple[int, int], int], str] | None = None
 
     @property
@@ -214,7 +102,7 @@ class LineCounter:
                 self._failed = ((ident, size), failed)
                 return self._gone(failed)
         if size - self.offset > self._big:
-            self._job = _CountJob(size)
+            self._job = CountJob(size)
             self._pool.submit(self._job.run, self.path, ident)
             return Count(self.lines if self._known else None, True, 0.0, reset)
         if size > self.offset and not self._read_more(ident, size):

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dash.sources import counts as counts_module
+from dash.sources.bgcount import CountJob
 from dash.sources.counts import LineCounter, OutputsSource
 
 
@@ -48,7 +49,7 @@ def test_incremental_count_ignores_the_partial_last_line_and_sees_truncation(tmp
 def test_big_first_count_runs_in_the_background_with_progress(tmp_path: Path, use_wc: bool,
                                                               monkeypatch) -> None:
     if not use_wc:
-        monkeypatch.setattr("dash.sources.counts.shutil.which", lambda _name: None)
+        monkeypatch.setattr("dash.sources.bgcount.shutil.which", lambda _name: None)
     p = tmp_path / "big.jsonl"
     line = b'{"text": "' + b"y" * 90 + b'"}\n'
     p.write_bytes(line * 50_000 + b'{"partial')
@@ -269,3 +270,20 @@ def test_counts_equal_wc_l_after_every_step(ops: list[tuple[str, int]], big: int
         got = _wait_counted(c)
         assert got.lines == (p.read_bytes().count(b"\n") if p.exists() else None)
         c.close()
+
+
+@pytest.mark.parametrize("use_wc", [True, False])
+def test_an_exact_count_stops_at_its_end_while_the_file_grows_past_it(
+        tmp_path: Path, use_wc: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines before a backfill window: `wc -l` reads to the end of the file; what lies past
+    the window's start is taken off again."""
+    if not use_wc:
+        monkeypatch.setattr("dash.sources.bgcount.shutil.which", lambda _name: None)
+    p = tmp_path / "server.log"
+    p.write_bytes(b"a line\n" * 1000 + b"half a li" + b"ne\n" * 500)
+    end = 7 * 1000 + 4
+    job = CountJob(end, exact=True)
+    st_ = p.stat()
+    job.run(p, (st_.st_dev, st_.st_ino))
+    assert job.result == (p.read_bytes()[:end].count(b"\n"), end) == (1000, end)
+    assert job.error is None
