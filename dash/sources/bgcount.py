@@ -106,8 +106,10 @@ class CountJob:
         (h_at, h_len), _ = Mark.spans_at(self.size)
         head = os.pread(fd, h_len, h_at)
         lines, end = self._wc(fd) or count_newlines(fd, 0, self.size, self)
-        if self.exact and end > self.size:  # wc reads to the end: take off what lies past size
-            lines -= count_newlines(fd, self.size, end)[0]
+        if self.exact:
+            if end < self.size:
+                return  # cut short under the count: no number it gives would be right
+            lines -= count_newlines(fd, self.size, end)[0]  # wc reads on to the file's end
             end = self.size
         mark = Mark(end, *read_spans(fd, Mark.spans_at(end)))
         if mark.head[:len(head)] == head:

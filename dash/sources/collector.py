@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from dash.core.config import Config
 from dash.core.errors import ConfigError
-from dash.core.log.parse import parse_line
+from dash.core.linenums import WindowCounted
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.partitions import OutputCount, glob_error
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower, FollowRead
+from dash.sources.loglines import LogLines
 from dash.sources.procs import ProcessError, ProcessSource
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class FilesRead:
     """A followed file had more new bytes than one read takes: read again soon."""
     errors: tuple[str, ...] = ()
     """Output or prompt files that could not be counted this time ("path: reason")."""
+    window: WindowCounted | None = None
+    """The lines before the server log's backfill window were just counted (once)."""
 
 
 def check_globs(cfg: Config) -> None:
@@ -74,7 +77,7 @@ class Collector:
         self._nvml_module = nvml_module
         self._nvml: Any = None
         self._http: Any = None
-        self._lineno = 0
+        self._log_lines = LogLines(self._server) if self._server is not None else None
 
     # -- blocking: call from a worker thread --------------------------------------------------
 
@@ -82,10 +85,10 @@ class Collector:
         """Read what is new in the server log, the client log and the outputs."""
         server = self._server.poll() if self._server is not None else None
         records: tuple[Record | None, ...] = ()
-        if server is not None:
-            if any(e in ("truncated", "rotated", "deleted") for e in server.events):
-                self._lineno = 0
-            records = tuple(self._parse(server.lines))
+        window = None
+        if server is not None and self._log_lines is not None:
+            records = self._log_lines.parse(server)
+            window = self._log_lines.counted()
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
@@ -94,19 +97,15 @@ class Collector:
         more = bool((server and server.more) or (client and client.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
-
-    def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
-        out: list[Record | None] = []
-        for text in lines:
-            self._lineno += 1
-            out.append(parse_line(text, self._lineno))
-        return out
+        counting |= self._log_lines is not None and self._log_lines.counting
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window)
 
     @property
     def counting(self) -> bool:
-        """Whether a background first count is still running."""
-        return self._outputs is not None and self._outputs.busy
+        """Whether a background count (an output file's first, the lines before the server
+        log's backfill window) is still running."""
+        return ((self._outputs is not None and self._outputs.busy)
+                or (self._log_lines is not None and self._log_lines.counting))
 
     def wait_counts(self, timeout: float | None = None) -> bool:
         """Block until background counts finish (for --once); False on timeout."""
@@ -153,6 +152,8 @@ class Collector:
 
     def close(self) -> None:
         """Release descriptors, background counts and NVML."""
+        if self._log_lines is not None:
+            self._log_lines.close()
         for f in (self._server, self._client):
             if f is not None:
                 f.close()
@@ -177,6 +178,8 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.server is not None:
         s = read.server
         state.feed_server_log(read.records, now, lines=len(s.lines))
+        if read.window is not None:
+            state.server_log.window_counted(read.window.base)
         message = s.message
         if s.status == "ok" and any(e != "opened" for e in s.events):
             message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"

@@ -44,6 +44,10 @@ class FollowRead:
     """True when bytes were left for the next poll (a very large burst)."""
     bytes_read: int = 0
     offset: int = 0
+    starts: tuple[tuple[int, int], ...] = ()
+    """(index in `lines`, byte offset) wherever reading (re)started in this poll: a file opened
+    (at its start, or inside it for the backfill) or read again from 0 after a truncation.
+    Lines before an index belong to the reading before it (`dash.core.linenums`)."""
 
 
 def _stat_path(path: Path) -> FileId | None:
@@ -68,6 +72,7 @@ def read_spans(fd: int, spans: tuple[tuple[int, int], tuple[int, int]]) -> tuple
 class _Reading:
     lines: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    starts: list[tuple[int, int]] = field(default_factory=list)
     bytes_read: int = 0
     more: bool = False
     budget: int = MAX_READ_PER_POLL
@@ -101,12 +106,14 @@ class FileFollower:
             self._drop_fd()
             reason = exc.strerror or str(exc)
             return FollowRead(str(self.path), tuple(r.lines), "error", f"{self.path}: {reason}",
-                              None, tuple(r.events))
+                              None, tuple(r.events), starts=tuple(r.starts))
         if size is None:
             return FollowRead(str(self.path), tuple(r.lines), "waiting",
-                              f"{self.path}: not there yet", None, tuple(r.events))
+                              f"{self.path}: not there yet", None, tuple(r.events),
+                              starts=tuple(r.starts))
         return FollowRead(str(self.path), tuple(r.lines), "ok", None, size, tuple(r.events),
-                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset)
+                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset,
+                          tuple(r.starts))
 
     def close(self) -> None:
         """Close the descriptor and forget the file (a later poll starts it afresh)."""
@@ -155,8 +162,7 @@ class FileFollower:
             if not self._open(at_path, r):
                 return None
         elif decision is Decision.TRUNCATED:
-            r.events.append("truncated")
-            r.lines.extend(self.state.truncated())
+            self._truncated(r)
         elif decision is Decision.IDLE:
             return at_path.size
         assert self._fd is not None
@@ -186,7 +192,13 @@ class FileFollower:
         if offset:
             self.state.marked(*read_spans(fd, Mark.spans_at(offset)))
         r.events.append("opened")
+        r.starts.append((len(r.lines), offset))
         return True
+
+    def _truncated(self, r: _Reading) -> None:
+        r.events.append("truncated")
+        r.lines.extend(self.state.truncated())
+        r.starts.append((len(r.lines), 0))
 
     def _drain_and_close(self, r: _Reading, why: str) -> int | None:
         """The old file left the path: read what it still holds, then let it go.
@@ -199,8 +211,7 @@ class FileFollower:
         st = os.fstat(self._fd)
         own = FileId(st.st_dev, st.st_ino, st.st_size)
         if self.state.decide(own, self._readback(own)) is Decision.TRUNCATED:
-            r.events.append("truncated")
-            r.lines.extend(self.state.truncated())
+            self._truncated(r)
         self._read_to(own.size, r)
         if r.more:
             return own.size

@@ -23,7 +23,7 @@ OPS = st.lists(
         st.tuples(st.just("delete"), st.just(0)),
         st.tuples(st.just("recreate"), st.just(0)),
         st.tuples(st.just("rewrite_same_size"), st.just(0)),
-        st.tuples(st.just("rewrite_larger"), st.integers(1, 300)),
+        st.tuples(st.just("rewrite_larger"), st.integers(40, 300)),
     ),
     max_size=40,
 )
@@ -69,7 +69,7 @@ class Writer:
         text = ""
         while len(text.encode()) < size:
             self.n += 1
-            text += f"line {self.n} rewritten" + SUFFIX + "\n"
+            text += f"{self.n} rewritten" + SUFFIX + "\n"  # a line cut to fit keeps its number
         if size and len(text.encode()) > size:  # cut the last line to fit, newline kept
             text = text.encode()[:size - 1].decode() + "\n"
         with open(self.path, "r+", encoding="utf-8") as fh:
