@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.state.run import RunState
 from dash.sim.fake_nvml import FakeNvml
+from dash.sources import watch
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_processes
 
 DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
@@ -91,16 +94,25 @@ def test_bad_globs_are_config_errors(tmp_path: Path, bad: str) -> None:
         Collector(_cfg(tmp_path, outputs=(bad,)))
 
 
-async def test_watch_wakes_on_a_write(tmp_path: Path) -> None:
+async def test_watch_wakes_on_a_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The safety tick (2 s) would wake the collector even if inotify never fired: pushed past
+    # the test's deadline, only the watch itself can.
+    monkeypatch.setattr(watch, "watch_changes",
+                        functools.partial(watch.watch_changes, safety_poll_s=3600.0))
     cfg = _cfg(tmp_path)
-    (tmp_path / "server.log").write_text("")
+    log = tmp_path / "server.log"
+    log.write_text("")
     col = Collector(cfg)
     stop = asyncio.Event()
     gen = col.watch(stop)
     first = asyncio.ensure_future(gen.__anext__())
-    await asyncio.sleep(0.5)
-    (tmp_path / "server.log").write_text("x\n")
-    await asyncio.wait_for(first, timeout=5.0)
+    deadline = time.monotonic() + 30
+    # Written again every half second: the watch may start after the first write.
+    while not first.done() and time.monotonic() < deadline:
+        with log.open("a") as fh:
+            fh.write("x\n")
+        await asyncio.wait([first], timeout=0.5)
+    assert first.done(), "no wake-up from the watch"
     stop.set()
     await gen.aclose()
     await col.aclose()
