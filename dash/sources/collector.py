@@ -143,11 +143,14 @@ class Collector:
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
-        from dash.sources.watch import WatchTargets, watch_changes
+        from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 
         paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
         targets = WatchTargets(paths, self.cfg.outputs)
-        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
+        # The reader reads at most once a refresh: waking it more often on a busy log is work
+        # for nothing (each batch of changes is a thread round trip inside watchfiles).
+        debounce = max(DEBOUNCE_MS, round(1000 * self.cfg.refresh))
+        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll, debounce_ms=debounce):
             yield None
 
     def close(self) -> None:

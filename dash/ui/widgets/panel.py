@@ -29,6 +29,17 @@ def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: in
 
 def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
     """One line of text (no newline in it) as the Strips of its screen rows."""
+    plain = line.plain
+    if plain and "\t" not in plain and (line.cell_len <= width or not wrap):
+        # One row: the text's own segments (cut with an ellipsis), without Rich's layout pass,
+        # which costs several times more and is most of a changed row's cost.
+        if line.cell_len > width:
+            line = line.copy()
+            line.truncate(width, overflow="ellipsis")
+        segments = line.render(console)
+        if line.style:  # the line's own style, under its spans' (as Rich's layout applies it)
+            segments = Segment.apply_style(segments, console.get_style(line.style))
+        return [Strip(list(segments))]
     options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
                                      highlight=False, markup=False)
     if wrap and 0 < indent < width // 2 and line.cell_len > width:
