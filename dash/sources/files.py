@@ -20,9 +20,10 @@ from dash.core.mark import Mark
 CHUNK = 64 * 1024
 """Bytes per read."""
 
-MAX_READ_PER_POLL = 16 * 1024 * 1024
+MAX_READ_PER_POLL = 2 * 1024 * 1024
 """A burst larger than this is read over several polls (`FollowRead.more`), so one poll of a
-file that jumped by gigabytes never blocks for long."""
+file that jumped by gigabytes never blocks for long, and what one read hands over (its lines and
+their records, some 15k of each) stays a few MB: a burst waits in the file, not in memory."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from dash.core.config import Config
 from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
 
-BACKLOG = 20
-"""Messages waiting on the main thread beyond which the file reader slows down."""
+BACKLOG = 2
+"""Messages waiting on the main thread beyond which the file reader waits: each read of a burst
+holds some MB of lines and records until it is applied."""
 MIN_READ_GAP_S = 0.25
 """Reads never come closer than this, whatever the refresh period."""
 PROCESS_INTERVAL_S = 5.0
@@ -73,10 +74,11 @@ class WorkerApp(App[int]):
             self._wake.clear()
             reading = self.collector.read_files()  # type: ignore[union-attr]
             self.post_message(FilesObserved(reading))
-            # Back off while the main thread is behind, so line batches never pile up unbounded.
-            backlog = self.message_queue_size > BACKLOG
             more = getattr(reading, "more", False)  # more bytes waiting (a backlog): read again soon
-            self._stop.wait((MIN_READ_GAP_S if more else gap) * (8 if backlog else 1))
+            self._stop.wait(MIN_READ_GAP_S if more else gap)
+            # Wait while the main thread is behind: a burst stays in the file, not in the queue.
+            while self.message_queue_size > BACKLOG and not self._stop.wait(MIN_READ_GAP_S / 5):
+                pass
             if not more:
                 self._wake.wait(max(0.0, idle - gap))
 
