@@ -168,17 +168,18 @@ class Collector:
                 self._nvml.shutdown()
                 self._nvml = None
 
-    async def aclose(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+    async def aclose(self, timeout: float | None = None) -> None:
         """Close the HTTP client, then what `close` releases, never blocking the loop.
 
-        A poll that has not finished within `timeout` (a hung NVML call) is left to the exit:
-        its resource is not closed under it.
+        A poll that has not finished within `timeout` (default CLOSE_TIMEOUT_S; a hung NVML
+        call) is left to the exit: its resource is not closed under it.
         """
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        wait = CLOSE_TIMEOUT_S if timeout is None else timeout
         try:
-            await run_blocking(self.close, timeout=timeout, name="kdash-close")
+            await run_blocking(self.close, timeout=wait, name="kdash-close")
         except TimeoutError:
             pass  # still closing in its daemon thread; the process exit releases the rest
 
