@@ -57,6 +57,8 @@ PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
 MAX_ANNOUNCED = 200
 """Notices remembered as shown (each is a toast once); the oldest are forgotten first."""
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
 
 class CpuMeter:
@@ -168,10 +170,11 @@ class DashApp(WorkerApp):
             self.start_sources()
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM and SIGHUP (an SSH drop) end the app normally, restoring the terminal."""
+        """SIGTERM, SIGHUP (an SSH drop) and SIGINT end the app normally, restoring the
+        terminal, with the status a shell expects of a process a signal ended (128 + signal)."""
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self.exit, 0)
+        for sig in EXIT_SIGNALS:
+            loop.add_signal_handler(sig, self.exit, None, 128 + sig)
             self._signals.append(sig)
 
     async def on_unmount(self) -> None:
@@ -399,7 +402,8 @@ def run_dashboard(
     clock: Clock | None = None,
     extra_title: str | None = None,
 ) -> int:
-    """Run the dashboard in this terminal until `q`, Ctrl+C, SIGTERM or SIGHUP; the exit code."""
+    """Run the dashboard in this terminal until `q` or Ctrl+C (exit 0), or SIGTERM, SIGHUP or
+    SIGINT (128 + the signal); the exit code."""
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
