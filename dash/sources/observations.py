@@ -71,6 +71,7 @@ class Sources(Protocol):
         """Yield whenever a followed file may have changed, until `stop_event` is set."""
         ...
 
-    async def aclose(self) -> None:
-        """Release what the sources opened (after the workers that use them have stopped)."""
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Release what the sources opened (after the workers that use them have stopped),
+        waiting `timeout` seconds at most (None: the sources' own default)."""
         ...

@@ -54,7 +54,10 @@ PROCESS_INTERVAL_S = 5.0
 IO_RETRY_S = 5.0
 """After an I/O error that escaped a source, its loop waits this long before trying again."""
 JOIN_TIMEOUT_S = 3.0
-"""How long shutting down waits for a poll in progress (a read, an NVML call) to end."""
+"""How long shutting down waits for the polls in progress (a read, an NVML call) to end and the
+sources to close, all together."""
+MIN_CLOSE_S = 0.5
+"""The sources always get this long to close, even when waiting for the loops took it all."""
 MAX_DELIVERY_ERRORS = 64
 """Distinct alert-delivery errors remembered, so that each is shown once (they hold webhook
 answers, which can differ every time)."""
@@ -169,7 +172,7 @@ class WorkerApp(App[int]):
 
         await run_blocking(join, name="kdash-join")  # bounded by the deadline: off the loop
         if self.collector is not None:
-            await self.collector.aclose()
+            await self.collector.aclose(max(MIN_CLOSE_S, deadline - time.monotonic()))
         return tuple(t.name for t in self._threads if t.running)
 
     # -- one step of each loop (in its own thread) -------------------------------------------

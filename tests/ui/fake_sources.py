@@ -74,7 +74,7 @@ class ScriptedSources:
             await asyncio.sleep(0.05)
             yield None
 
-    async def aclose(self) -> None:
+    async def aclose(self, timeout: float | None = None) -> None:
         with self._lock:
             self.polling_at_close = self.in_poll
             self.events.append("closed")

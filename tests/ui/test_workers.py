@@ -198,3 +198,30 @@ async def test_each_notice_is_remembered_in_a_bounded_set() -> None:
             app.refresh_state()
     assert len(shown) == 3 * MAX_ANNOUNCED  # each new one shown once
     assert len(app._announced) == MAX_ANNOUNCED
+
+
+async def test_quit_with_a_hung_nvml_poll_ends_within_the_shutdown_budget() -> None:
+    """The real collector on an NVML that stops answering mid-poll: `q` still ends the app."""
+    from dash.sim.fake_nvml import FakeNvml
+
+    nvml = FakeNvml.scenario("h200")
+    hung, release = threading.Event(), threading.Event()
+
+    def off_the_bus(index: int) -> None:
+        hung.set()
+        release.wait(30)
+
+    nvml.on_list_processes = off_the_bus
+    cfg = _cfg()
+    app = _app(Collector(cfg, nvml_module=nvml), cfg)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            while not hung.is_set():
+                await pilot.pause(0.02)
+            started = time.monotonic()
+            await pilot.press("q")
+        took = time.monotonic() - started
+    finally:
+        release.set()
+    assert app.return_code == 0
+    assert took < workers.JOIN_TIMEOUT_S + workers.MIN_CLOSE_S + 1.5
