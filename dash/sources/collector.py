@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from dash.core.config import Config
 from dash.core.errors import ConfigError
-from dash.core.log.parse import parse_line
+from dash.core.log.parse import PARSER, LineParser
 from dash.core.snapshot import Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -58,9 +58,11 @@ def check_globs(cfg: Config) -> None:
 class Collector:
     """Every source of one run, built from the Config."""
 
-    def __init__(self, cfg: Config, *, nvml_module: object | None = None) -> None:
+    def __init__(self, cfg: Config, *, nvml_module: object | None = None,
+                 parser: LineParser = PARSER) -> None:
         check_globs(cfg)
         self.cfg = cfg
+        self._parser = parser  # the grammar's parser, as every command reads with
         self._server = FileFollower(cfg.log, backfill=cfg.backfill_bytes) if cfg.log else None
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
@@ -103,7 +105,7 @@ class Collector:
         out: list[Record | None] = []
         for text in lines:
             self._lineno += 1
-            out.append(parse_line(text, self._lineno))
+            out.append(self._parser.parse(text, self._lineno))
         return out
 
     @property

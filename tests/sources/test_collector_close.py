@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from dash.core.config import Config
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.parse import LineParser, Record
 from dash.sim.fake_nvml import FakeNvml
-from dash.sources import collector as collector_module
 from dash.sources.blocking import run_blocking
 from dash.sources.collector import Collector
 
@@ -44,19 +45,25 @@ def test_close_waits_for_an_nvml_poll_in_progress() -> None:
     assert not closer.is_alive() and nvml._refcount == 0
 
 
-def test_close_waits_for_a_read_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+class _SlowParser(LineParser):
+    """The grammar's parser, held at its first line until released."""
+
+    def __init__(self) -> None:
+        super().__init__(GRAMMAR)
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def parse(self, text: str, lineno: int = 0) -> Record | None:
+        self.entered.set()
+        self.release.wait(10)
+        return super().parse(text, lineno)
+
+
+def test_close_waits_for_a_read_in_progress(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("a line\n")
-    entered, release = threading.Event(), threading.Event()
-    real_parse = collector_module.parse_line
-
-    def slow_parse(text: str, lineno: int) -> object:
-        entered.set()
-        release.wait(10)
-        return real_parse(text, lineno)
-
-    monkeypatch.setattr(collector_module, "parse_line", slow_parse)
-    col = Collector(Config(log=log, url=""))
+    parser = _SlowParser()
+    entered, release = parser.entered, parser.release
+    col = Collector(Config(log=log, url=""), parser=parser)
     reads: list[object] = []
     reader = threading.Thread(target=lambda: reads.append(col.read_files()))
     reader.start()

@@ -12,10 +12,11 @@ import pytest
 
 from dash.core.clock import FakeClock
 from dash.core.config import Config
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.parse import LineParser, Record
 from dash.core.snapshot import GpuSnapshot
 from dash.core.state.gpus import GpuSample
 from dash.core.state.run import RunState
-from dash.sources import collector as collector_module
 from dash.sources.collector import Collector
 from dash.sources.observations import Sources
 from dash.ui import workers
@@ -49,17 +50,17 @@ def _gpu(used: int) -> GpuSnapshot:
 
 # -- errors -----------------------------------------------------------------------------------
 
-async def test_a_parser_bug_stops_the_app_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+class _BrokenParser(LineParser):
+    def parse(self, text: str, lineno: int = 0) -> Record | None:
+        raise KeyError("a parser bug")
+
+
+async def test_a_parser_bug_stops_the_app_loudly(tmp_path: Path) -> None:
     """Not a toast and stale data: the bug's own exception, exit status 1, a failing test."""
     log = tmp_path / "server.log"
     log.write_text("".join(DECODE.format(s=i) for i in range(3)))
-
-    def broken_parser(text: str, lineno: int) -> None:
-        raise KeyError("a parser bug")
-
-    monkeypatch.setattr(collector_module, "parse_line", broken_parser)
     cfg = _cfg(log=log)
-    app = _app(Collector(cfg), cfg)
+    app = _app(Collector(cfg, parser=_BrokenParser(GRAMMAR)), cfg)
     with pytest.raises(KeyError, match="a parser bug"):
         async with app.run_test(size=SIZE) as pilot:
             deadline = time.monotonic() + 10
