@@ -7,30 +7,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from ui.fake_sources import stuck_nvml
 
 from dash.core.config import Config
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import LineParser, Record
-from dash.sim.fake_nvml import FakeNvml
 from dash.sources.blocking import run_blocking
 from dash.sources.collector import Collector
 
 
-def _blocked_nvml() -> tuple[FakeNvml, threading.Event, threading.Event]:
-    """NVML that stops inside its first poll (listing processes) until released."""
-    nvml = FakeNvml.scenario("h200")
-    entered, release = threading.Event(), threading.Event()
-
-    def hold(index: int) -> None:
-        entered.set()
-        release.wait(10)
-
-    nvml.on_list_processes = hold
-    return nvml, entered, release
-
-
 def test_close_waits_for_an_nvml_poll_in_progress() -> None:
-    nvml, entered, release = _blocked_nvml()
+    nvml, entered, release = stuck_nvml()
     col = Collector(Config(url=""), nvml_module=nvml)
     poll = threading.Thread(target=col.sample_gpus)
     poll.start()

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 
 from dash.core.state.gpus import GpuReading, NvmlUnavailable
 from dash.core.state.http_state import HttpSample
+from dash.sim.fake_nvml import FakeNvml
 from dash.sources.observations import FilesRead, ProcessesReading, Sources
 
 Step = Callable[[], object]
@@ -86,6 +87,20 @@ class ScriptedSources:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{event!r} never happened: {self.events}")
             time.sleep(0.01)
+
+
+def stuck_nvml() -> tuple[FakeNvml, threading.Event, threading.Event]:
+    """The fake NVML, stopping inside its first poll (listing processes) until released, as a
+    GPU falling off the bus does: (nvml, entered, release)."""
+    nvml = FakeNvml.scenario("h200")
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(index: int) -> None:
+        entered.set()
+        release.wait(30)
+
+    nvml.on_list_processes = hold
+    return nvml, entered, release
 
 
 def _implements(sources: ScriptedSources) -> Sources:

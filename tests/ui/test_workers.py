@@ -22,7 +22,7 @@ from dash.sources.observations import Sources
 from dash.ui import workers
 from dash.ui.app import MAX_ANNOUNCED, DashApp
 from dash.ui.messages import GpusSampled
-from ui.fake_sources import ScriptedSources
+from ui.fake_sources import ScriptedSources, stuck_nvml
 
 SIZE = (120, 40)
 DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
@@ -203,16 +203,7 @@ async def test_each_notice_is_remembered_in_a_bounded_set() -> None:
 
 async def test_quit_with_a_hung_nvml_poll_ends_within_the_shutdown_budget() -> None:
     """The real collector on an NVML that stops answering mid-poll: `q` still ends the app."""
-    from dash.sim.fake_nvml import FakeNvml
-
-    nvml = FakeNvml.scenario("h200")
-    hung, release = threading.Event(), threading.Event()
-
-    def off_the_bus(index: int) -> None:
-        hung.set()
-        release.wait(30)
-
-    nvml.on_list_processes = off_the_bus
+    nvml, hung, release = stuck_nvml()
     cfg = _cfg()
     app = _app(Collector(cfg, nvml_module=nvml), cfg)
     try:
