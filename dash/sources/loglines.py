@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from dash.core.linenums import LineNumbers, WindowCounted
-from dash.core.log.parse import parse_line
+from dash.core.log.parse import PARSER, LineParser
 from dash.core.snapshot import Record
 from dash.sources.bgcount import CountJob
 from dash.sources.files import FileFollower, FollowRead
@@ -20,8 +20,9 @@ from dash.sources.files import FileFollower, FollowRead
 class LogLines:
     """Parses what a follower read and numbers it; counts the lines before a backfill window."""
 
-    def __init__(self, follower: FileFollower) -> None:
+    def __init__(self, follower: FileFollower, parser: LineParser = PARSER) -> None:
         self._follower = follower
+        self._parser = parser
         self._numbers = LineNumbers()
         self._job: CountJob | None = None
         self._lost = False
@@ -39,7 +40,7 @@ class LogLines:
         for i, text in enumerate(read.lines):
             if i in starts:
                 self._restart(starts.pop(i))
-            out.append(self._numbers.stamp(parse_line(text)))
+            out.append(self._numbers.stamp(self._parser.parse(text)))
         for start in starts.values():  # a restart after the last line
             self._restart(start)
         return tuple(out)
