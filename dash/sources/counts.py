@@ -28,6 +28,10 @@ from dash.sources.files import read_spans
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
+SETTLED_NS = 3_000_000_000
+"""A file unchanged this long before a look has timestamps a later write must move: file
+timestamps move in kernel ticks (coarser on NFS), so a rewrite within the tick of the last look
+leaves them as they were, and then only the bytes tell (`dash.core.mark`)."""
 RESCAN_COST_FACTOR = 20.0
 """Globs are re-run no sooner than this many times the time their last run took."""
 
@@ -56,6 +60,8 @@ class LineCounter:
         self.offset = 0
         self.lines = 0
         self._mark = Mark()
+        self._settled: tuple[int, int, int] | None = None
+        """(size, mtime, ctime) of the last look, when the file had not changed for a while."""
         self._known = False
         self._job: CountJob | None = None
         self._failed: tuple[tuple[tuple[int, int], int], str] | None = None
@@ -83,15 +89,16 @@ class LineCounter:
             return Count(None, exists=False, error=self._failed[1])
         self._failed = None
         try:
-            return self._count(ident, st.st_size)
+            return self._count(ident, st)
         except FileNotFoundError:
             return self._gone(None)  # gone between stat and open
         except OSError as exc:
             return self._gone(_reason(exc))
 
-    def _count(self, ident: tuple[int, int], size: int) -> Count:
-        reset = False
-        if ident != self._ident or size < self.offset or self._rewritten(ident):
+    def _count(self, ident: tuple[int, int], st: os.stat_result) -> Count:
+        size, reset = st.st_size, False
+        looked = (size, st.st_mtime_ns, st.st_ctime_ns)
+        if ident != self._ident or size < self.offset or self._rewritten(ident, looked):
             reset = self._ident is not None
             self._restart(ident)
         if self._job is not None:
@@ -109,12 +116,15 @@ class LineCounter:
             # Replaced between stat and open: the next poll counts the new file.
             return Count(self.lines if self._known else None, reset=reset)
         self._known = True
+        # Settled: the file's last change was long enough ago that any later write moves its
+        # ctime on; until the stat changes, the bytes counted need not be read back.
+        self._settled = looked if time.time_ns() - st.st_ctime_ns > SETTLED_NS else None
         return Count(self.lines, reset=reset)
 
-    def _rewritten(self, ident: tuple[int, int]) -> bool:
+    def _rewritten(self, ident: tuple[int, int], looked: tuple[int, int, int]) -> bool:
         """Whether the bytes counted so far are no longer in the file (truncated and rewritten
         to the same size or larger since the last poll)."""
-        if not self.offset or self._job is not None:
+        if not self.offset or self._job is not None or looked == self._settled:
             return False
         with _open_regular(self.path) as fd:
             st = os.fstat(fd)
@@ -136,6 +146,7 @@ class LineCounter:
         self.offset = 0
         self.lines = 0
         self._mark = Mark()
+        self._settled = None
         self._known = False
 
     def _take_job(self) -> str | None:

@@ -287,3 +287,33 @@ def test_an_exact_count_stops_at_its_end_while_the_file_grows_past_it(
     job.run(p, (st_.st_dev, st_.st_ino))
     assert job.result == (p.read_bytes()[:end].count(b"\n"), end) == (1000, end)
     assert job.error is None
+
+
+def test_a_settled_file_is_not_read_back_until_its_stat_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a file's last change lies a while back, a poll that finds the same size, mtime and
+    ctime opens nothing; any write moves them, and the bytes are checked again."""
+    monkeypatch.setattr(counts_module, "SETTLED_NS", 0)  # every look counts as settled
+    opened: list[Path] = []
+    real = counts_module._open_regular
+
+    def spy(path: Path):  # type: ignore[no-untyped-def]
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(counts_module, "_open_regular", spy)
+    p = tmp_path / "B1.jsonl"
+    p.write_bytes(_jsonl(0, 3000))
+    with ThreadPoolExecutor(1) as pool:
+        c = LineCounter(p, pool)
+        assert c.count().lines == p.read_bytes().count(b"\n")
+        opened.clear()
+        for _ in range(3):
+            c.count()
+        assert opened == []
+        time.sleep(0.05)  # past a timestamp tick
+        with open(p, "r+b") as fh:
+            fh.truncate(0)
+            fh.write(_jsonl(5000, 3000))
+        got = c.count()
+        assert opened and got.lines == p.read_bytes().count(b"\n") and got.reset

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -114,8 +114,10 @@ class Panel(ScrollView, can_focus=False):
             self.virtual_size = Size(width, len(new))
             self.refresh()
             return
-        for y in rows:
-            self.refresh_line(y)
+        if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
+            scroll_y = self.scroll_offset.y
+            row_width = max(self.virtual_size.width, self.size.width)
+            self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
 
     def _render(self, width: int, full: bool) -> list[Strip]:
