@@ -14,6 +14,7 @@ from dash.core.alerts.engine import AlertEngine
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import AlertConfig, Config
 from dash.core.log.timestamps import ts_to_epoch
+from dash.core.recent import RecentSet
 from dash.core.snapshot import (
     Alert,
     Record,
@@ -24,6 +25,11 @@ from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
 from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
+
+MAX_NOTICES = 100
+"""Distinct notices remembered (so that each is said once); the oldest are forgotten first."""
+SHOWN_NOTICES = 20
+"""The newest notices a snapshot carries."""
 
 
 class RunState:
@@ -37,12 +43,15 @@ class RunState:
         self.partitions = _make_partitions(cfg)
         self.client = ClientTracker(cfg)
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
-        self.notices: list[str] = []
+        self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
-        if text not in self.notices:
-            self.notices.append(text)
+        self.notices.add(text)
+
+    def reset_peak(self) -> None:
+        """Forget the throughput peak (after a deliberate change, e.g. a restart with new flags)."""
+        self.server_log.reset_peak()
 
     def feed_server_log(self, records: Iterable[Record | None], now: float,
                         lines: int | None = None) -> None:
@@ -76,7 +85,7 @@ class RunState:
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
-                           gpus=self.gpus.snapshot(), notices=tuple(self.notices[-20:]))
+                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES))
 
 
 def _make_partitions(cfg: Config) -> PartitionsTracker:
