@@ -84,8 +84,13 @@ def to_ratio(v: str) -> float | None:
 
 def to_ratios(v: str) -> list[float] | None:
     """`0.812, 0.703, 0.621` (vLLM's per-position acceptance rates) -> fractions."""
-    out = [to_ratio(p) for p in v.split(",")]
-    return None if not out or any(r is None for r in out) else out  # type: ignore[return-value]
+    out: list[float] = []
+    for part in v.split(","):
+        r = to_ratio(part)
+        if r is None:
+            return None
+        out.append(r)
+    return out
 
 
 BOOLS = {"True": True, "False": False, b"True": True, b"False": False}

@@ -309,6 +309,7 @@ class Grammar:
 
 
 MIN_STATS_ITEMS = 2
+_Trie = dict[str, "_Trie"]
 STATS_PREFILTER = tuple(f": {d}" for d in "0123456789")
 """What every line with a stats item has (the prefilter's share of `Grammar.stats_item`)."""
 
@@ -318,14 +319,14 @@ def keyword_pattern(words: tuple[str, ...]) -> str:
     text costs one test per distinct next character, not one per word. Words are searched
     without their outer spaces (a part of a word is in every text the word is), and a word
     that another one starts with stands for both."""
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    trie: _Trie = {}
     for word in filter(None, (w.strip() for w in words)):
         node = trie
         for ch in word:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def emit(node: dict[str, dict]) -> str:  # type: ignore[type-arg]
+    def emit(node: _Trie) -> str:
         if "" in node:
             return ""  # a word ends here: whatever follows, the text has one
         alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
