@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dash.core.log.convert import to_float as _float
+from dash.core.log.convert import to_int as _int
 from dash.core.log.server_args import parse_server_args
 
 Match = re.Match[str] | None
@@ -40,18 +42,6 @@ def _num(m: re.Match[str] | None, group: int = 1) -> float | None:
     return _float(text) if text else None
 
 
-def _float(text: str) -> float | None:
-    """A `[0-9.]+` capture as a number >= 0; None for `1.2.3` (or anything else)."""
-    try:
-        f = float(text)
-    except ValueError:
-        return None
-    return f if f - f == 0 and f >= 0 else None
-
-
-def _int(text: str) -> int | None:
-    text = text.replace(",", "")
-    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def kv_cache(msg: str, _m: Match = None) -> Fields:

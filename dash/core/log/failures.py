@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dash.core.log.convert import to_float
+
 Match = re.Match[str] | None
 Fields = dict[str, Any]
 
@@ -33,14 +35,6 @@ _SCHED_STATS = re.compile(r"\b(num_running_reqs|num_waiting_reqs|num_skipped_wai
 _SCHED_KEYS = {"num_running_reqs": "running_req", "num_waiting_reqs": "queue_req",
                "num_skipped_waiting_reqs": "deferred_req", "kv_cache_usage": "token_usage",
                "num_corrupted_reqs": "corrupted_req", "step_counter": "step_counter"}
-
-
-def _number(text: str) -> float | None:
-    try:
-        f = float(text)
-    except ValueError:
-        return None
-    return f if f - f == 0 and f >= 0 else None
 
 
 def exit_status(msg: str, _m: Match = None) -> Fields:
@@ -99,7 +93,7 @@ def startup_free_memory(msg: str, _m: Match = None) -> Fields:
     m = _FREE.search(msg)
     if m is None:
         return {**out, "hint": _TAKEN_HINT}
-    free, total, util, want = (_number(m.group(i)) for i in range(2, 6))
+    free, total, util, want = (to_float(m.group(i)) for i in range(2, 6))
     out.update(device=m.group(1) or None, free_gb=free, total_gb=total,
                gpu_memory_utilization=util, requested_gb=want)
     if free is not None and total is not None and total >= free:
@@ -141,7 +135,7 @@ def scheduler_stats(msg: str, _m: Match = None) -> Fields | None:
     kv_cache_usage=0.61, ...)` before it re-raises: the engine's last state."""
     out: Fields = {"reason": "engine_state"}
     for key, value in _SCHED_STATS.findall(msg):
-        num = _number(value)
+        num = to_float(value)
         name = _SCHED_KEYS[key]
         if num is None or name in out:
             continue
