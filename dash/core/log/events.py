@@ -95,6 +95,11 @@ def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
     return out or None
 
 
+def graph_pool(_msg: str, m: Match) -> Fields:
+    """vLLM 0.20+'s `CUDA graph pool memory: 0.52 GiB (actual), 0.61 GiB (estimated), ...`."""
+    return {"phase": "end", "mem_usage_gb": _num(m, 1), "avail_mem_gb": None}
+
+
 def hicache(msg: str, _m: Match = None) -> Fields | None:
     """SGLang's hierarchical (host) KV cache pool: its size in GB, and tokens (0.5.17+)."""
     m = _HICACHE.search(msg)

@@ -182,6 +182,10 @@ _CAPACITY = (
            examples=("Capture cuda graph end. Time elapsed: 9.81 s. avail mem=5.59 GB.",)),
     Phrase("cuda_graph", any=("Graph capturing finished",), extract=ev.graph_took,
            examples=("Graph capturing finished in 12 secs, took 0.58 GiB",)),
+    Phrase("cuda_graph", any=("CUDA graph pool memory: ",),
+           pattern=r"CUDA graph pool memory: ([0-9.]+) GiB \(actual\)", extract=ev.graph_pool,
+           examples=("CUDA graph pool memory: 0.52 GiB (actual), 0.61 GiB (estimated), "
+                     "difference: 0.09 GiB (17.3%).",)),
     Phrase("load_weights", any=("Load weight begin",), fields={"phase": "begin"},
            extract=ev.memory, examples=("Load weight begin. avail mem=70.02 GB",)),
     Phrase("load_weights", any=("Load weight end",), fields={"phase": "end"}, extract=ev.memory,
