@@ -62,6 +62,13 @@ def test_sglang_accept_len_and_rate_on_decode_lines() -> None:
      {"kind": "spec", "engine": "vllm", "accept_len": 3.1, "accepted_throughput": 142.4,
       "drafted_throughput": 200.0, "accepted_tokens": 1424, "drafted_tokens": 2000,
       "accept_rate_per_pos": [0.812, 0.703, 0.621], "accept_rate": 0.41}),
+    # builds that print more (timings, rejected tokens), a named item after the list
+    (API + "SpecDecoding metrics: Mean acceptance length: 2.42, Accepted throughput: 80.00 "
+     "tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 800 tokens, Drafted: 1200 tokens, "
+     "Rejected: 400 tokens, Reverify: 3, Per-position acceptance rate: 0.812, 0.703, Avg Draft "
+     "acceptance rate: 66.7%, Draft time/step: 1.234 ms, Verify time/step: 4.567 ms",
+     {"kind": "spec", "accept_len": 2.42, "rejected_tokens": 400,
+      "accept_rate_per_pos": [0.812, 0.703], "accept_rate": 0.667}),
     # vLLM 0.8.5-0.10.1: the rate first, the list last
     ("INFO 05-01 12:00:10 [metrics.py:87] SpecDecoding metrics: Draft acceptance rate: 71.2%, "
      "Mean acceptance length: 2.14, Accepted: 1424 tokens, Drafted: 2000 tokens, Per-position "

@@ -217,6 +217,7 @@ SPEC = StatsFamily(
         Field("Drafted throughput", "drafted_throughput", FLOAT, " tokens/s"),
         Field("Accepted", "accepted_tokens", COUNT, " tokens"),
         Field("Drafted", "drafted_tokens", COUNT, " tokens"),
+        Field("Rejected", "rejected_tokens", COUNT, " tokens"),
         Field("Per-position acceptance rate", "accept_rate_per_pos", RATIOS, many=True),
         Field("Avg Draft acceptance rate", "accept_rate", RATIO),
         Field("Draft acceptance rate", "accept_rate", RATIO),
