@@ -100,16 +100,17 @@ def startup_free_memory(msg: str, _m: Match = None) -> Fields:
         out["held_gb"] = round(total - free, 2)
         out["hint"] = (f"Only {free:g} of {total:g} GiB of this GPU was free at startup: another "
                        f"process holds {total - free:.1f} GiB (often a stale server from an "
-                       "earlier run: find it with nvidia-smi and stop it), or lower "
-                       f"--gpu-memory-utilization below {free / total:.2f}." if total else
-                       _TAKEN_HINT)
+                       "earlier run, such as an orphaned VLLM::EngineCore: find it with "
+                       "nvidia-smi and stop it), or lower --gpu-memory-utilization below "
+                       f"{free / total:.2f}." if total else _TAKEN_HINT)
     else:
         out["hint"] = _TAKEN_HINT
     return out
 
 
 _TAKEN_HINT = ("Another process holds memory on this GPU (often a stale server from an earlier "
-               "run: find it with nvidia-smi and stop it), or lower --gpu-memory-utilization.")
+               "run, such as an orphaned VLLM::EngineCore: find it with nvidia-smi and stop "
+               "it), or lower --gpu-memory-utilization.")
 
 
 def nccl_timeout(msg: str, _m: Match = None) -> Fields:
