@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dash.core.launch import Launch
 from dash.core.series import SeriesView
 
 Record = dict[str, Any]
@@ -239,6 +240,9 @@ class RunSnapshot:
     alerts: tuple[Alert, ...] = ()
     notices: tuple[str, ...] = ()
     """Non-fatal problems to show once (a vanished file, a garbage config value)."""
+    launches: tuple[Launch, ...] = ()
+    """Every server start of the log seen (and remembered), in start order; the last is the
+    current one."""
 
     @property
     def facts(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ for delivery; `snapshot(now)` is the frozen picture everything renders from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dash.core.alerts.engine import AlertEngine
 from dash.core.alerts.model import AlertChanges
@@ -23,6 +23,7 @@ from dash.core.snapshot import (
 from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
+from dash.core.state.launches import LaunchTracker
 from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
 
@@ -42,8 +43,12 @@ class RunState:
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg)
         self.client = ClientTracker(cfg)
-        self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
+        alert_cfg = AlertConfig.from_mapping(cfg.alerts)
+        self.alerts = AlertEngine(alert_cfg)
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
+        # Launch figures are judged with the plateau rule's own window
+        self.launches = LaunchTracker(self.server_log.path, window_s=alert_cfg.plateau_window_s,
+                                      min_points=alert_cfg.plateau_min_points)
 
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
@@ -53,13 +58,23 @@ class RunState:
         """Forget the throughput peak (after a deliberate change, e.g. a restart with new flags)."""
         self.server_log.reset_peak()
 
-    def feed_server_log(self, records: Iterable[Record | None], now: float,
-                        lines: int | None = None) -> None:
-        """Feed server-log records; a server restart also restarts the partitions' rates."""
+    def feed_server_log(self, records: Sequence[Record | None], now: float,
+                        lines: int | None = None, rewritten: Sequence[int] = ()) -> None:
+        """Feed server-log records; a server restart also restarts the partitions' rates.
+
+        `rewritten`: indexes into `records` where the log was rewritten (truncated or replaced)
+        before that record; a start after one ends the launch that was open.
+        """
         before = self.server_log.restarts
         self.server_log.feed(records, now, lines)
         if self.server_log.restarts != before:
             self.partitions.note_restart(now)
+        start = 0
+        for cut in sorted(rewritten):
+            self.launches.feed(records[start:cut], now)
+            self.launches.log_rewritten()
+            start = max(start, cut)
+        self.launches.feed(records[start:], now)
 
     def tick(self, now: float) -> AlertChanges:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
@@ -85,7 +100,8 @@ class RunState:
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
-                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES))
+                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
+                           launches=self.launches.launches())
 
 
 def _make_partitions(cfg: Config) -> PartitionsTracker:
