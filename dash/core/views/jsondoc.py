@@ -4,7 +4,9 @@ Keys scripts rely on (see README "JSON output"): `server` {`last_decode`, `peak`
 `ts`}, `events`, `facts`, `http` {`state`, `since`, `latency`, `metrics`}}, `partitions`
 [{`name`, `path`, `done`, `total`, `at_start`, `rate_per_min`, `eta_s`, `status`}], `client`
 {`log_bytes`, `last_progress`, `processes`}, `gpus` (a list per GPU, or {"available": false,
-"reason"}), `alerts`. Extra keys may be added; these are never renamed.
+"reason"}), `alerts`, `launches` (one per server start, oldest first: `dash.core.launch`'s
+fields with `number`, `changed`, `outcome_text` and `advice`). Extra keys may be added; these
+are never renamed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dash.core.snapshot import (
     RunTotals,
     ServerLogSnapshot,
 )
+from dash.core.views.launch_advice import launches_json
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
@@ -114,5 +117,6 @@ def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
         "gpus": _gpus(snap.gpus),
         "alerts": [_alert(a) for a in snap.alerts],
         "notices": list(snap.notices),
+        "launches": launches_json(snap.launches),
     }
     return jsonable(doc)  # type: ignore[no-any-return]
