@@ -16,7 +16,9 @@ from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
 from dash.core.views.jsondoc import snapshot_to_json
+from dash.core.views.launch_advice import server_line
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
+from dash.sources.launch_store import remembered
 
 
 async def _http_once(collector: Collector) -> object:
@@ -34,6 +36,7 @@ def collect_once(cfg: Config, *, nvml_module: object | None = None,
     clock = clock or SystemClock()
     collector = Collector(cfg, nvml_module=nvml_module)
     state = RunState(cfg)
+    keeper = remembered(state, cfg)
     try:
         read = collector.read_files()
         apply_files(state, read, clock.now())
@@ -47,7 +50,13 @@ def collect_once(cfg: Config, *, nvml_module: object | None = None,
     finally:
         collector.close()
     now = clock.now()
-    return state.tick_and_snapshot(now)[1]
+    snap = state.tick_and_snapshot(now)[1]
+    if keeper is not None and snap.launches:
+        error = keeper.store.save(snap.launches, now)  # what this look saw, for the next one
+        if error:
+            state.add_notice(error)
+            snap = state.snapshot(now)
+    return snap
 
 
 def run_once(cfg: Config, as_json: bool, *, nvml_module: object | None = None,
@@ -93,6 +102,9 @@ def render_text(snap: RunSnapshot) -> str:
                      f"token usage {_num(d.get('token_usage'), '{:.2f}')}  ({d.get('ts') or '-'})")
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
+    launch = server_line(snap.launches)
+    if launch:
+        lines.append(f"  launches     {launch}")
     for ev in s.events[-5:]:
         lines.append(f"  event        {ev.get('event')}: {str(ev.get('message', ''))[:120]}")
     if h.url:

@@ -65,6 +65,8 @@ class Config:
     """A URL that receives a Slack-compatible `{"text": ...}` POST for each new alert."""
     alert_history: bool = True
     """Append alerts as JSONL to the user state directory."""
+    state_dir: Path | None = None
+    """Where kdash keeps its own files (the alert history); None: the user state directory."""
     alerts: Mapping[str, Any] = field(default_factory=dict)
     """Alert thresholds by name (see README "Alerts")."""
 
@@ -74,7 +76,7 @@ class Config:
         return not (self.log or explicit_url or self.client_log or self.outputs or self.process)
 
 
-_PATH_FIELDS = {"log", "client_log"}
+_PATH_FIELDS = {"log", "client_log", "state_dir"}
 _GLOB_FIELDS = {"outputs", "inputs"}
 _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_interval"}
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}

@@ -28,7 +28,7 @@ from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
-from dash.sources.files import FileFollower
+from dash.sources.files import FileFollower, FollowRead
 from dash.sources.loglines import LogLines
 from dash.sources.observations import FilesRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
@@ -194,7 +194,7 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     """Fold one read of the files into the run's trackers."""
     if read.server is not None:
         s = read.server
-        state.feed_server_log(read.records, now, lines=len(s.lines))
+        state.feed_server_log(read.records, now, lines=len(s.lines), rewritten=rewrites(s))
         if read.window is not None:
             state.server_log.window_counted(read.window.base)
         message = s.message
@@ -210,6 +210,18 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
         state.partitions.apply(read.outputs, now)
     for error in read.errors:
         state.add_notice(error)
+
+
+REWRITES = frozenset({"truncated", "rotated", "deleted"})
+
+
+def rewrites(read: FollowRead) -> tuple[int, ...]:
+    """Where in a read's lines the log was rewritten (truncated, or replaced by a new file):
+    the lines after each index come from the new contents (a restart's `> server.log`)."""
+    if not REWRITES.intersection(read.events):
+        return ()
+    starts = tuple(i for i, offset in read.starts if offset == 0)
+    return starts or (len(read.lines),)
 
 
 def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:
