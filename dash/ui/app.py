@@ -25,6 +25,7 @@ from dash.core.recent import RecentSet
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.run import RunState
 from dash.sources import collector
+from dash.sources.launch_store import LaunchKeeper, remembered
 from dash.sources.observations import FilesRead, Sources
 from dash.ui.messages import (
     FilesObserved,
@@ -41,6 +42,7 @@ from dash.ui.widgets.gpus import GpuPanel, GpuTable
 from dash.ui.widgets.header import HeaderBar, HeaderState
 from dash.ui.widgets.help import HelpScreen
 from dash.ui.widgets.keyed_table import KeyedTable
+from dash.ui.widgets.launches import LaunchesScreen
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
 from dash.ui.widgets.server import ServerPanel
@@ -51,7 +53,7 @@ COMPACT_BELOW = (120, 38)
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
 KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / filter  "
-             "p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
+             "p pause  a ack  L launches  +/- window  r reset peak  ctrl+l redraw")
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
@@ -97,6 +99,7 @@ class DashApp(WorkerApp):
         Binding("d", "dim_decode", "dim decode lines", show=False),
         Binding("p", "pause", "pause"),
         Binding("a", "acknowledge", "acknowledge"),
+        Binding("L", "launches", "launches"),
         Binding("plus,equals_sign", "window(1)", "longer window"),
         Binding("minus", "window(-1)", "shorter window"),
         Binding("r", "reset_peak", "reset peak"),
@@ -115,8 +118,9 @@ class DashApp(WorkerApp):
         cpu_meter: Callable[[], float | None] | None = None,
         extra_title: str | None = None,
         handle_signals: bool = False,
+        launch_keeper: LaunchKeeper | None = None,
     ) -> None:
-        super().__init__(cfg, collector, clock or SystemClock())
+        super().__init__(cfg, collector, clock or SystemClock(), launch_keeper)
         # The terminal's own ANSI palette, set before anything renders: cell styles are cached.
         self.theme = "ansi-dark"
         self.handle_signals = handle_signals
@@ -196,6 +200,8 @@ class DashApp(WorkerApp):
             self.bell()
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
+        if self.launch_keeper is not None:
+            self.keep_launches(self.state.launches, fresh.launches, now)
         self._announce(fresh.notices)
         try:
             if not self.paused or self.snap is None:
@@ -203,6 +209,8 @@ class DashApp(WorkerApp):
                 self.render_snapshot(tick=True)
             else:
                 self._render_header()
+            if isinstance(self.screen, LaunchesScreen):
+                self.screen.show(self.snap)
         except NoMatches:
             pass  # a tick that lands while the app shuts down finds its panels already gone
 
@@ -316,6 +324,10 @@ class DashApp(WorkerApp):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_launches(self) -> None:
+        if self.snap is not None:
+            self.push_screen(LaunchesScreen(self.snap))
+
     async def action_quit(self) -> None:
         self.stop_sources()
         self.exit(0)
@@ -407,8 +419,11 @@ def run_dashboard(
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
-    app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,
-                  extra_title=extra_title, handle_signals=True)
+    state = RunState(cfg)
+    # Read before the screen starts (like the config files): the earlier launches of the log
+    keeper = remembered(state, cfg)
+    app = DashApp(cfg, state=state, collector=collector, clock=clock, extra_title=extra_title,
+                  handle_signals=True, launch_keeper=keeper)
     exporter = None
     if cfg.metrics_port is not None:
         from dash.sources.prom_export import start_exporter

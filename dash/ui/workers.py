@@ -44,7 +44,10 @@ from dash.ui.messages import (
 )
 
 if TYPE_CHECKING:
+    from dash.core.launch import Launch
+    from dash.core.state.launches import LaunchTracker
     from dash.sources.alert_sinks import AlertDelivery
+    from dash.sources.launch_store import LaunchKeeper
 
 BACKLOG = 2
 """Messages waiting on the main thread beyond which the file reader waits: each read of a burst
@@ -106,7 +109,8 @@ class SourceThread:
 class WorkerApp(App[int]):
     """The part of the app that runs the sources; `DashApp` adds the screen."""
 
-    def __init__(self, cfg: Config, collector: Sources | None, clock: Clock) -> None:
+    def __init__(self, cfg: Config, collector: Sources | None, clock: Clock,
+                 launch_keeper: LaunchKeeper | None = None) -> None:
         super().__init__()
         self.cfg = cfg
         self.collector = collector
@@ -121,6 +125,9 @@ class WorkerApp(App[int]):
         self._sources_closed = False
         self._delivery: AlertDelivery | None = None
         self._delivery_errors: RecentSet[str] = RecentSet(MAX_DELIVERY_ERRORS)
+        self.launch_keeper = launch_keeper
+        """Saves the log's launches to the state directory (None: they are not kept)."""
+        self._launches: tuple[LaunchTracker, tuple[Launch, ...]] | None = None
 
     def start_sources(self) -> None:
         """Start one loop per configured source."""
@@ -172,6 +179,7 @@ class WorkerApp(App[int]):
                 thread.join(deadline - time.monotonic())
 
         await run_blocking(join, name="kdash-join")  # bounded by the deadline: off the loop
+        await self._save_launches_now(max(MIN_CLOSE_S, deadline - time.monotonic()))
         if self.collector is not None:
             await self.collector.aclose(max(MIN_CLOSE_S, deadline - time.monotonic()))
         return tuple(t.name for t in self._threads if t.running)
@@ -232,6 +240,46 @@ class WorkerApp(App[int]):
             # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
             self._watching = False
             self._wake.set()
+
+    def keep_launches(self, tracker: LaunchTracker, launches: tuple[Launch, ...],
+                      now: float) -> None:
+        """Save the launches when they changed enough (a start or an end: at once)."""
+        keeper = self.launch_keeper
+        if keeper is None:
+            return
+        self._launches = (tracker, launches)
+        if keeper.due(tracker.version, tracker.boundaries, now):
+            keeper.taken(tracker.version, tracker.boundaries, now)
+            self.save_launches(launches, now)
+
+    @work(group="launches", exclusive=False)
+    async def save_launches(self, launches: tuple[Launch, ...], at: float) -> None:
+        """Write the launches file off the loop; a failure is a notice (once)."""
+        keeper = self.launch_keeper
+        if keeper is None:
+            return
+        try:
+            error = await run_blocking(lambda: keeper.store.save(launches, at),
+                                       timeout=JOIN_TIMEOUT_S, name="kdash-launches")
+        except TimeoutError as exc:
+            error = str(exc)
+        if error and self._delivery_errors.add(error):
+            self.notify(error, title="launches", severity="warning")
+
+    async def _save_launches_now(self, timeout: float) -> None:
+        """On the way out: what changed since the last save."""
+        keeper, held = self.launch_keeper, self._launches
+        if keeper is None or held is None:
+            return
+        tracker, launches = held
+        if not keeper.due(tracker.version, tracker.boundaries, float("inf")):
+            return
+        keeper.taken(tracker.version, tracker.boundaries, float("inf"))
+        try:
+            await run_blocking(lambda: keeper.store.save(launches, self.clock.now()),
+                               timeout=timeout, name="kdash-launches")
+        except TimeoutError:
+            pass  # a hung state directory: the exit does not wait for it
 
     @work(group="alerts")
     async def deliver_alerts(self, changes: AlertChanges, at: float) -> None:

@@ -16,7 +16,7 @@ from dash.core.snapshot import GpusSnapshot
 from dash.core.snapshot import HttpSnapshot as Http
 from dash.ui.app import DashApp
 from dash.ui.widgets.log_pane import LogPane
-from ui.fake_run import NOW, SERVER_LINES, snapshot
+from ui.fake_run import NOW, SERVER_LINES, snapshot, tuning_launches
 
 SnapCompare = Callable[..., bool]
 MakeApp = Callable[..., DashApp]
@@ -50,3 +50,13 @@ def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -
 
 def test_help_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_launches_view(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(snapshot(launches=tuning_launches())), terminal_size=(160, 45),
+                        press=["L"])
+
+
+def test_launches_view_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(snapshot(launches=tuning_launches())), terminal_size=(80, 24),
+                        press=["L"])

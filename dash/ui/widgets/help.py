@@ -22,6 +22,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("d", "log pane: dim decode-stats lines on / off"),
     ("p", "pause / resume the screen (data is still read)"),
     ("a", "acknowledge the active alerts"),
+    ("L", "launches: every server start side by side, what changed and what it did"),
     ("+ / -", "chart time window: 5m, 15m, 1h, all"),
     ("r", "reset the throughput peak"),
     ("ctrl+l", "redraw the whole screen (after a tmux reattach)"),
