@@ -8,9 +8,13 @@ the UI thread), so the main thread only applies records.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import stat
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dash.core.config import Config
@@ -18,6 +22,7 @@ from dash.core.errors import ConfigError
 from dash.core.log.parse import parse_line
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.partitions import OutputCount, glob_error
+from dash.core.state.server_url import UrlChoice, UrlFinder
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower, FollowRead
 from dash.sources.procs import ProcessError, ProcessSource
@@ -51,6 +56,26 @@ class FilesRead:
     """Output or prompt files that could not be counted this time ("path: reason")."""
 
 
+def unreadable(path: Path) -> str | None:
+    """Why `path` can never be followed (a directory, no permission to read it), or None.
+
+    A path that does not exist yet is fine: the server may not have started.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory; give the log file in it"
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def check_globs(cfg: Config) -> None:
     """Raise ConfigError (one line) for an unusable --outputs or --inputs glob."""
     for flag, patterns in (("--outputs", cfg.outputs), ("--inputs", cfg.inputs)):
@@ -74,7 +99,13 @@ class Collector:
         self._nvml_module = nvml_module
         self._nvml: Any = None
         self._http: Any = None
+        self._urls = UrlFinder(cfg.url)
+        self.url_choice: UrlChoice | None = self._urls.choice()
+        """The URL polled now: replaced whole (one assignment) when the log names another."""
+        self._log_read = cfg.log is None
+        """Whether the log has been read once (until then, its server_args are unknown)."""
         self._lineno = 0
+        self._output_paths: tuple[str, ...] = ()
 
     # -- blocking: call from a worker thread --------------------------------------------------
 
@@ -86,11 +117,16 @@ class Collector:
             if any(e in ("truncated", "rotated", "deleted") for e in server.events):
                 self._lineno = 0
             records = tuple(self._parse(server.lines))
+            if records:
+                self._urls.feed(records)
+                self.url_choice = self._urls.choice()
+            self._log_read = True
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
+            self._output_paths = tuple(o.path for o in outputs)
         more = bool((server and server.more) or (client and client.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
@@ -101,6 +137,16 @@ class Collector:
         for text in lines:
             self._lineno += 1
             out.append(parse_line(text, self._lineno))
+        return out
+
+    def output_mtimes(self) -> dict[str, float]:
+        """The output files' modification times (for `--once`: when each was last written)."""
+        out: dict[str, float] = {}
+        for path in self._output_paths:
+            try:
+                out[path] = os.stat(path).st_mtime
+            except OSError:
+                continue
         return out
 
     @property
@@ -133,14 +179,21 @@ class Collector:
     # -- async ----------------------------------------------------------------------------------
 
     async def poll_http(self) -> HttpSample | None:
-        """One poll of the server (an HttpSample), or None when no URL is configured."""
-        if not self.cfg.url:
+        """One poll of the server (an HttpSample), or None when HTTP is off, or while the log's
+        first read, which may name the server's port, has not happened yet."""
+        choice = self.url_choice
+        if choice is None or not self._log_read:
             return None
+        if self._http is not None and self._http.url != choice.url.rstrip("/"):
+            await self._http.aclose()  # the log named another address: poll that one
+            self._http = None
         if self._http is None:
             from dash.sources.http import HttpPoller
 
-            self._http = HttpPoller(self.cfg.url)
-        return await self._http.poll(time.time())
+            self._http = HttpPoller(choice.url)
+        sample = await self._http.poll(time.time())
+        return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
+                                   url_why=choice.why, log_port=choice.log_port)
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
@@ -184,10 +237,11 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
-        state.client.note_file(c.size, now)
-    if read.outputs or read.input_totals:
+        state.client.note_file(c.size, now, c.status, c.message)
+    if read.outputs or read.input_totals or state.cfg.outputs:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
+    state.partitions.note_errors(read.errors)
     for error in read.errors:
         state.add_notice(error)
 

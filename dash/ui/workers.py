@@ -49,7 +49,7 @@ class WorkerApp(App[int]):
         self.nvml_loop()
         if self.cfg.process:
             self.processes_loop()
-        if self.cfg.url and hasattr(self.collector, "poll_http"):
+        if self.cfg.http_enabled and hasattr(self.collector, "poll_http"):
             self.http_loop()
         if not self.cfg.poll and hasattr(self.collector, "watch"):
             self._watching = True
