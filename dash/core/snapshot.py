@@ -55,6 +55,9 @@ class ServerLogSnapshot:
     last_record_arrived_at: float | None = None
     """When kdash last read a decode or prefill line as it was written (not in the first read
     of the log): the log is live by this too, whatever its stamps say."""
+    stamps_ahead: bool = False
+    """The last stats line is stamped well ahead of the clock (a log in another time zone): its
+    stamp says nothing about how fresh it is."""
     lines: int = 0
     records: int = 0
     unparsed: int = 0

@@ -373,19 +373,37 @@ class DashApp(WorkerApp):
         self.render_snapshot()
 
 
+def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> Any:
+    """A RunState that knows the earlier sessions' alerts (the history file's end) and the
+    notices found while loading the config."""
+    from dash.core.alerts.history import entries_from_lines
+    from dash.core.state.run import RunState
+    from dash.sources.alert_sinks import history_path, read_history
+
+    state = RunState(cfg)
+    for text in notices:
+        state.add_notice(text)
+    if cfg.alert_history:
+        lines, error = read_history(history_path(cfg))  # bounded: the file's last 512 KB
+        state.history.load_earlier(entries_from_lines(lines))
+        if error:
+            state.add_notice(error)
+    return state
+
+
 def run_dashboard(
     cfg: Config,
     *,
     nvml_module: object | None = None,
     clock: Clock | None = None,
     extra_title: str | None = None,
+    notices: tuple[str, ...] = (),
 ) -> int:
     """Run the dashboard in this terminal until `q`, Ctrl+C, SIGTERM or SIGHUP; the exit code."""
-    from dash.core.state.run import RunState
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
-    app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,
+    app = DashApp(cfg, state=_state_with_history(cfg, notices), collector=collector, clock=clock,
                   extra_title=extra_title, handle_signals=True)
     exporter = None
     if cfg.metrics_port is not None:

@@ -144,7 +144,8 @@ def _where_hint(ctx: RuleContext, always: bool = False) -> str:
         return f" Pass --url {host}:{port}, or --no-http to watch the log alone."
     if not always:
         return ""
-    why = f" (kdash used {http.url_why})" if http.url_why and http.url_source != "flag" else ""
+    why = f" (this one came from {http.url_why})" if http.url_why and http.url_source != "flag" \
+        else ""
     return (f"pass --url with the server's address{why}, or --no-http to watch the log alone.")
 
 

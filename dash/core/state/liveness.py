@@ -40,7 +40,8 @@ def log_liveness(server: ServerLogSnapshot, now: float, live_s: float) -> LogLiv
     last = server.last_record_at
     if crash is not None and (last is None or _at(crash) >= last):
         return "crashed"
-    fresh = [t for t in (last, server.last_record_arrived_at) if t is not None]
+    stamped = None if server.stamps_ahead else last
+    fresh = [t for t in (stamped, server.last_record_arrived_at) if t is not None]
     if fresh and now - max(fresh) <= live_s:
         return "live"
     return "quiet"
@@ -58,7 +59,9 @@ def liveness(server: ServerLogSnapshot, http: HttpSnapshot, now: float, *, live_
     log = log_liveness(server, now, live_s)
     reach = http_reach(http, http_enabled)
     last = server.last_record_at
-    age = None if last is None else max(0.0, now - last)
+    seen = [t for t in (None if server.stamps_ahead else last, server.last_record_arrived_at)
+            if t is not None]
+    age = max(0.0, now - max(seen)) if seen else None  # unknown: stamps from another zone
     down_since: float | None = None
     if log == "crashed":
         crash = crash_since_start(server.events)

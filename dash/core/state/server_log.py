@@ -21,6 +21,8 @@ SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
+AHEAD_S = 60.0
+"""A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
 # the smallest across ranks is the one that matters (the first GPU to run out).
@@ -64,6 +66,7 @@ class ServerLogTracker:
         self._last_prefill: Record | None = None
         self._last_record_at: float | None = None
         self._arrived_at: float | None = None
+        self._stamps_ahead = False
         self._fed_records = False
         self._last_stamp: tuple[float, str] | None = None
         """Time and text of the last timestamped record, for lines that carry none."""
@@ -175,6 +178,7 @@ class ServerLogTracker:
                 self._series[name].append(t, value)
         # A log stamped ahead of our clock (another time zone) must not look fresher than now.
         self._last_record_at = min(t, now)
+        self._stamps_ahead = t > now + AHEAD_S
 
     def _apply_event(self, rec: Record, t: float) -> None:
         event = rec.get("event")
@@ -273,7 +277,7 @@ class ServerLogTracker:
             path=self.path, engine=self._engine, last_decode=self._last_decode,
             last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
-            last_record_arrived_at=self._arrived_at,
+            last_record_arrived_at=self._arrived_at, stamps_ahead=self._stamps_ahead,
             lines=self._lines, records=self._records, unparsed=self._unparsed,
             restarts=self._restarts, started_at=self._started_at, status=self._status,
             status_message=self._status_message, **views,

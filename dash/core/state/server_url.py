@@ -29,7 +29,8 @@ class UrlChoice:
     url: str
     source: UrlSource
     why: str
-    """For the user: "--url", "the log's server_args (port 8000)", "SGLang's default port"."""
+    """For the user: "--url", "the log's server_args (port 8000)", "SGLang's default port (no
+    server_args in the log)"."""
     log_port: int | None = None
     """The port the log's server_args name, when they do (to say where to look instead)."""
 
@@ -95,6 +96,6 @@ class UrlFinder:
             port = self._port or default
             said = f"port {self._port}" if self._port else f"no port: {name}'s default {default}"
             return UrlChoice(f"http://{self._host or '127.0.0.1'}:{port}", "server_args",
-                             f"from the log's server_args ({said})", self._port)
+                             f"the log's server_args ({said})", self._port)
         return UrlChoice(f"http://127.0.0.1:{default}", "default",
                          f"{name}'s default port (no server_args in the log)")
