@@ -156,7 +156,8 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
 
 
 def test_no_http_and_an_empty_url_turn_http_off(tmp_path: Path) -> None:
-    from dash.commands.cli import _dashboard_parser, config_from
+    from dash.commands.cli import _dashboard_parser
+    from dash.commands.options import config_from
 
     for argv in (["--no-http"], ["--url", ""], ["--url", "http://h:1", "--no-http"]):
         ns = _dashboard_parser().parse_args(["--log", "x.log", *argv])

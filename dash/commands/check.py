@@ -13,20 +13,37 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from dash.commands.options import (
+    NOTHING_CONFIGURED,
+    Parser,
+    add_source_options,
+    add_window,
+    check_sources,
+    config_from,
+    window_of,
+)
 from dash.core.errors import UsageError
 from dash.core.views.checks import EXIT_CODES, ok_line, problems, verdict
 
 UNKNOWN = EXIT_CODES["UNKNOWN"]
 
 
-def main_check(argv: Sequence[str], parser: argparse.ArgumentParser, *,
-               out: TextIO | None = None, nvml_module: object | None = None) -> int:
-    """Run `kdash check` with `argv` (after the word `check`); the exit code."""
-    from dash.commands.cli import NOTHING_CONFIGURED, check_sources, config_from, window_of
+def parser() -> argparse.ArgumentParser:
+    """`kdash check`'s options: the dashboard's sources and `--window`."""
+    p = Parser(prog="kdash check")
+    p.description = ("One line per problem, for cron and Nagios. Exit codes: 0 ok, 1 warn, "
+                     "2 crit, 3 unknown (a source unreadable, nothing to watch, a usage error).")
+    add_window(p)
+    add_source_options(p)
+    return p
 
+
+def main_check(argv: Sequence[str], *, out: TextIO | None = None,
+               nvml_module: object | None = None) -> int:
+    """Run `kdash check` with `argv` (after the word `check`); the exit code."""
     out = out or sys.stdout
     try:
-        ns = parser.parse_args(argv)
+        ns = parser().parse_args(argv)
         cfg = config_from(ns)
         if cfg.is_empty():
             print(f"UNKNOWN {NOTHING_CONFIGURED}", file=out)

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from dash.commands.options import DEFAULT_WINDOW_S
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
@@ -28,7 +29,6 @@ from dash.sources.collector import Collector, apply_files, apply_gpus, apply_htt
 if TYPE_CHECKING:
     from dash.core.state.run import RunState
 
-DEFAULT_WINDOW_S = 5.0
 READ_EVERY_S = 0.5
 
 

@@ -132,12 +132,12 @@ def fmt_duration(seconds: float) -> str:
 
 def where(ev: Mapping[str, Any]) -> str:
     """`at 12:10:05 (line 812)` from an event's own timestamp and line number (a line with no
-    stamp of its own: `after 12:10:05`, the stamp of the line before it)."""
+    stamp of its own: `at about 12:10:05`, the stamp of the line before it)."""
     parts = []
     if ev.get("ts"):
         parts.append(f"at {ev['ts']}")
     elif ev.get("near_ts"):
-        parts.append(f"after {ev['near_ts']}")
+        parts.append(f"at about {ev['near_ts']}")
     if ev.get("line"):
         parts.append(f"(line {ev['line']})")
     return " ".join(parts) or "in the log"

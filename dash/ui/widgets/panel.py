@@ -152,6 +152,10 @@ class Panel(ScrollView, can_focus=False):
             self._base = self.rich_style
         return self._base
 
+    def row_of_line(self, index: int) -> int:
+        """The screen row (in the scrolled content) where line `index` of the text starts."""
+        return sum(len(self._lines[i][1]) for i in range(index) if i in self._lines)
+
     @property
     def plain(self) -> str:
         """The text shown, without styles."""
