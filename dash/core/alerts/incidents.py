@@ -114,6 +114,7 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
         return
     if age > max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s) \
             and "server_restarted" in ctx.acknowledged:
+        ctx.resolve("server_restarted")  # seen, and old: put away now
         return
     evidence += f"; before it: {cause.get('event')} {where(cause)}"
     yield Finding("server_restarted", "warn", incident_line(cause, ev, ctx.snap.server.facts),
