@@ -193,16 +193,18 @@ def test_serve_listens_only_on_its_port_and_stops_on_sigterm(serve) -> None:
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
     assert _listening_ports(proc.pid) == {port}
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=15) == 0
+    assert proc.wait(timeout=15) == 128 + signal.SIGTERM  # 143, as a shell expects
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
 
 
-def test_serve_stops_on_sigint(serve) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["SIGINT", "SIGHUP"])
+def test_serve_stops_on_sigint_and_sighup(serve, sig: signal.Signals) -> None:
     proc, url = serve
     _scrape(url)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=15) == 0
+    proc.send_signal(sig)
+    assert proc.wait(timeout=15) == 128 + sig
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
 
 
 def test_busy_port_is_one_line_and_exit_2(run_dir: Path) -> None:

@@ -1,7 +1,9 @@
-"""kdash in a real terminal: a detached 160x45 tmux session on a simulated run (`kdash demo`).
+"""kdash in a real terminal: a detached 160x45 tmux session on a simulated run (`kdash demo`),
+and `kdash replay` and the plain dashboard on the files of one.
 
 Reads the screen with `capture-pane`, presses keys with `send-keys`, and checks the exit status and
-that the terminal is restored (alternate screen off) after `q`, SIGTERM and SIGHUP.
+that the terminal is restored (alternate screen off) after `q` (exit 0) and after SIGTERM, SIGHUP
+and SIGINT (128 + the signal, as a shell expects of a process a signal ended).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Tmux:
         full = {k: v for k, v in os.environ.items()
                 if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
         full["TERM"] = "xterm-256color"
+        full["XDG_STATE_HOME"] = str(tmp / "state")  # the alert history stays in the test's dir
         full.update(env or {})
         # A server of its own (-L) with no user config (-f): another tmux server on the machine,
         # with its own sizes and options, cannot change what this test sees.
@@ -134,10 +137,58 @@ def test_panels_keys_and_q(tmux: Tmux) -> None:
     assert not tmux.alternate_screen()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_signals_exit_cleanly(tmux: Tmux, sig: signal.Signals) -> None:
+SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_signals_restore_the_terminal_and_exit_with_128_plus_the_signal(
+        tmux: Tmux, sig: signal.Signals) -> None:
     tmux.wait_for(_ready)
     assert tmux.alternate_screen()
     os.kill(tmux.kdash_pid(), sig)
-    assert tmux.exit_status() == 0
+    assert tmux.exit_status() == 128 + sig
     assert not tmux.alternate_screen()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files of a simulated run that has ended (a log to replay, outputs to count)."""
+    from dash.sim import SimRun
+
+    root = tmp_path_factory.mktemp("finished")
+    SimRun(root, "healthy").advance_to(300)
+    return root
+
+
+def _replay_ready(screen: str) -> bool:
+    return "replay" in screen and _files_ready(screen)
+
+
+def _files_ready(screen: str) -> bool:
+    return all(w in screen for w in ("partitions", "GPUs", "alerts", "B2_opencodeinstruct"))
+
+
+@pytest.mark.parametrize(("command", "stop", "status"), [
+    ("replay", "q", 0), ("replay", signal.SIGTERM, 143),
+    ("dashboard", "q", 0), ("dashboard", signal.SIGINT, 130),
+], ids=["replay-q", "replay-SIGTERM", "dashboard-q", "dashboard-SIGINT"])
+def test_replay_and_the_dashboard_exit_status(tmp_path: Path, finished_run: Path, command: str,
+                                              stop: str | signal.Signals, status: int) -> None:
+    outputs = f"'{finished_run / 'outputs' / '*.jsonl'}'"
+    if command == "replay":
+        args, ready = f"replay {finished_run / 'server.log'} --outputs {outputs}", _replay_ready
+    else:
+        args = f"--log {finished_run / 'server.log'} --outputs {outputs} --url ''"
+        ready = _files_ready
+    session = Tmux(tmp_path, args)
+    try:
+        session.wait_for(ready)
+        assert session.alternate_screen()
+        if isinstance(stop, str):
+            session.keys(stop)
+        else:
+            os.kill(session.kdash_pid(), stop)
+        assert session.exit_status() == status
+        assert not session.alternate_screen()
+    finally:
+        session.close()

@@ -2,8 +2,10 @@
 
 Each command's work lives in its own module, imported only when that command runs, so that
 `kdash summary` or `kdash export` never pays for importing Textual.
-Exit codes: 0 ok, 2 usage or config error (one line on stderr, no traceback); `kdash check`
-uses Nagios's codes instead (0 ok, 1 warn, 2 crit, 3 unknown, a usage error included).
+Exit codes: 0 ok, 2 usage or config error (one line on stderr, no traceback), 128 + N when
+signal N stopped a long-running command (SIGTERM 143, SIGHUP 129, SIGINT 130), 1 for a bug;
+`kdash check` uses Nagios's codes instead (0 ok, 1 warn, 2 crit, 3 unknown, a usage error
+included).
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import Record
-from dash.sources.logread import Scan
+from dash.core.log.syntax import Grammar
+from dash.core.views.records_json import Cut, ShapeWriter, cut, stitch
+from dash.sources.logread import Scan, fold
 
 CSV_COLUMNS = ("kind", "line", "ts", "rank", "engine", "running_req", "queue_req", "tokens",
                "token_usage", "gen_throughput", "new_seq", "new_token", "cached_token",
@@ -23,22 +26,44 @@ def _csv_row(rec: Record) -> list[Any]:
     return row
 
 
-def run_export(path: Path, fmt: str) -> int:
-    """`kdash export LOG [--format jsonl|csv]`: every record, one per line.
+class JsonlJob:
+    """A piece of the log as JSON lines cut at their line numbers (`records_json`)."""
+
+    def piece(self, scan: Scan) -> list[Cut]:
+        writers: dict[bytes, ShapeWriter] = {}
+        stamps = scan.reader.stamps
+        return [cut(batch, stamps, writers) for batch in scan.batches()]
+
+
+def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
+    """`kdash export LOG [--format jsonl|csv]`: every record, one per line; `unparsed` lines
+    are counted by `summary`, not records of the schema.
 
     A log that cannot be read raises LogError (a usage error: one line from the CLI, exit 2)."""
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([*CSV_COLUMNS, "extra"])
-        for rec in Scan(path):
-            if rec["kind"] != "unparsed":  # counted by `summary`, not a record of the schema
-                writer.writerow(_csv_row(rec))
-    else:
-        write = sys.stdout.write
-        for rec in Scan(path):
+        for rec in Scan(path, reader=None if grammar is GRAMMAR else _reader(grammar)):
             if rec["kind"] != "unparsed":
-                write(json.dumps(rec, separators=(",", ":")) + "\n")
+                writer.writerow(_csv_row(rec))
+        sys.stdout.flush()
+        return 0
     sys.stdout.flush()
+    out = sys.stdout.buffer
+
+    def each(before: int, cuts: list[Cut]) -> None:
+        for piece in cuts:
+            out.write(stitch(piece, before))
+
+    fold(path, JsonlJob(), each, grammar)
+    out.flush()
     return 0
+
+
+def _reader(grammar: Grammar) -> Any:
+    from dash.core.log.bulk import BlockReader
+    from dash.core.log.parser import LineParser
+
+    return BlockReader(LineParser(grammar))
 
 

@@ -83,12 +83,24 @@ def check_arguments(ns: argparse.Namespace) -> str | None:
     return None
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+class _Stopped(Exception):
+    """A signal asked the simulation to stop."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def run_sim(ns: argparse.Namespace) -> int:
-    """Run only the simulator until Ctrl+C, SIGTERM or --duration; print how to watch it."""
+    """Run only the simulator until --duration (exit 0) or a signal (128 + the signal: SIGINT,
+    SIGTERM, SIGHUP); print how to watch it."""
     from dash.sim.run import SimRun
 
     problem = check_arguments(ns)
@@ -111,13 +123,15 @@ def run_sim(ns: argparse.Namespace) -> int:
           "GPUs or 'NVML unavailable'; `kdash demo` shows the simulated GPUs.", flush=True)
     if ns.speed != 1:
         print(f"Log timestamps run {ns.speed:g}x faster than the wall clock.", flush=True)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    status = 0
     try:
         while not run.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
+    except _Stopped as stopped:
+        status = 128 + stopped.signum
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         run.stop()
-    return 0
+    return status

@@ -8,25 +8,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dash.core.views.summary import LogSummary
-from dash.sources.logread import LogError, ref_time, summary_parts
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.syntax import Grammar
+from dash.core.views.summary import LogSummary, Part
+from dash.core.views.summary_fold import part_of
+from dash.sources.logread import Scan, fold, ref_time
 
 MAX_ALERT_LINES = 15  # alerts listed in the text report
 
 
-def summarize(path: Path) -> dict[str, Any]:
-    """The summary document of one log (raises LogError). `KDASH_PURE_PYTHON=1` does without
-    the C line scanner (to compare, or to rule it out)."""
-    if os.environ.get("KDASH_PURE_PYTHON", "") not in ("", "0"):
-        from dash.core.views import fastscan
+class SummaryJob:
+    """A piece of the log as summary parts, one per block (in whichever process)."""
 
-        fastscan.scanner = None
+    def piece(self, scan: Scan) -> list[Part]:
+        stamps = scan.reader.stamps
+        return [part_of(batch, stamps) for batch in scan.batches()]
+
+
+def summarize(path: Path, grammar: Grammar = GRAMMAR) -> dict[str, Any]:
+    """The summary document of one log (raises LogError)."""
     summary = LogSummary(ref=ref_time(path))
-    try:
-        for part in summary_parts(path):
+
+    def each(before: int, parts: list[Part]) -> None:
+        for part in parts:
+            part.shift(before)
             summary.merge(part)
-    except OSError as exc:  # the file went away between the processes' reads
-        raise LogError(f"{path}: {exc.strerror or exc}") from None
+
+    fold(path, SummaryJob(), each, grammar)
     return document(path, summary)
 
 
@@ -35,7 +43,7 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
     doc = summary.to_dict()
     doc["path"] = str(path)
     doc["throughput_series"] = summary.throughput.series()
-    # Imported here, not at the top: a large log's reading processes fork before these load.
+    # Imported here, not at the top: a large log's reading processes start before these load.
     from dash.core.alerts.model import alert_to_json
     from dash.core.config import AlertConfig, Config
     from dash.core.state.run import replay_alerts

@@ -198,6 +198,7 @@ def parse_expect(value: Any, where: str = "--expect") -> dict[str, int]:
 
 def parse_gpus(value: Any, where: str = "--gpus") -> tuple[int, ...]:
     """`0,3` or `[0, 3]` -> (0, 3)."""
+    parts: list[object]
     if isinstance(value, str):
         parts = [p.strip() for p in value.split(",") if p.strip()]
     elif isinstance(value, (list, tuple)):

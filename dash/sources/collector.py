@@ -1,59 +1,54 @@
 """The I/O orchestration that the dashboard, `kdash --once` and `kdash serve` share.
 
-`Collector` builds every source from a Config. Its blocking methods run in a worker thread and
-return immutable observations; the `apply_*` functions fold an observation into a `RunState` on
-the one thread that owns the trackers. Server-log lines are parsed in the worker (pure, and off
-the UI thread), so the main thread only applies records.
+`Collector` builds every source from a Config and implements `dash.sources.observations.Sources`.
+Its blocking methods run in worker threads and return immutable observations; the `apply_*`
+functions fold an observation into a `RunState` on the one thread that owns the trackers.
+Server-log lines are parsed in the worker (pure, and off the UI thread), so the main thread only
+applies records.
+
+The collector closes what it opened: `close` waits for a read or an NVML poll still in progress
+(a lock per resource), so nothing is closed under a running poll, and `aclose` runs that wait
+in a daemon thread with a timeout, so a hung driver never blocks the event loop or the exit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import stat
+import threading
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dash.core.config import Config
 from dash.core.errors import ConfigError
-from dash.core.log.parse import parse_line
-from dash.core.snapshot import ProcessInfo, Record
+from dash.core.log.parse import PARSER, LineParser
+from dash.core.snapshot import Record
+from dash.core.state.gpus import GpuReading
+from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
 from dash.core.state.server_url import UrlChoice, UrlFinder
+from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
-from dash.sources.files import FileFollower, FollowRead
+from dash.sources.files import FileFollower
+from dash.sources.observations import FilesRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
 
 if TYPE_CHECKING:
-    import asyncio
-
-    from dash.core.state.gpus import GpuReading
-    from dash.core.state.http_state import HttpSample
     from dash.core.state.run import RunState
+    from dash.sources.http import HttpPoller
+    from dash.sources.nvml import NvmlSource
+
+__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "apply_files",
+           "apply_gpus", "apply_http", "apply_processes", "check_globs", "unreadable"]
 
 CLIENT_BACKFILL = 64 * 1024
 """Enough of the client log's end for its last progress bar and recent errors."""
-
-
-@dataclass(frozen=True, slots=True)
-class FilesRead:
-    """One read of every followed file (crosses from the worker thread to the main thread)."""
-
-    server: FollowRead | None = None
-    records: tuple[Record | None, ...] = ()
-    """The server log's new lines, parsed (None: a line of no interest)."""
-    client: FollowRead | None = None
-    outputs: tuple[OutputCount, ...] = ()
-    input_totals: Mapping[str, int] = field(default_factory=dict)
-    counting: bool = False
-    """A first count of a big output file is still running in the background."""
-    more: bool = False
-    """A followed file had more new bytes than one read takes: read again soon."""
-    errors: tuple[str, ...] = ()
-    """Output or prompt files that could not be counted this time ("path: reason")."""
+CLOSE_TIMEOUT_S = 3.0
+"""How long `aclose` waits for a poll in progress (and NVML's shutdown) before leaving them."""
 
 
 def unreadable(path: Path) -> str | None:
@@ -88,17 +83,19 @@ def check_globs(cfg: Config) -> None:
 class Collector:
     """Every source of one run, built from the Config."""
 
-    def __init__(self, cfg: Config, *, nvml_module: object | None = None) -> None:
+    def __init__(self, cfg: Config, *, nvml_module: object | None = None,
+                 parser: LineParser = PARSER) -> None:
         check_globs(cfg)
         self.cfg = cfg
+        self._parser = parser  # the grammar's parser, as every command reads with
         self._server = FileFollower(cfg.log, backfill=cfg.backfill_bytes) if cfg.log else None
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
         self._procs = ProcessSource(cfg.process) if cfg.process else None
         self._nvml_module = nvml_module
-        self._nvml: Any = None
-        self._http: Any = None
+        self._nvml: NvmlSource | None = None
+        self._http: HttpPoller | None = None
         self._urls = UrlFinder(cfg.url)
         self.url_choice: UrlChoice | None = self._urls.choice()
         """The URL polled now: replaced whole (one assignment) when the log names another."""
@@ -106,11 +103,19 @@ class Collector:
         """Whether the log has been read once (until then, its server_args are unknown)."""
         self._lineno = 0
         self._output_paths: tuple[str, ...] = ()
+        # One lock per blocking resource: a poll in progress and the close of what it reads
+        # never overlap, whichever threads they run on.
+        self._files_lock = threading.Lock()
+        self._nvml_lock = threading.Lock()
 
     # -- blocking: call from a worker thread --------------------------------------------------
 
     def read_files(self) -> FilesRead:
         """Read what is new in the server log, the client log and the outputs."""
+        with self._files_lock:
+            return self._read_files()
+
+    def _read_files(self) -> FilesRead:
         server = self._server.poll() if self._server is not None else None
         records: tuple[Record | None, ...] = ()
         if server is not None:
@@ -136,7 +141,7 @@ class Collector:
         out: list[Record | None] = []
         for text in lines:
             self._lineno += 1
-            out.append(parse_line(text, self._lineno))
+            out.append(self._parser.parse(text, self._lineno))
         return out
 
     def output_mtimes(self) -> dict[str, float]:
@@ -165,14 +170,15 @@ class Collector:
 
     def sample_gpus(self) -> GpuReading:
         """One NVML reading (a tuple of GpuSnapshot, or NvmlUnavailable); never raises."""
-        if self._nvml is None:
-            from dash.sources.nvml import NvmlSource
+        with self._nvml_lock:
+            if self._nvml is None:
+                from dash.sources.nvml import NvmlSource
 
-            self._nvml = NvmlSource(self.cfg.gpus, module=self._nvml_module,
-                                    process_interval=self.cfg.nvml_process_interval)
-        return self._nvml.sample(time.time())
+                self._nvml = NvmlSource(self.cfg.gpus, module=self._nvml_module,
+                                        process_interval=self.cfg.nvml_process_interval)
+            return self._nvml.sample(time.time())
 
-    def sample_processes(self) -> tuple[ProcessInfo, ...] | ProcessError | None:
+    def sample_processes(self) -> ProcessesReading:
         """The client processes, or None when no pattern is configured."""
         return self._procs.sample() if self._procs is not None else None
 
@@ -205,22 +211,32 @@ class Collector:
             yield None
 
     def close(self) -> None:
-        """Release descriptors, background counts and NVML."""
-        for f in (self._server, self._client):
-            if f is not None:
-                f.close()
-        if self._outputs is not None:
-            self._outputs.close()
-        if self._nvml is not None:
-            self._nvml.shutdown()
-            self._nvml = None
+        """Release descriptors, background counts and NVML (blocks while a poll finishes)."""
+        with self._files_lock:
+            for f in (self._server, self._client):
+                if f is not None:
+                    f.close()
+            if self._outputs is not None:
+                self._outputs.close()
+        with self._nvml_lock:
+            if self._nvml is not None:
+                self._nvml.shutdown()
+                self._nvml = None
 
-    async def aclose(self) -> None:
-        """Close the HTTP client and everything `close` releases."""
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Close the HTTP client, then what `close` releases, never blocking the loop.
+
+        A poll that has not finished within `timeout` (default CLOSE_TIMEOUT_S; a hung NVML
+        call) is left to the exit: its resource is not closed under it.
+        """
         if self._http is not None:
             await self._http.aclose()
             self._http = None
-        self.close()
+        wait = CLOSE_TIMEOUT_S if timeout is None else timeout
+        try:
+            await run_blocking(self.close, timeout=wait, name="kdash-close")
+        except TimeoutError:
+            pass  # still closing in its daemon thread; the process exit releases the rest
 
 
 # -- appliers: run on the thread that owns the RunState -----------------------------------------
@@ -247,13 +263,12 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
 
 
 def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:
-    """Fold one NVML reading into the GPU tracker."""
+    """Fold one NVML reading, taken at `now`, into the GPU tracker."""
     if reading is not None:
         state.gpus.apply(reading, now)
 
 
-def apply_processes(state: RunState, procs: tuple[ProcessInfo, ...] | ProcessError | None,
-                    now: float) -> None:
+def apply_processes(state: RunState, procs: ProcessesReading, now: float) -> None:
     """Fold one process listing into the client tracker (an error is a notice, not a crash)."""
     if isinstance(procs, ProcessError):
         state.add_notice(f"process listing failed: {procs.reason}")

@@ -1,40 +1,42 @@
-"""Reading a whole server log from disk: records or summary parts, in file order, streaming.
+"""Reading a whole server log from disk: the one reader `summary`, `export` and `replay` share.
 
-`Scan` reads the file in large binary blocks of whole lines (a `.gz` through gzip). Export and
-replay take every record (uvicorn access lines, the bulk of a busy log, are skipped by one
-compiled pattern at C speed); summary takes one `Part` per block, straight from the bytes where
-`dash.core.views.fastscan` can vouch for them. A large plain file is summarised by several
-processes (`summary_parts`). Memory stays constant on a multi-GB log.
+`Scan` reads the file in large binary blocks of whole lines (a `.gz` through gzip) and hands
+each to a `BlockReader` (`dash.core.log.bulk`), which gives the block's records in file order
+with the parser the grammar derives. What a command does with a block is a `Job`: summary
+parts, the JSON lines of `export`, or the compact columns of a replay. A large plain file is
+cut into pieces at line starts and read by several processes (`run_job`) with
+`concurrent.futures`; each piece counts its lines from 1, and the pieces are stitched in file
+order here, so the result is the same as one process gives, byte for byte. Memory stays
+bounded on a multi-GB log: at most a few pieces' results are in flight.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
-import re
-import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
-from dash.core.log.parse import MAX_LINE_CHARS, Record, parse_line
+from dash.core.log.bulk import Batch, BlockReader, records
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
+from dash.core.log.syntax import Grammar
+from dash.core.state.record_series import SeriesPiece
 from dash.core.state.timeline import MAX_RECORDS, Timeline
-from dash.core.views.fastscan import scan_block
-from dash.core.views.summary import Part, PartBuilder
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
-PARALLEL_MIN = 64 << 20  # a plain file at least this big is summarised by several processes
-SEGMENT = 1 << 30  # bytes read per round by all of them
+PARALLEL_MIN = 64 << 20  # a plain file at least this big is read by several processes
 MAX_PROCESSES = 8  # a summary need not take every core of a box that is serving a model
-PIECE = 16 << 20  # what one process takes at a time: small enough that all finish together
+PIECE = 16 << 20  # what one process reads at a time
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
-# A line start that is neither blank nor a uvicorn access line (`INFO:     127.0.0.1:...`,
-# after SGLang's `[ts] ` or vLLM's `(APIServer pid=1) `): parse_line returns None for those.
-# `[` and any 19 characters `] ` is the stamp's width, as the fast path reads it (fastscan).
-_CANDIDATE = re.compile(
-    rb"\n(?!\r?\n|(?:\[[^\]\n]{0,80}\] |\([^)\n]{0,80}\) |\[.{19}\] )?INFO:     \d)"
-)
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 class LogError(UsageError):
@@ -42,22 +44,24 @@ class LogError(UsageError):
 
 
 class Scan:
-    """Records (or summary parts) of one log in file order; `lines` is the line count once
+    """Batches (or records) of one log in file order; `lines` is the line count once
     iteration ends. `start`/`end` read a byte range of a plain file, `start` at a line start,
     counting its lines from 1."""
 
-    def __init__(self, path: Path, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, path: Path, start: int = 0, end: int | None = None,
+                 reader: BlockReader | None = None) -> None:
         self.path = path
         self.start = start
         self.end = end
         self.lines = 0
+        self.reader = reader if reader is not None else BlockReader(LineParser(GRAMMAR))
 
-    def _open(self) -> IO[bytes]:
+    def _open(self) -> io.BufferedIOBase:
         if self.path.is_dir():
             raise LogError(f"{self.path}: is a directory")
         try:
             if self.path.suffix == ".gz":
-                return gzip.open(self.path, "rb")
+                return gzip.GzipFile(self.path, "rb")
             fh = self.path.open("rb")
         except FileNotFoundError:
             raise LogError(f"{self.path}: no such file") from None
@@ -66,17 +70,16 @@ class Scan:
         fh.seek(self.start)
         return fh
 
-    def _read(self, fh: IO[bytes], view: memoryview) -> int:
+    def _read(self, fh: io.BufferedIOBase, view: memoryview) -> int:
         try:
-            return fh.readinto(view)  # type: ignore[attr-defined]
+            return fh.readinto(view)
         except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
             raise LogError(f"{self.path}: {exc}") from None
 
     def runs(self) -> Iterator[tuple[bytearray, int]]:
         """(buffer, end) for each run of whole lines: `buffer[0]` is a newline and the lines are
         `buffer[1:end]` (the last line of the file given its missing newline). The buffer is
-        reused: use it before the next step. An overlong line is cut to a bounded head.
-        `lines` counts what the caller has been given."""
+        reused: use it before the next step. An overlong line is cut to a bounded head."""
         buf = bytearray(1 + _MAX_LINE_BYTES + CHUNK)
         buf[0] = 10
         view = memoryview(buf)
@@ -104,100 +107,61 @@ class Scan:
                 buf[have] = 10
                 yield buf, have + 1
 
-    def blocks(self) -> Iterator[bytes]:
-        """Runs of whole lines, as `runs` gives them, each its own bytes."""
+    def batches(self) -> Iterator[Batch]:
+        """One batch per run of lines, line numbers counted from this scan's start."""
         for buf, end in self.runs():
-            yield bytes(buf[1:end])
+            batch = self.reader.read(buf, end, self.lines + 1)
+            self.lines += batch.lines
+            yield batch
 
     def __iter__(self) -> Iterator[Record]:
-        for block in self.blocks():
-            yield from self._block(block)
-
-    def parts(self) -> Iterator[Part]:
-        """One summary part per block: the fast path where it vouches, else record by record."""
-        for buf, end in self.runs():
-            part = scan_block(buf, end, self.lines + 1)
-            if part is None:
-                base = self.lines
-                part = PartBuilder().feed_all(self._block(bytes(buf[1:end])))
-                part.lines = self.lines - base
-            else:
-                self.lines += part.lines
-            yield part
-
-    def _block(self, block: bytes) -> Iterator[Record]:
-        """Records of a run of complete lines; advances the line count."""
-        base = self.lines  # line number of the line before the block
-        scan = b"\n" + block
-        pos, lineno = 0, base
-        for m in _CANDIDATE.finditer(scan, 0, len(scan) - 1):
-            start = m.end()
-            lineno += scan.count(b"\n", pos, start)
-            end = scan.find(b"\n", start)
-            pos = start
-            text = scan[start:min(end, start + _MAX_LINE_BYTES)].decode("utf-8", "replace")
-            rec = parse_line(text, lineno)
-            if rec is not None:
-                yield rec
-        self.lines = base + block.count(b"\n")
+        for batch in self.batches():
+            yield from records(batch, self.reader.stamps)
 
 
-class _Claims:
-    """Pieces of a segment handed out from both ends: this process reads from the front (it
-    merges as it goes), the forked ones from the back, until they meet; whoever is quicker
-    reads more, so a busy core holds nobody up."""
+class Job(Protocol[R_co]):
+    """What a command makes of a log: one result per piece, folded in file order."""
 
-    def __init__(self, shared: Any) -> None:
-        self.shared = shared  # multiprocessing.Array('q', 2): next front piece, end of the back
-
-    def reset(self, pieces: int) -> None:
-        with self.shared.get_lock():
-            self.shared[0], self.shared[1] = 0, pieces
-
-    def take(self, front: bool) -> int | None:
-        with self.shared.get_lock():
-            lo, hi = self.shared[0], self.shared[1]
-            if lo >= hi:
-                return None
-            if front:
-                self.shared[0] = lo + 1
-                return lo
-            self.shared[1] = hi - 1
-            return hi - 1
+    def piece(self, scan: Scan) -> R_co:
+        """Read a whole piece (in whichever process)."""
+        ...
 
 
-_worker_claims: _Claims | None = None  # a forked process's view of the claims (pool initializer)
+@dataclass(frozen=True)
+class _Task(Generic[R]):
+    """One piece for a worker process: everything it needs travels with it (the grammar
+    included), so a `spawn`ed process works as a forked one does."""
+
+    job: Job[R]
+    grammar: Grammar
+    path: Path
+    start: int
+    end: int | None
+
+    def __call__(self) -> tuple[int, R]:
+        scan = Scan(self.path, self.start, self.end, _reader(self.grammar))
+        result = self.job.piece(scan)
+        return scan.lines, result
 
 
-def _init_worker(claims: _Claims) -> None:
-    global _worker_claims
-    _worker_claims = claims
+_readers: dict[int, tuple[Grammar, BlockReader]] = {}
 
 
-def _back_piece(path: Path, cuts: list[int]) -> tuple[int, list[Part]] | None:
-    """In a forked process: the next piece from the back and its parts (lines counted from 1),
-    or None when the pieces have run out. One piece a task, so that each is handed back as
-    soon as it is read, not all at the end."""
-    assert _worker_claims is not None
-    i = _worker_claims.take(front=False)
-    return None if i is None else (i, list(Scan(path, cuts[i], cuts[i + 1]).parts()))
+def _reader(grammar: Grammar) -> BlockReader:
+    """One reader per grammar in a process, so that shapes learned on a piece serve the next."""
+    held = _readers.get(id(grammar))
+    if held is None or held[0] is not grammar:
+        _readers.clear()
+        held = _readers[id(grammar)] = (grammar, BlockReader(LineParser(grammar)))
+    return held[1]
 
 
-def _line_start_after(path: Path, pos: int) -> int:
-    """The offset of the first line start at or after `pos`."""
-    with path.open("rb") as fh:
-        fh.seek(max(0, pos - 1))
-        while True:
-            piece = fh.read(1 << 16)
-            if not piece:
-                return fh.tell()
-            nl = piece.find(b"\n")
-            if nl >= 0:
-                return fh.tell() - len(piece) + nl + 1
+def _run(task: _Task[R]) -> tuple[int, R]:
+    return task()
 
 
 def processes() -> int:
-    """How many processes a large summary uses: one per core, at most `MAX_PROCESSES`;
+    """How many processes a large log is read with: one per core, at most `MAX_PROCESSES`;
     `KDASH_PROCESSES=N` asks for N (1 keeps it to one)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
@@ -207,48 +171,65 @@ def processes() -> int:
     return max(1, min(wanted, MAX_PROCESSES))
 
 
-def summary_parts(path: Path) -> Iterator[Part]:
-    """Every part of the log in file order. A large plain file is read in segments, each cut
-    into pieces at line starts and read by this process and forked ones at once (`_Claims`);
-    segments bound what the forked processes hand back."""
+def _line_start_after(fh: IO[bytes], pos: int) -> int:
+    """The offset of the first line start at or after `pos`."""
+    fh.seek(max(0, pos - 1))
+    while True:
+        piece = fh.read(1 << 16)
+        if not piece:
+            return fh.tell()
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            return fh.tell() - len(piece) + nl + 1
+
+
+def cuts(path: Path, size: int, piece: int = PIECE) -> list[int]:
+    """Piece boundaries of a plain file, each at a line start."""
+    out = [0]
+    with path.open("rb") as fh:
+        while out[-1] < size:
+            nxt = _line_start_after(fh, out[-1] + piece)
+            out.append(min(max(nxt, out[-1] + 1), size))
+    return out
+
+
+def _context() -> Any:
+    """`fork` where the platform has it, else `spawn` (`KDASH_START=spawn` forces it). A
+    forked worker runs only its picklable task (no lock of another thread is taken); `spawn`
+    from inside the replay's Textual app did not start its workers on this machine."""
+    import multiprocessing
+
+    wanted = os.environ.get("KDASH_START")
+    if wanted:
+        return multiprocessing.get_context(wanted)
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def run_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
+            workers: int | None = None) -> Iterator[tuple[int, R]]:
+    """(lines, result) per piece of the log in file order; lines count from 1 in each piece.
+    A `.gz`, a small file or one process: one piece, read here."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0
-    n = processes()
+    n = processes() if workers is None else workers
     if path.suffix == ".gz" or size < PARALLEL_MIN or n < 2:
-        yield from Scan(path).parts()
+        yield _Task(job, grammar, path, 0, None)()
         return
-    import multiprocessing  # only here: a small log starts quicker without it
-
-    ctx = multiprocessing.get_context("fork")
-    claims = _Claims(ctx.Array("q", 2))
-    done, start = 0, 0  # lines and bytes before the segment
-    with ctx.Pool(n - 1, initializer=_init_worker, initargs=(claims,)) as pool:
-        while start < size:
-            end = size if size - start < SEGMENT * 3 // 2 else _line_start_after(path, start + SEGMENT)
-            count = max(n, -(-(end - start) // PIECE))
-            cuts = [start, *(min(end, _line_start_after(path, start + (end - start) * k // count))
-                             for k in range(1, count)), end]
-            claims.reset(count)
-            later = [pool.apply_async(_back_piece, (path, cuts)) for _ in range(count)]
-            first = 0  # pieces read here: those before `first`
-            while (i := claims.take(front=True)) is not None:
-                scan = Scan(path, cuts[i], cuts[i + 1])
-                for part in scan.parts():
-                    part.shift(done)
-                    yield part
-                done += scan.lines
-                first = i + 1
-            back = dict(filter(None, (result.get() for result in later)))
-            for i in range(first, count):
-                offset = done  # each piece's lines were counted from 1
-                for part in back[i]:
-                    part.shift(offset)
-                    done += part.lines
-                    yield part
-            start = end
-
+    bounds = cuts(path, size)
+    tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+        window = 2 * n  # results in flight: bounded memory, and no worker waits on the parent
+        pending: list[Future[tuple[int, R]]] = []
+        for task in tasks:
+            pending.append(pool.submit(_run, task))
+            if len(pending) >= window:
+                yield pending.pop(0).result()
+        for fut in pending:
+            yield fut.result()
 
 
 def ref_time(path: Path) -> float:
@@ -258,19 +239,44 @@ def ref_time(path: Path) -> float:
         return 0.0
 
 
+def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
+         grammar: Grammar = GRAMMAR) -> int:
+    """Run a job over the log and hand `each(lines before the piece, result)` the pieces in
+    file order; the log's line count. Raises LogError."""
+    done = 0
+    try:
+        for lines, result in run_job(path, job, grammar):
+            each(done, result)
+            done += lines
+    except OSError as exc:  # the file went away between the processes' reads
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
+    return done
 
-def load_timeline(path: Path, *, cap: int = MAX_RECORDS,
+
+class SeriesJob:
+    """A piece of the log as compact record series (for a replay)."""
+
+    def piece(self, scan: Scan) -> SeriesPiece:
+        out = SeriesPiece()
+        for batch in scan.batches():
+            out.add(batch, scan.reader.stamps)
+        return out
+
+
+def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAMMAR,
                   progress: Callable[[int], None] | None = None) -> Timeline:
     """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
+    timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
+    done = 0
     try:
-        ref = path.stat().st_mtime
-    except OSError:
-        ref = time.time()
-    timeline = Timeline(ref=ref, cap=cap)
-    for rec in Scan(path):
-        if not timeline.add(rec):
-            break
-        if progress is not None and len(timeline.records) % 65536 == 0:
-            progress(len(timeline.records))
+        for lines, piece in run_job(path, SeriesJob(), grammar):
+            more = timeline.add_piece(piece, done)
+            done += lines
+            if progress is not None:
+                progress(len(timeline.records))
+            if not more:
+                break
+    except OSError as exc:
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
     timeline.finish()
     return timeline

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,11 +21,20 @@ from textual.widgets import Static
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
+from dash.core.recent import RecentSet
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.run import RunState
 from dash.sources import collector
-from dash.ui import apply
-from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
-from dash.ui.meter import CpuMeter, StateLike
+from dash.sources.observations import FilesRead, Sources
+from dash.ui.messages import (
+    FilesObserved,
+    GpusSampled,
+    HttpSampled,
+    ProcessesSampled,
+    SourceFailed,
+    SourceTrouble,
+)
+from dash.ui.meter import CpuMeter
 from dash.ui.pane_keys import AlertKeys, LogKeys
 from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.chart import BrailleChart
@@ -48,10 +56,18 @@ KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  1-9 partit
              "l log  c client/server  / filter  p pause  a ack  +/- window  r reset peak")
 COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history v chart l log a ack"
 """The key line at 80 columns: the keys that reach what the small screen hides."""
+BELL_SEVERITIES = frozenset({"warn", "crit"})
+PANE_LINES = 2000
+"""At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
+MAX_ANNOUNCED = 200
+"""Notices remembered as shown (each is a toast once); the oldest are forgotten first."""
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
 
 class DashApp(LogKeys, AlertKeys, WorkerApp):
-    """kdash's screen. `collector=None` runs without sources (tests feed `state` directly)."""
+    """kdash's screen. `collector=None` runs without sources (the state is fed otherwise: by a
+    replay, or by a test)."""
 
     CSS_PATH = "dash.tcss"
     TITLE = "kdash"
@@ -81,27 +97,26 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self,
         cfg: Config,
         *,
-        state: StateLike,
-        collector: Any | None = None,
+        state: RunState,
+        collector: Sources | None = None,
         clock: Clock | None = None,
         live: bool = True,
         cpu_meter: Callable[[], float | None] | None = None,
         extra_title: str | None = None,
         handle_signals: bool = False,
     ) -> None:
-        super().__init__(cfg, collector)
+        super().__init__(cfg, collector, clock or SystemClock())
         # The terminal's own ANSI palette, set before anything renders: cell styles are cached.
         self.theme = "ansi-dark"
         self.handle_signals = handle_signals
         self.state = state
-        self.clock: Clock = clock or SystemClock()
         self.live = live
         """False: no refresh timer and no sources (snapshot tests render one frozen frame)."""
         self.cpu_meter = cpu_meter or CpuMeter()
         self.extra_title = extra_title
         self.snap: RunSnapshot | None = None
         """What the screen shows (held while paused)."""
-        self._announced: set[str] = set()
+        self._announced: RecentSet[str] = RecentSet(MAX_ANNOUNCED)
         self.latest: RunSnapshot | None = None
         """The newest snapshot, paused or not (what `--metrics-port` exports)."""
         self.paused = False
@@ -146,19 +161,19 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.start_sources()
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM and SIGHUP (an SSH drop) end the app normally, restoring the terminal."""
+        """SIGTERM, SIGHUP (an SSH drop) and SIGINT end the app normally, restoring the
+        terminal, with the status a shell expects of a process a signal ended (128 + signal)."""
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self.exit, 0)
+        for sig in EXIT_SIGNALS:
+            loop.add_signal_handler(sig, self.exit, None, 128 + sig)
             self._signals.append(sig)
 
     async def on_unmount(self) -> None:
-        self.stop_sources()
         loop = asyncio.get_running_loop()
         for sig in self._signals:
             loop.remove_signal_handler(sig)
-        if self.collector is not None and hasattr(self.collector, "aclose"):
-            await self.collector.aclose()
+        # The terminal is restored by now; this waits for the sources' loops, then closes them.
+        await self.close_sources()
 
     # -- the tick ---------------------------------------------------------------------------
 
@@ -168,7 +183,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         changes, fresh = self.state.tick_and_snapshot(now)
         self.latest = fresh
         self._cpu = self.cpu_meter()
-        apply.ring_for(self, changes)
+        if self.cfg.bell and any(a.severity in BELL_SEVERITIES for a in changes.new):
+            self.bell()
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
         self._announce(fresh.notices)
@@ -181,9 +197,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
                 self._render_header()
         except NoMatches:
             pass  # a tick that lands while the app shuts down finds its panels already gone
-        overlay = self.overlay()
-        if overlay is not None and self.snap is not None:
-            overlay.show(self.snap)
+        view = self.overlay()
+        if view is not None and self.snap is not None:
+            view.show(self.snap)
 
     def render_snapshot(self, tick: bool = False) -> None:
         """Push the current snapshot into every panel (each skips what did not change).
@@ -217,8 +233,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def _announce(self, notices: tuple[str, ...]) -> None:
         """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
         for notice in notices:
-            if notice not in self._announced:
-                self._announced.add(notice)
+            if self._announced.add(notice):
                 self.notify(notice, title="kdash", severity="warning", timeout=10)
 
     def _follow_table_selection(self) -> None:
@@ -262,17 +277,25 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def on_files_observed(self, message: FilesObserved) -> None:
         collector.apply_files(self.state, message.reading, self.clock.now())
         log = self.query_one("#log", LogPane)
-        for source, lines in apply.raw_lines(message.reading):
+        for source, lines in _pane_lines(message.reading):
             log.append(source, lines)
 
     def on_gpus_sampled(self, message: GpusSampled) -> None:
-        collector.apply_gpus(self.state, message.reading, self.clock.now())
+        # Each sample at its own time: ones that waited in the queue keep their place.
+        for sample in message.samples:
+            collector.apply_gpus(self.state, sample.reading, sample.at)
 
     def on_http_sampled(self, message: HttpSampled) -> None:
         collector.apply_http(self.state, message.sample, self.clock.now())
 
     def on_processes_sampled(self, message: ProcessesSampled) -> None:
         collector.apply_processes(self.state, message.processes, self.clock.now())
+
+    def on_source_trouble(self, message: SourceTrouble) -> None:
+        self.state.add_notice(message.text)
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        raise message.error  # a bug in a source's worker: stop here, with its traceback
 
     # -- selection ----------------------------------------------------------------------------
 
@@ -328,7 +351,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self.render_snapshot()
 
     def action_reset_peak(self) -> None:
-        apply.reset_peak(self.state)
+        self.state.reset_peak()
         self._rerender()
 
     def action_redraw(self) -> None:
@@ -343,11 +366,10 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.render_snapshot()
 
 
-def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> Any:
+def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> RunState:
     """A RunState that knows the earlier sessions' alerts (the history file's end) and the
     notices found while loading the config."""
     from dash.core.alerts.history import entries_from_lines
-    from dash.core.state.run import RunState
     from dash.sources.alert_sinks import history_path, read_history
 
     state = RunState(cfg)
@@ -361,6 +383,13 @@ def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> Any:
     return state
 
 
+def _pane_lines(read: FilesRead) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """The new raw lines of the server and client logs in one read, for the log pane."""
+    for source, follow in (("server", read.server), ("client", read.client)):
+        if follow is not None and follow.lines:
+            yield source, follow.lines[-PANE_LINES:]
+
+
 def run_dashboard(
     cfg: Config,
     *,
@@ -369,7 +398,8 @@ def run_dashboard(
     extra_title: str | None = None,
     notices: tuple[str, ...] = (),
 ) -> int:
-    """Run the dashboard in this terminal until `q`, Ctrl+C, SIGTERM or SIGHUP; the exit code."""
+    """Run the dashboard in this terminal until `q` or Ctrl+C (exit 0), or SIGTERM, SIGHUP or
+    SIGINT (128 + the signal); the exit code."""
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)

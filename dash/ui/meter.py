@@ -1,19 +1,8 @@
-"""kdash's own CPU use, for the header (and what the app needs of the run state)."""
+"""kdash's own CPU use, for the header."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
-
-from dash.core.snapshot import RunSnapshot
-
-
-class StateLike(Protocol):
-    """What the app needs of the run state (`dash.core.state.run.RunState` in a live run)."""
-
-    def tick_and_snapshot(self, now: float) -> tuple[Any, RunSnapshot]: ...
-    def snapshot(self, now: float) -> RunSnapshot: ...
-    def acknowledge(self, key: str) -> Any: ...
 
 
 class CpuMeter:

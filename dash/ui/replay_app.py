@@ -25,6 +25,8 @@ from textual.widgets import Input, Static
 
 from dash.core.clock import FakeClock
 from dash.core.config import Config
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.syntax import Grammar
 from dash.core.snapshot import Record
 from dash.core.state.gpus import UNAVAILABLE_PREFIX, NvmlUnavailable
 from dash.core.state.partitions import OutputCount
@@ -99,12 +101,13 @@ class ReplayApp(DashApp):
     ]
 
     def __init__(self, cfg: Config, *, speed: float = 60.0, timeline: Timeline | None = None,
-                 outputs: tuple[OutputCount, ...] = (),
+                 outputs: tuple[OutputCount, ...] = (), grammar: Grammar = GRAMMAR,
                  pacer: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         self.replay_clock = FakeClock(0.0)
         super().__init__(cfg, state=RunState(cfg), collector=None, clock=self.replay_clock,
                          extra_title="replay: reading log", **kwargs)
         self.speed = speed
+        self.grammar = grammar
         self.timeline = timeline
         self.cursor: ReplayCursor | None = None
         self.checkpoints = Checkpoints()
@@ -132,7 +135,7 @@ class ReplayApp(DashApp):
 
         assert self.cfg.log is not None
         try:
-            timeline = load_timeline(self.cfg.log, progress=self._note_read)
+            timeline = load_timeline(self.cfg.log, grammar=self.grammar, progress=self._note_read)
         except LogError as exc:
             self.post_message(ReplayLoaded(None, (), str(exc)))
             return

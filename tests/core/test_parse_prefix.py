@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dash.core.log.parse import INTEREST, INTEREST_BYTES, parse_line
+from dash.core.log.parse import parse_line
 
 BODY = ("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, "
         "gen throughput (token/s): 2327.27, #queue-req: 0")
@@ -81,5 +81,4 @@ KEYWORDISH = st.sampled_from([
 def test_near_miss_lines_never_raise(text: str) -> None:
     rec = parse_line(text, 1)
     if rec is not None:
-        assert INTEREST.search(text)
-        assert INTEREST_BYTES.search(text.encode("utf-8", "surrogatepass"))
+        assert rec["kind"] in {"decode", "prefill", "event", "unparsed"}

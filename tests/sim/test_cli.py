@@ -51,7 +51,7 @@ def test_sim_prints_the_watch_command_and_stops_on_sigterm(tmp_path):
         with urllib.request.urlopen(opts["--url"] + "/health", timeout=3) as resp:
             assert resp.status == 200
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=10) == 128 + signal.SIGTERM  # 143, as a shell expects
     finally:
         proc.kill()
         proc.wait()

@@ -10,6 +10,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+from dash.core.alerts.model import AlertChanges
+from dash.core.config import Config
 from dash.core.series import SeriesView
 from dash.core.snapshot import (
     Alert,
@@ -27,6 +29,7 @@ from dash.core.snapshot import (
     RunTotals,
     ServerLogSnapshot,
 )
+from dash.core.state.run import RunState
 
 NOW = 1_750_010_800.0
 """The fixture's instant (the clock is frozen here)."""
@@ -241,27 +244,33 @@ CLIENT_LINES = (
 )
 
 
-class FrozenState:
-    """Stands in for `RunState`: the fixture snapshot, plus the effects of `a` and `r`."""
+class FrozenState(RunState):
+    """A `RunState` whose picture is the fixture snapshot, plus the effects of `a` and `r`.
+
+    Alert rules are not evaluated (the fixture's alerts are the picture); what is fed to its
+    trackers is kept but not shown.
+    """
 
     def __init__(self, snap: RunSnapshot | None = None) -> None:
+        super().__init__(Config())
         self.snap = snap or snapshot()
         self.ticks = 0
         self.acknowledged: list[str] = []
 
-    def tick_and_snapshot(self, now: float) -> tuple[None, RunSnapshot]:
+    def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
         self.ticks += 1
-        return None, self.snap
+        return AlertChanges(), self.snap
 
     def snapshot(self, now: float) -> RunSnapshot:
         return self.snap
 
-    def acknowledge(self, key: str) -> None:
+    def acknowledge(self, key: str) -> bool:
         self.acknowledged.append(key)
         alerts = tuple(
             dataclasses.replace(a, acknowledged=True) if a.key == key else a for a in self.snap.alerts
         )
         self.snap = settled(dataclasses.replace(self.snap, alerts=alerts))
+        return True
 
     def reset_peak(self) -> None:
         self.snap = dataclasses.replace(

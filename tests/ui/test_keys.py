@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input
 
 from dash.core.snapshot import GpusSnapshot
@@ -32,6 +35,20 @@ async def test_ctrl_c_quits_with_zero(make_app: MakeApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
     assert app.return_code == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
+async def test_a_signal_ends_the_app_with_128_plus_the_signal(make_app: MakeApp,
+                                                             sig: signal.Signals) -> None:
+    app = make_app(handle_signals=True)
+    async with app.run_test(size=SIZE) as pilot:
+        os.kill(os.getpid(), sig)
+        for _ in range(50):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+    assert app.return_code == 128 + sig
 
 
 async def test_question_mark_opens_help_and_any_key_closes_it(make_app: MakeApp) -> None:

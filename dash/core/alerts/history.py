@@ -83,9 +83,9 @@ class AlertHistory:
         if not changes:
             return
         for alert in changes.new:
-            entry = HistoryEntry(alert, now)
-            self._open[alert.key] = entry
-            self._entries.append(entry)
+            fired = HistoryEntry(alert, now)
+            self._open[alert.key] = fired
+            self._entries.append(fired)
         for alert in changes.cleared:
             entry = self._open.pop(alert.key, None)
             done = HistoryEntry(alert, entry.fired_at if entry else alert.since, now)

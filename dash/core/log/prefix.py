@@ -1,5 +1,7 @@
 """Line prefixes: clean a raw line and split it into timestamp, rank tag and message.
 
+The prefix shapes are the grammar's (`dash.core.log.grammar.PREFIXES`); this module peels them.
+
 Every shape real servers print, peeled from the left in layers:
 docker `--timestamps` (`2025-10-20T03:02:22.123456789Z `), a Ray / vLLM process tag
 (`(SGLangEngine pid=12)`, `(APIServer pid=1)`), then the logger's own prefix: SGLang
@@ -15,32 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dash.core.log.syntax import Prefixes
 from dash.core.log.timestamps import normalise_ts
 
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
-_DOCKER = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})) ")
-_ACTOR = re.compile(r"\(([\w.-]{1,80}) pid=\d+(?:, ip=[\w.:]{1,64})?\) ?")
-_SGLANG = re.compile(
-    r"\[((?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
-    r"((?: (?:DP|TP|EP|PP|ATTN_CP|MOE_DP)\d+)*)\] ?"
-)
 _SGLANG_INSIDE = re.compile(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
-_VLLM = re.compile(
-    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d{1,6})? "
-    r"\[?[^\]\s]{1,200}:\d+\] ?"
-)
-_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
-_TS_FIRST = re.compile(
-    r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?:Z|[+-]\d{2}:?\d{2})?"
-    # the header between the timestamp and the message: level, pid, [tags file:line],
-    # `[LEVEL] logger:` or ` - logger - LEVEL - `
-    r"((?: - [\w.]{1,100})? - " + _LEVEL + r" -"
-    r"|(?: \[?" + _LEVEL + r"\]?(?: [a-z_][\w.]{0,100}:(?= ))?| \d{1,10}| \[[^\]]{0,200}\]| -)*)"
-    r":? ?"
-)
-_GPU_TAG = re.compile(r"\[(gpu(?:_id)?=\d+)\] ")
-_RANK_TAG = re.compile(r"\b(?:DP|TP|EP|PP|ATTN_CP|MOE_DP)\d+\b")
-_LEVEL_IN = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,50 +49,78 @@ def clean(text: str) -> str:
     return text
 
 
-def _actor_engine(name: str) -> str:
-    return "sglang" if "sgl" in name.lower() else "vllm"
+class PrefixReader:
+    """Peels the prefixes of a grammar (`Prefixes`) off cleaned lines."""
 
+    def __init__(self, spec: Prefixes) -> None:
+        self.spec = spec
+        tag, level = spec.rank_tag, spec.level_names
+        self.outer = re.compile("(" + spec.outer_stamp + ") ")
+        self.processes = tuple(re.compile(p) for p in spec.processes)
+        self.bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*)\] ?")
+        self.bracket_plain = r"\[(?:" + spec.bracket_stamp + ")(?: " + tag + r")*\] ?"
+        """The bracket without groups (for patterns that embed it)."""
+        self.vllm = re.compile(spec.vllm)
+        self.stamp_first = re.compile(
+            "(" + spec.stamp_first + r")(?:Z|[+-]\d{2}:?\d{2})?"
+            # the header between the stamp and the message: level, pid, [tags file:line],
+            # `[LEVEL] logger:` or ` - logger - LEVEL - `
+            r"((?: - [\w.]{1,100})? - " + level + r" -"
+            r"|(?: \[?" + level + r"\]?(?: [a-z_][\w.]{0,100}:(?= ))?| \d{1,10}| \[[^\]]{0,200}\]| -)*)"
+            r":? ?"
+        )
+        self.gpu_tag = re.compile(spec.gpu_tag)
+        self.rank_in = re.compile(r"\b" + tag + r"\b")
+        self.level_in = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
 
-def split_prefix(line: str) -> Prefix:
-    """Peel the prefixes off a cleaned line."""
-    ts: str | None = None
-    engine: str | None = None
-    pos = 0
-    if line[:1].isdigit():
-        m = _DOCKER.match(line)
+    def _process_engine(self, name: str) -> str:
+        low = name.lower()
+        return next((eng for key, eng in self.spec.process_engines if key in low),
+                    self.spec.process_default)
+
+    def split(self, line: str) -> Prefix:
+        """Peel the prefixes off a cleaned line."""
+        ts: str | None = None
+        engine: str | None = None
+        pos = 0
+        if line[:1].isdigit():
+            m = self.outer.match(line)
+            if m:
+                ts = m.group(1)
+                pos = m.end()
+        if line.startswith("(", pos):
+            for proc in self.processes:
+                m = proc.match(line, pos)
+                if m:
+                    engine = self._process_engine(m.group(1))
+                    pos = m.end()
+                    break
+        if line.startswith("[", pos):
+            m = self.bracket.match(line, pos)
+            if m:
+                tags = m.group(2).strip()
+                return Prefix(normalise_ts(m.group(1)), tags or None, engine, None,
+                              line[m.end():])
+            m = self.gpu_tag.match(line, pos)
+            if m:
+                return Prefix(ts, m.group(1), "sglang", None, line[m.end():])
+        m = self.vllm.match(line, pos)
         if m:
-            ts = m.group(1)
-            pos = m.end()
-    if line.startswith("(", pos):
-        m = _ACTOR.match(line, pos)
-        if m:
-            engine = _actor_engine(m.group(1))
-            pos = m.end()
-    if line.startswith("[", pos):
-        m = _SGLANG.match(line, pos)
-        if m:
-            tags = m.group(2).strip()
-            return Prefix(normalise_ts(m.group(1)), tags or None, engine, None, line[m.end():])
-        m = _GPU_TAG.match(line, pos)
-        if m:
-            return Prefix(ts, m.group(1), "sglang", None, line[m.end():])
-    m = _VLLM.match(line, pos)
-    if m:
-        return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])
-    if line[pos:pos + 1].isdigit():
-        m = _TS_FIRST.match(line, pos)
-        if m:
-            header = m.group(2)
-            tags = _RANK_TAG.findall(header)
-            level = _LEVEL_IN.search(header)
-            return Prefix(
-                normalise_ts(m.group(1)), " ".join(tags) or None, engine,
-                level.group(1) if level else None, line[m.end():],
-            )
-    if "[" in line:
-        # a log line glued after a progress bar: `...?it/s][2025-09-11 10:25:47 TP3] ...`
-        m = _SGLANG_INSIDE.search(line, pos + 1)
-        if m:
-            inner = split_prefix(line[m.start():])
-            return Prefix(inner.ts, inner.rank, inner.engine or engine, None, inner.message)
-    return Prefix(normalise_ts(ts) if ts else None, None, engine, None, line[pos:])
+            return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])
+        if line[pos:pos + 1].isdigit():
+            m = self.stamp_first.match(line, pos)
+            if m:
+                header = m.group(2)
+                tags = self.rank_in.findall(header)
+                level = self.level_in.search(header)
+                return Prefix(
+                    normalise_ts(m.group(1)), " ".join(tags) or None, engine,
+                    level.group(1) if level else None, line[m.end():],
+                )
+        if "[" in line:
+            # a log line glued after a progress bar: `...?it/s][2025-09-11 10:25:47 TP3] ...`
+            m = _SGLANG_INSIDE.search(line, pos + 1)
+            if m:
+                inner = self.split(line[m.start():])
+                return Prefix(inner.ts, inner.rank, inner.engine or engine, None, inner.message)
+        return Prefix(normalise_ts(ts) if ts else None, None, engine, None, line[pos:])

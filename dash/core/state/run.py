@@ -16,6 +16,7 @@ from dash.core.alerts.incidents import group_incidents
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import AlertConfig, Config
 from dash.core.log.timestamps import ts_to_epoch
+from dash.core.recent import RecentSet
 from dash.core.snapshot import (
     Alert,
     Record,
@@ -27,6 +28,11 @@ from dash.core.state.http_state import HttpTracker
 from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
+
+MAX_NOTICES = 100
+"""Distinct notices remembered (so that each is said once); the oldest are forgotten first."""
+SHOWN_NOTICES = 20
+"""The newest notices a snapshot carries."""
 
 
 class RunState:
@@ -44,12 +50,15 @@ class RunState:
         self.alert_config = AlertConfig.from_mapping(cfg.alerts)
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
-        self.notices: list[str] = []
+        self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
-        if text not in self.notices:
-            self.notices.append(text)
+        self.notices.add(text)
+
+    def reset_peak(self) -> None:
+        """Forget the throughput peak (after a deliberate change, e.g. a restart with new flags)."""
+        self.server_log.reset_peak()
 
     def feed_server_log(self, records: Iterable[Record | None], now: float,
                         lines: int | None = None) -> None:
@@ -93,7 +102,7 @@ class RunState:
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
-                           gpus=self.gpus.snapshot(), notices=tuple(self.notices[-20:]),
+                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
                            liveness=live, unmatched_globs=self.partitions.unmatched())
 
 

@@ -16,14 +16,19 @@ from dataclasses import dataclass
 
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import Record
+from dash.core.state.record_series import RecordSeries, SeriesPiece
 
-MAX_RECORDS = 2_000_000
-"""Records kept for a replay (about 0.7 KB each); a longer log is cut there, and says so."""
+MAX_RECORDS = 3_000_000
+"""Records kept for a replay (about 60 bytes each as series); a longer log is cut there, and
+says so."""
 DAY_S = 86400.0
 MAX_QUIET_TICKS = 360
 """Alert ticks through a stretch without records (an hour at 10 s) before the rest is skipped."""
 ROLLOVER_S = 12 * 3600.0
 """A time-only stamp this far behind the one before it has passed midnight."""
+
+
+_MISSING = -1.0e300  # not yet in a piece's cache of stamp times
 
 
 def _epoch(ts: object, ref: float) -> float | None:
@@ -42,7 +47,7 @@ class Timeline:
         self.ref = ref
         """Supplies the date of stamps that print none (the log file's modification time)."""
         self.cap = cap
-        self.records: list[Record] = []
+        self.records = RecordSeries()
         self.times: array[float] = array("d")
         self.timed = False
         """At least one record carried a usable timestamp."""
@@ -66,12 +71,44 @@ class Timeline:
         self.times.append(self._last if self._last is not None else 0.0)
         return True
 
+    def add_piece(self, piece: SeriesPiece, offset: int) -> bool:
+        """Keep a reading process's piece (line numbers moved by `offset`); False once the
+        cap is reached."""
+        start = len(self.records)
+        taken = self.records.extend_piece(piece, offset, self.cap - start)
+        times, last = self.times, self._last
+        cache: dict[str, float | None] = {}
+        for ts in self.records.stamps(start, start + taken):
+            t = None
+            if ts is not None:
+                t = cache.get(ts, _MISSING)
+                if t is _MISSING or (t is not None and last is not None
+                                     and t < last - ROLLOVER_S):
+                    self._last = last
+                    t = self._stamp_time(ts)
+                    if ts[4:5] == "-":  # a dated stamp's time depends on nothing else
+                        cache[ts] = t
+            if t is not None:
+                if last is None:
+                    times = self.times = array("d", [t] * len(times))
+                last = t if last is None else max(last, t)
+                self.timed = True
+            times.append(last if last is not None else 0.0)
+        self._last = last
+        if taken < len(piece.order):
+            self.cut = True
+            return False
+        return True
+
     def _time_of(self, rec: Record) -> float | None:
+        return self._stamp_time(rec.get("ts"))
+
+    def _stamp_time(self, ts: object) -> float | None:
         ref = self.ref if self._last is None else self._last
-        t = _epoch(rec.get("ts"), ref)
+        t = _epoch(ts, ref)
         if t is not None and self._last is not None and t < self._last - ROLLOVER_S:
             # a time-only (or month-day) stamp past midnight: the next day
-            later = _epoch(rec.get("ts"), self._last + DAY_S)
+            later = _epoch(ts, self._last + DAY_S)
             if later is not None and later >= self._last:
                 t = later
         return t

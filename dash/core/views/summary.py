@@ -1,8 +1,8 @@
 """A whole log's records folded into one summary (what `kdash summary` prints); pure, bounded.
 
 A log is read in blocks; each block becomes a `Part` (counts, sums, the block's throughput
-samples, its events, its alert candidates), built either record by record (`PartBuilder`) or
-straight from the bytes (`dash.core.views.fastscan`). `LogSummary.merge` folds parts in file order and
+samples, its events, its alert candidates), built record by record (`PartBuilder`, the
+reference) or a column at a time from the bulk reader's batch (`dash.core.views.summary_fold`). `LogSummary.merge` folds parts in file order and
 gives exactly what feeding every record in order would: sums are added in the same order.
 Memory stays constant however long the log: counters, the peak, the last decode record, capped
 event lists and a throughput series that halves its resolution when it fills up.
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import islice
-from typing import Any, overload
+from typing import Any
 
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
@@ -25,14 +25,6 @@ from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
 MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
 MAX_POINTS = 512
-Ts = str | bytes | None  # a record's normalised ts, or the raw `YYYY-MM-DD HH:MM:SS` of a line
-
-
-def norm_ts(ts: Ts) -> str | None:
-    """A fast-path raw stamp as the parser would print it (`T` between date and time)."""
-    if isinstance(ts, bytes):
-        return ts.decode("ascii").replace(" ", "T", 1)
-    return ts
 
 
 class Downsampled:
@@ -73,37 +65,6 @@ class Downsampled:
 
 
 _NO_DECODE = object()  # `Part.last_key` of a part without decode records
-STAMP_BYTES = 19  # `YYYY-MM-DD HH:MM:SS`
-
-
-class Stamps(Sequence[bytes]):
-    """Raw stamps of one width, kept as one bytes object: a block holds hundreds, and the
-    process that reads half a log hands them all back (one object pickles at once)."""
-
-    __slots__ = ("_joined",)
-
-    def __init__(self, joined: bytes) -> None:
-        self._joined = joined
-
-    def __len__(self) -> int:
-        return len(self._joined) // STAMP_BYTES
-
-    @overload
-    def __getitem__(self, i: int) -> bytes: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[bytes]: ...
-
-    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(i)
-        start = (i % n) * STAMP_BYTES
-        return self._joined[start:start + STAMP_BYTES]
-
-    def __reduce__(self) -> tuple[type, tuple[bytes]]:
-        return Stamps, (self._joined,)
 
 
 @dataclass
@@ -116,7 +77,7 @@ class Part:
     first_ts: str | None = None
     last_ts: str | None = None
     gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
-    gen_ts: Sequence[Ts] = field(default_factory=list)  # and their stamps
+    gen_ts: list[str | None] = field(default_factory=list)  # and their stamps
     peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
     last_decode: Record | None = None
     cached: int = 0
@@ -198,7 +159,6 @@ class PartBuilder:
         if p.peak is None or gen > p.gens[p.peak[0]]:
             p.peak = (len(p.gens), rec["line"])
         p.gens.append(gen)
-        assert isinstance(p.gen_ts, list)  # the builder's own list, never `Stamps`
         p.gen_ts.append(ts)
 
 
@@ -254,11 +214,11 @@ class LogSummary:
         if part.peak is not None:
             i, line = part.peak
             if self.peak is None or gens[i] > self.peak["gen_throughput"]:
-                self.peak = {"gen_throughput": gens[i], "ts": norm_ts(part.gen_ts[i]), "line": line}
+                self.peak = {"gen_throughput": gens[i], "ts": part.gen_ts[i], "line": line}
         base = self._gen_n
 
         def x_of(i: int) -> float:
-            x = ts_to_epoch(norm_ts(part.gen_ts[i]), self.ref)
+            x = ts_to_epoch(part.gen_ts[i], self.ref)
             return float(base + i + 1) if x is None else x
 
         self.throughput.extend(gens, x_of)

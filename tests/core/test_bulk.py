@@ -1,11 +1,11 @@
-"""The summary's fast path gives exactly what parsing every line gives, on every log shape."""
+"""The one reader: what `summary`, `export` and `replay` make of a log equals what parsing
+every line gives, with learned shapes or without, in one process or several."""
 
 from __future__ import annotations
 
 import gzip
 import importlib.util
 import json
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dash.commands import summary as report
-from dash.core.views import fastscan
-from dash.core.views.fastscan import scan_block
-from dash.core.views.summary import Stamps, summarize_records
+from dash.core.log.bulk import BlockReader, records
+from dash.core.log.parse import PARSER, parse_line
+from dash.core.views.records_json import dumps
+from dash.core.views.summary import summarize_records
 from dash.core.views.summary_feed import AlertFeed, Candidate
 from dash.sources import logread
 
@@ -31,16 +32,6 @@ PREFILL = ("Prefill batch, #new-seq: {r}, #new-token: {t}, #cached-token: {c}, t
 ACCESS = 'INFO:     127.0.0.1:{t} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
 
 
-@pytest.fixture(autouse=True, params=["c", "re"])
-def line_scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here runs with the C line scanner and with its `re` fallback."""
-    if request.param == "re":
-        monkeypatch.setattr(fastscan, "scanner", None)
-    elif fastscan.scanner is None:
-        pytest.skip("the C line scanner is not built in this install")
-    return str(request.param)
-
-
 def reference(path: Path) -> dict[str, Any]:
     """The summary built from every record, one at a time."""
     scan = logread.Scan(path)
@@ -48,12 +39,41 @@ def reference(path: Path) -> dict[str, Any]:
     return report.document(path, summarize_records(records, logread.ref_time(path), scan.lines))
 
 
-def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> dict[str, Any]:
+def _settings(monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> None:
     monkeypatch.setattr(logread, "CHUNK", chunk)
     monkeypatch.setattr(logread, "PARALLEL_MIN", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(logread, "SEGMENT", 300_000)  # several rounds on a small log
-    monkeypatch.setattr(logread, "PIECE", 40_000)  # and several pieces in each
+    monkeypatch.setattr(logread, "PIECE", 40_000)  # several pieces on a small log
+
+
+def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> dict[str, Any]:
+    _settings(monkeypatch, chunk, parallel)
     return report.summarize(path)
+
+
+def export(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> bytes:
+    """`kdash export`'s output, in this process (its workers too, when parallel)."""
+    from dash.commands.export import JsonlJob
+    from dash.core.views.records_json import stitch
+
+    _settings(monkeypatch, chunk, parallel)
+    out: list[bytes] = []
+    logread.fold(path, JsonlJob(), lambda before, cuts: out.extend(stitch(c, before) for c in cuts))
+    return b"".join(out)
+
+
+def naive_export(path: Path) -> bytes:
+    """json.dumps of every record parse_line gives, line by line."""
+    data = path.read_bytes().decode("utf-8", "replace")
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    recs = [parse_line(line, n) for n, line in enumerate(lines, 1)]
+    return "".join(dumps(r) + "\n" for r in recs if r and r["kind"] != "unparsed").encode()
+
+
+def timeline_records(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list[Any]:
+    _settings(monkeypatch, 300, parallel)
+    return list(logread.load_timeline(path).records)
 
 
 def _bench() -> Any:
@@ -70,6 +90,32 @@ def _bench() -> Any:
 def test_every_real_log(real_logs: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     for path in sorted(real_logs.glob("*.log")):
         assert fast(path, monkeypatch, chunk, parallel=False) == reference(path), path.name
+        assert export(path, monkeypatch, chunk, parallel=False) == naive_export(path), path.name
+
+
+def test_every_real_log_read_by_several_processes(real_logs: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of 2 KB: most real logs are cut into several, each read by a worker."""
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    for path in sorted(real_logs.glob("*.log")):
+        monkeypatch.setattr(logread, "PIECE", 2048)
+        one = export(path, monkeypatch, 300, parallel=False)
+        monkeypatch.setattr(logread, "PIECE", 2048)
+        assert export(path, monkeypatch, 300, parallel=True) == one, path.name
+        assert fast(path, monkeypatch, 300, parallel=True) == reference(path), path.name
+        assert timeline_records(path, monkeypatch, True) == list(logread.Scan(path)), path.name
+
+
+def test_spawned_workers_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fork is unavailable: every piece travels with its grammar to a fresh process."""
+    path = tmp_path / "mixed.log"
+    _bench().generate(path, 1)
+    want = export(path, monkeypatch, 64 << 10, parallel=False)
+    monkeypatch.setenv("KDASH_START", "spawn")
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    monkeypatch.setattr(logread, "PIECE", 300_000)
+    assert export(path, monkeypatch, 64 << 10, parallel=True) == want
+    assert want == naive_export(path)
 
 
 @pytest.mark.parametrize(("parallel", "processes"), [(False, "1"), (True, "2"), (True, "5")])
@@ -83,7 +129,9 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
     assert got == want
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
     assert want["lines"] == path.read_bytes().count(b"\n")
-    assert _scan(path.read_bytes()) is not None  # the fast path read it all
+    assert export(path, monkeypatch, 64 << 10, parallel) == naive_export(path)
+    assert _shape_rows(path.read_bytes()) > 0.95 * (want["records"]["decode"]
+                                                    + want["records"]["prefill"])
 
 
 def test_gzip_log_summarises_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,6 +141,7 @@ def test_gzip_log_summarises_the_same(tmp_path: Path, monkeypatch: pytest.Monkey
     gz.write_bytes(gzip.compress(path.read_bytes()))
     plain, packed = fast(path, monkeypatch, 1 << 20, True), fast(gz, monkeypatch, 1 << 20, True)
     assert {**packed, "path": str(path)} == plain
+    assert export(gz, monkeypatch, 1 << 20, True) == export(path, monkeypatch, 1 << 20, True)
 
 
 @pytest.mark.parametrize("fmt", ["0.5.12", "0.4.10", "0.4.3"])
@@ -104,9 +153,10 @@ def test_simulated_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt:
     sim.advance_to(1800.0)
     want = reference(sim.server_log)
     assert want["records"]["decode"] > 0
-    assert _scan(sim.server_log.read_bytes()) is not None
     assert fast(sim.server_log, monkeypatch, 4096, parallel=False) == want
     assert fast(sim.server_log, monkeypatch, 1 << 20, parallel=True) == want
+    text = naive_export(sim.server_log)
+    assert export(sim.server_log, monkeypatch, 4096, parallel=True) == text
 
 
 # -- hypothesis: mixed lines, near misses included ---------------------------------------------
@@ -159,70 +209,56 @@ def test_mixed_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: st.D
     path = tmp_path / "mixed.log"
     path.write_text("\n".join(lines * dup) + "\n", encoding="utf-8")
     assert fast(path, monkeypatch, chunk, parallel=False) == reference(path)
+    assert export(path, monkeypatch, chunk, parallel=False) == naive_export(path)
 
 
-# -- the block scanner on its own --------------------------------------------------------------
+# -- the block reader on its own -----------------------------------------------------------
 
-def _scan(block: bytes, first_line: int = 1) -> Any:
-    return scan_block(bytearray(b"\n" + block + b"unread"), len(block) + 1, first_line)
+def _read_twice(block: bytes, first_line: int = 1) -> tuple[BlockReader, list[Any]]:
+    """Read a block twice with one reader: the second time, with the shapes it learned."""
+    reader = BlockReader(PARSER)
+    buf = b"\n" + block
+    reader.read(buf, len(buf), first_line)
+    return reader, records(reader.read(buf, len(buf), first_line), reader.stamps)
+
+
+def _shape_rows(data: bytes) -> int:
+    reader, _ = _read_twice(data[:200_000])
+    buf = b"\n" + data[:data.rfind(b"\n") + 1]
+    return sum(map(len, reader.read(buf, len(buf), 1).rows))
 
 
 def _dec(s: int, g: str = "10.00") -> bytes:
     return (TS.format(m=1, s=s) + DECODE.format(r=1, t=2, u=3, g=g, q=0)).encode()
 
 
-def test_strict_lines_give_numbers_and_line_numbers() -> None:
+def _naive_block(block: bytes, first_line: int) -> list[Any]:
+    out = []
+    for n, line in enumerate(block.decode("utf-8", "replace").split("\n")[:-1], first_line):
+        rec = parse_line(line, n)
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def test_learned_shapes_read_the_lines_they_came_from() -> None:
     pre = (TS.format(m=1, s=0) + PREFILL.format(r=1, t=300, c=100, u=5, q=0)).encode()
     acc = (TS.format(m=1, s=0) + ACCESS.format(t=5)).encode()
-    block = b"\n".join([acc, _dec(1, "5.00"), pre, acc, _dec(1, "9.50"), _dec(1, "9.50"),
-                        b"Killed", _dec(12, "1.00")]) + b"\n"
-    part = _scan(block, 101)
-    assert part is not None
-    assert part.lines == 8 and part.gens == [5.0, 9.5, 9.5, 1.0]
-    assert (part.new, part.cached) == (300, 100)
-    assert part.peak == (1, 105)  # the first of the two equal maxima
-    assert part.last_decode is not None and part.last_decode["line"] == 108
-    assert [c.line for c in part.candidates] == [102, 108]  # one per 10 s
-    assert [(e["event"], e["line"]) for e in part.events] == [("crash", 107)]
-    assert part.first_ts == "2026-03-01T08:01:01" and part.last_ts == "2026-03-01T08:01:12"
-
-
-@pytest.mark.parametrize("new", ["300", "9007199254740993", "1" * 40])
-def test_prefill_sums_are_exact_for_any_size_of_number(new: str) -> None:
-    lines = [(TS.format(m=1, s=0) + PREFILL.format(r=1, t=t, c=c, u=5, q=0)).encode()
-             for t, c in ((new, 7), (1, new))]
-    part = _scan(b"\n".join(lines) + b"\n")
-    assert part is not None and part.new == int(new) + 1 and part.cached == int(new) + 7
-
-
-def test_decode_stamps_are_kept_as_one_bytes_object_that_acts_as_a_list() -> None:
-    part = _scan(b"\n".join([_dec(1), _dec(12, "3.00"), _dec(25)]) + b"\n")
-    assert part is not None
-    stamps = part.gen_ts
-    assert isinstance(stamps, Stamps) and len(stamps) == 3
-    assert stamps[0] == b"2026-03-01 08:01:01" and stamps[-1] == b"2026-03-01 08:01:25"
-    assert stamps[1:] == [b"2026-03-01 08:01:12", b"2026-03-01 08:01:25"]
-    with pytest.raises(IndexError):
-        stamps[3]
-    assert list(pickle.loads(pickle.dumps(stamps))) == list(stamps)
-
-
-def test_equal_lines_are_told_apart_by_position() -> None:
-    acc = (TS.format(m=1, s=0) + ACCESS.format(t=5)).encode()
-    block = b"\n".join([_dec(1), acc, _dec(1), b"Killed", _dec(1), _dec(1)]) + b"\n"
-    part = _scan(block)
-    assert part is not None and part.peak == (0, 1)
-    assert part.last_decode is not None and part.last_decode["line"] == 6
-    assert [e["line"] for e in part.events] == [4]
+    block = b"\n".join([acc, _dec(1, "5.00"), pre, acc, _dec(1, "9.50"), b"Killed",
+                        _dec(12, "1.00")]) + b"\n"
+    reader, got = _read_twice(block, 101)
+    assert {s.family.name for s in reader.shapes} == {"decode", "prefill"}
+    assert got == _naive_block(block, 101)
+    assert [r["line"] for r in got] == [102, 103, 105, 106, 107]
 
 
 @pytest.mark.parametrize("bad", [
-    b"\r", b"\x1b[0m", b" ^[[0m",
-    b"\n" + (TS.format(m=1, s=0) + PREFILL.format(r=1, t=3, c=1, u=5, q=0) + ", Decode batch").encode(),
-    b"\nAvg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs",
+    b"\r", b"\x1b[0m", b" ^[[0m", b"^M", b", Decode batch", b"x",
+    b"\n" + (TS.format(m=1, s=0) + ACCESS.format(t=1) + " Shutting down").encode(),
 ])
-def test_blocks_the_parser_would_read_differently_are_refused(bad: bytes) -> None:
-    assert _scan(_dec(1) + bad + b"\n") is None
+def test_lines_the_parser_would_read_differently_are_left_to_it(bad: bytes) -> None:
+    block = _dec(1) + b"\n" + _dec(2) + bad + b"\n"
+    assert _read_twice(block)[1] == _naive_block(block, 1)
 
 
 @settings(max_examples=200, deadline=None)
@@ -230,8 +266,7 @@ def test_blocks_the_parser_would_read_differently_are_refused(bad: bytes) -> Non
                 max_size=30))
 def test_garbage_never_raises(pieces: list[bytes]) -> None:
     block = b"\n".join(pieces) + b"\n"
-    part = _scan(block)
-    assert part is None or part.lines == block.count(b"\n")
+    assert _read_twice(block)[1] == _naive_block(block, 1)
 
 
 def test_alert_feed_stays_bounded_and_even() -> None:

@@ -1,0 +1,117 @@
+"""`kdash export`'s JSON lines of a `Batch`, byte for byte what `json.dumps` gives a record.
+
+A record's text is cut at its line number: a head (`{"kind":"decode","line":`), the number,
+and a tail; a process that reads a piece of the log counts its lines from 1, and whoever
+stitches the pieces adds the lines before (`stitch`). Shape rows are written with a template
+per shape (`Shape.json_tail`): the values are plain, so an int is its own text, a float is its
+`repr` (as `json` writes it) and a bool `true`/`false`; the other records go through `json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from itertools import chain, repeat
+from operator import add
+from typing import Any
+
+from dash.core.log.bulk import Batch, stamp_text
+from dash.core.log.parser import Record
+from dash.core.log.shapes import Shape
+
+Cut = tuple[list[bytes], list[int], list[bytes]]
+"""Heads, line numbers and tails, one each per record."""
+
+_BOOL = {b"True": b"true", b"False": b"false"}
+_JSON: dict[str, Callable[[tuple[bytes, ...]], Any]] = {
+    # a plain int is its own JSON; the template prints a float with `%r`, as json does
+    "int": lambda col: col,
+    "float": lambda col: list(map(float, col)),
+    "bool": lambda col: list(map(_BOOL.__getitem__, col)),
+}
+
+
+def head(kind: str) -> bytes:
+    return b'{"kind":' + json.dumps(kind).encode() + b',"line":'
+
+
+def dumps(rec: Record) -> str:
+    return json.dumps(rec, separators=(",", ":"))
+
+
+def _record_cut(rec: Record) -> tuple[bytes, bytes]:
+    text = dumps(rec).encode()
+    h = head(rec["kind"])
+    if not text.startswith(h):  # never: every record starts with its kind and line
+        raise ValueError(f"a record that does not start with kind and line: {text[:80]!r}")
+    line = str(rec["line"]).encode()
+    return h, text[len(h) + len(line):] + b"\n"
+
+
+class ShapeWriter:
+    """The tails of one shape's rows, a column at a time."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.template = shape.json_tail()
+        self.head = head(shape.family.kind)
+        self.base = shape.prefix_groups
+        self.kinds = shape.kinds
+        self.key_cols = [c for c in shape.cols if c is not None]  # a fallback repeats a column
+        self.ts: dict[bytes, bytes] = {}
+        self.ranks: dict[bytes, bytes] = {}
+
+    def _stamps(self, col: list[bytes], stamps: dict[bytes, str]) -> list[bytes]:
+        for stamp in set(col).difference(self.ts):
+            self.ts[stamp] = json.dumps(stamp_text(stamp, stamps)).encode()
+        return list(map(self.ts.__getitem__, col))
+
+    def _ranks(self, col: list[bytes]) -> list[bytes]:
+        for tags in set(col).difference(self.ranks):
+            self.ranks[tags] = json.dumps(tags.decode("ascii").strip() or None).encode()
+        return list(map(self.ranks.__getitem__, col))
+
+    def tails(self, rows: list[tuple[bytes, ...]], stamps: dict[bytes, str]) -> list[bytes]:
+        if not rows:
+            return []
+        cols = list(zip(*rows, strict=True))
+        if self.base:
+            ts, rank = self._stamps(list(cols[0]), stamps), self._ranks(list(cols[1]))
+        else:
+            ts = rank = [b"null"] * len(rows)
+        values = [_JSON[k](col) for k, col in zip(self.kinds, cols[self.base:], strict=True)]
+        args = [values[c] for c in self.key_cols]
+        return list(map(self.template.__mod__, zip(ts, rank, *args, strict=True)))
+
+
+def cut(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter],
+        kinds: tuple[str, ...] = ("decode", "prefill", "event")) -> Cut:
+    """The batch's records of `kinds`, as heads, line numbers and tails, in file order."""
+    ws = [writers.setdefault(s.pattern, ShapeWriter(s)) for s in batch.shapes]
+    per_shape = [w.tails(rows, stamps) for w, rows in zip(ws, batch.rows, strict=True)]
+    other_cuts = [_record_cut(rec) if rec["kind"] in kinds else None for rec in batch.others]
+    heads_of = [w.head for w in ws]
+    order = batch.order
+    if not batch.others and len(per_shape) == 1:
+        return [heads_of[0]] * len(order), list(batch.line_no), per_shape[0]
+    nexts = [iter(t).__next__ for t in per_shape]
+    others = iter(other_cuts)
+    heads: list[bytes] = []
+    tails: list[bytes] = []
+    lines: list[int] = []
+    for s, line in zip(order, batch.line_no, strict=True):
+        if s < 0:
+            oc = next(others)
+            if oc is None:
+                continue
+            h, t = oc
+        else:
+            h, t = heads_of[s], nexts[s]()
+        heads.append(h)
+        lines.append(line)
+        tails.append(t)
+    return heads, lines, tails
+def stitch(piece: Cut, offset: int) -> bytes:
+    """The text of a cut piece whose line numbers count from `offset + 1`."""
+    heads, lines, tails = piece
+    numbers = (b"%d" % n for n in map(add, lines, repeat(offset)))
+    return b"".join(chain.from_iterable(zip(heads, numbers, tails, strict=True)))

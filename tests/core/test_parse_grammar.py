@@ -1,0 +1,103 @@
+"""The grammar is the one description of the log: everything it knows is reachable through the
+prefilter derived from it, and an addition made there alone is read."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dash.core.log import convert
+from dash.core.log.convert import INT
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.parse import PARSER
+from dash.core.log.parser import LineParser
+from dash.core.log.syntax import Field, Phrase
+
+PREFIXES = ("", "[2026-03-01 12:00:05 TP0] ", "INFO 05-01 12:00:10 [x.py:1] ",
+            "(SGLangEngine pid=4242) [2026-03-01 12:00:05 DP1 TP3] ")
+
+
+def _phrase_cases() -> list[tuple[Phrase, str]]:
+    return [(ph, ex) for ph in GRAMMAR.phrases for ex in ph.examples]
+
+
+def test_every_phrase_and_family_has_examples() -> None:
+    assert all(ph.examples for ph in GRAMMAR.phrases)
+    assert all(fam.examples for fam in GRAMMAR.families)
+
+
+@pytest.mark.parametrize(("phrase", "example"), _phrase_cases(),
+                         ids=[f"{p.event}:{e[:30]}" for p, e in _phrase_cases()])
+def test_every_event_phrase_is_reachable_through_the_prefilter(phrase: Phrase, example: str) -> None:
+    """Each example passes the derived prefilter and reads as its phrase's event, after every
+    prefix shape (the level phrase needs a printed level: it is checked after vLLM's)."""
+    for prefix in PREFIXES if not phrase.levels else ("ERROR 05-01 12:00:10 [x.py:1] ",):
+        line = prefix + example
+        assert PARSER.interest.search(line), line
+        rec = PARSER.parse(line, 1)
+        assert rec is not None and rec["kind"] == "event", line
+        want = phrase.read(PARSER.prefixes.split(line).message, "ERROR" if phrase.levels else None)
+        assert want is not None and rec["event"] == want["event"], line
+
+
+@pytest.mark.parametrize("fam", GRAMMAR.families, ids=lambda f: f.name)
+def test_every_stats_head_is_reachable_through_the_prefilter(fam: object) -> None:
+    from dash.core.log.syntax import StatsFamily
+
+    assert isinstance(fam, StatsFamily)
+    for example in fam.examples:
+        for prefix in PREFIXES:
+            rec = PARSER.parse(prefix + example, 1)
+            assert rec is not None and rec["kind"] == fam.kind, prefix + example
+    for word in fam.keywords():  # a head that reads nothing is still counted, never dropped
+        rec = PARSER.parse(f"[2026-03-01 12:00:05] {word} garbage", 1)
+        assert rec is not None and rec["kind"] in ("unparsed", fam.kind), word
+
+
+def test_a_phrase_without_literals_is_refused() -> None:
+    with pytest.raises(ValueError, match="names no literal"):
+        Phrase("foo", pattern=r"fo+ happened")
+
+
+def test_a_new_phrase_brings_its_own_keywords() -> None:
+    """Nothing but the phrase is added: its text reaches the prefilter by itself."""
+    line = "[2026-03-01 12:00:05] Flux capacitor overheated at 88 mph"
+    assert PARSER.parse(line) is None
+    grammar = GRAMMAR.with_phrase(Phrase("flux", any=("Flux capacitor overheated",),
+                                         pattern=r"at (\d+) mph",
+                                         extract=lambda _msg, m: {"mph": int(m.group(1))}))
+    rec = LineParser(grammar).parse(line, 4)
+    assert rec is not None and (rec["event"], rec["mph"], rec["line"]) == ("flux", 88, 4)
+
+
+def test_a_new_field_is_read_in_any_position() -> None:
+    grammar = GRAMMAR.with_field("decode", Field("#foo-req", "foo_req", INT))
+    base = ("[2026-03-01 12:00:05] Decode batch, #running-req: 3, #foo-req: 7, #token: 9, "
+            "token usage: 0.10, gen throughput (token/s): 1.50, #queue-req: 0")
+    rec = LineParser(grammar).parse(base)
+    assert rec is not None and rec["foo_req"] == 7
+    assert "foo_req" not in (PARSER.parse(base) or {})
+
+
+def test_the_parser_pickles_as_its_grammar() -> None:
+    import pickle
+
+    grammar = GRAMMAR.with_field("decode", Field("#foo-req", "foo_req", INT))
+    again = pickle.loads(pickle.dumps(LineParser(grammar)))
+    assert again.grammar == grammar and again.keywords == LineParser(grammar).keywords
+
+
+@pytest.mark.parametrize("conv", [convert.INT, convert.FLOAT, convert.COUNT, convert.BOOL],
+                         ids=lambda c: c.name)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_plain_value_reads_the_same_with_the_builtin(conv: convert.Conv, data: st.DataObject) -> None:
+    """The bulk reader reads plain values with a builtin: it must agree with the converter."""
+    text = data.draw(st.from_regex(re.compile(conv.plain + r"\Z"), fullmatch=True))
+    fast = {"int": int, "float": float, "bool": convert.BOOLS.__getitem__}[conv.kind](text)
+    assert fast == conv.read(text) and type(fast) is type(conv.read(text))
+    if conv.kind == "int":
+        assert str(fast) == text  # a plain int is its own JSON text
