@@ -107,8 +107,10 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 def _ready(screen: str) -> bool:
-    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and (
-        "B2_opencodeinstruct" in screen
+    # The partition's row, not the client line's progress bar, which names it too.
+    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and any(
+        "B2_opencodeinstruct" in line and "/5000" in line and "%|" not in line
+        for line in screen.splitlines()
     )
 
 
