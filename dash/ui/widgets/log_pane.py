@@ -29,7 +29,7 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from dash.ui import fmt
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.panel import SCROLL_BINDINGS, Panel
 
 KEEP_LINES = 10_000
 """Raw lines kept per log: what the pane scrolls back over and a filter searches."""
@@ -49,12 +49,7 @@ class LogView(ScrollView, can_focus=True):
     """The rows of one log: renders only what is on screen; follows the end unless scrolled."""
 
     BINDINGS = [
-        Binding("up", "scroll_up", show=False),
-        Binding("down", "scroll_down", show=False),
-        Binding("pageup", "page_up", show=False),
-        Binding("pagedown", "page_down", show=False),
-        Binding("home", "scroll_home", show=False),
-        Binding("end", "scroll_end", show=False),
+        *SCROLL_BINDINGS,
         Binding("left", "scroll_left", show=False),
         Binding("right", "scroll_right", show=False),
     ]
