@@ -82,7 +82,7 @@ def test_the_url_comes_from_the_logs_server_args(tmp_path: Path) -> None:
         try:
             screen = tmux.wait_for(lambda s: "● server up" in s, timeout=40)
             assert f"http://127.0.0.1:{port}" in screen
-            assert f"from the log's server_args (port {port})" in screen
+            assert f"from the log's server_args, port {port}" in screen
         finally:
             tmux.close()
     finally:

@@ -106,7 +106,7 @@ class _Sampler:
             if time.monotonic() >= next_poll - 0.01 and gap is not None:
                 await self.poll_http()
                 next_poll += gap
-        while self.polls < self.polls_planned and self.collector.url_choice is not None:
+        for _ in range(self.polls_planned - self.polls):
             await self.poll_http()  # the last one, at the window's end
         if self.window > 0:
             self.read_slow()

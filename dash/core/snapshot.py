@@ -77,7 +77,7 @@ class HttpSnapshot:
     url_source: str | None = None
     """"flag" (--url), "server_args" (taken from the log) or "default" (the engine's port)."""
     url_why: str | None = None
-    """Why this URL, for the user: "--url", "from the log's server_args (port 8000)"..."""
+    """Why this URL, for the user: "--url", "the log's server_args, port 8000"..."""
     log_port: int | None = None
     """The port the log's server_args name, when they do."""
     state: Literal["unknown", "up", "down", "degraded"] = "unknown"

@@ -153,7 +153,7 @@ def _live_state(**cfg: object) -> RunState:
 def _refused(at: float) -> HttpSample:
     return HttpSample(at=at, reachable=False, error="connection refused",
                       url="http://127.0.0.1:30000", url_source="default",
-                      url_why="SGLang's default port (no server_args in the log)")
+                      url_why="SGLang's default port; no server_args in the log")
 
 
 async def test_a_live_log_with_no_server_on_the_default_port_shows_no_crit() -> None:

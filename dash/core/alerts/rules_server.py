@@ -46,7 +46,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
             "or cap --chunked-prefill-size / --max-running-requests; the server usually needs a "
             "restart after an OOM.")
     yield Finding("server_oom", "crit", "CUDA out of memory in the server" + during, evidence,
-                  hint, line=_text(first), since=first.get("at"))
+                  hint, line=text_of(first), since=first.get("at"))
 
 
 def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
@@ -63,7 +63,7 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
             "after an OOM; `Killed` alone usually means host RAM ran out.")
     yield Finding("server_crash", "crit", f"server crashed: {what}",
                   f"{len(crashes)} crash line(s), first {where(first)}", hint,
-                  line=_text(first), since=first.get("at"))
+                  line=text_of(first), since=first.get("at"))
 
 
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
@@ -118,7 +118,7 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
                   f"{'' if http.last_ok_at is not None else '; never answered'}; the server's "
                   f"log is live{age}",
                   "The server works (its log is live), but not at this address: "
-                  + _where_hint(ctx, always=True), since=http.since)
+                  + _where_hint(ctx, always=True).strip(), since=http.since)
 
 
 def _port_said(ctx: RuleContext) -> str:
@@ -144,9 +144,8 @@ def _where_hint(ctx: RuleContext, always: bool = False) -> str:
         return f" Pass --url {host}:{port}, or --no-http to watch the log alone."
     if not always:
         return ""
-    why = f" (this one came from {http.url_why})" if http.url_why and http.url_source != "flag" \
-        else ""
-    return (f"pass --url with the server's address{why}, or --no-http to watch the log alone.")
+    why = f" (this one is {http.url_why})" if http.url_why and http.url_source != "flag" else ""
+    return f"pass --url with the server's address{why}, or --no-http to watch the log alone."
 
 
 def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
@@ -196,7 +195,7 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
                   "The KV cache pool is full and running requests are evicted and recomputed. "
                   "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
                   "memory (fp8 KV cache, hierarchical cache).",
-                  line=_text(events[-1]), since=events[0].get("at"))
+                  line=text_of(events[-1]), since=events[0].get("at"))
 
 
 def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | None:
@@ -204,9 +203,6 @@ def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | Non
     if not candidates:
         return None
     return max(candidates, key=lambda r: r.get("line") or 0)
-
-
-_text = text_of
 
 
 SERVER_RULES = (rule_oom, rule_crash, rule_down, rule_http_unreachable, rule_restarted,

@@ -29,8 +29,8 @@ class UrlChoice:
     url: str
     source: UrlSource
     why: str
-    """For the user: "--url", "the log's server_args (port 8000)", "SGLang's default port (no
-    server_args in the log)"."""
+    """For the user: "--url", "the log's server_args, port 8000", "SGLang's default port; no
+    server_args in the log"."""
     log_port: int | None = None
     """The port the log's server_args name, when they do (to say where to look instead)."""
 
@@ -94,8 +94,8 @@ class UrlFinder:
         default = DEFAULT_PORTS.get(engine, DEFAULT_PORTS["sglang"])
         if self._seen_args:
             port = self._port or default
-            said = f"port {self._port}" if self._port else f"no port: {name}'s default {default}"
+            said = f"port {self._port}" if self._port else f"no port, so {name}'s default {default}"
             return UrlChoice(f"http://{self._host or '127.0.0.1'}:{port}", "server_args",
-                             f"the log's server_args ({said})", self._port)
+                             f"the log's server_args, {said}", self._port)
         return UrlChoice(f"http://127.0.0.1:{default}", "default",
-                         f"{name}'s default port (no server_args in the log)")
+                         f"{name}'s default port; no server_args in the log")
