@@ -34,6 +34,7 @@ from dash.core.state.server_url import UrlChoice, UrlFinder
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower
+from dash.sources.loglines import LogLines
 from dash.sources.observations import FilesRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
 
@@ -96,12 +97,12 @@ class Collector:
         self._nvml_module = nvml_module
         self._nvml: NvmlSource | None = None
         self._http: HttpPoller | None = None
+        self._log_lines = LogLines(self._server, parser) if self._server is not None else None
         self._urls = UrlFinder(cfg.url)
         self.url_choice: UrlChoice | None = self._urls.choice()
         """The URL polled now: replaced whole (one assignment) when the log names another."""
         self._log_read = cfg.log is None
         """Whether the log has been read once (until then, its server_args are unknown)."""
-        self._lineno = 0
         self._output_paths: tuple[str, ...] = ()
         # One lock per blocking resource: a poll in progress and the close of what it reads
         # never overlap, whichever threads they run on.
@@ -118,10 +119,10 @@ class Collector:
     def _read_files(self) -> FilesRead:
         server = self._server.poll() if self._server is not None else None
         records: tuple[Record | None, ...] = ()
-        if server is not None:
-            if any(e in ("truncated", "rotated", "deleted") for e in server.events):
-                self._lineno = 0
-            records = tuple(self._parse(server.lines))
+        window = None
+        if server is not None and self._log_lines is not None:
+            records = self._log_lines.parse(server)
+            window = self._log_lines.counted()
             if records:
                 self._urls.feed(records)
                 self.url_choice = self._urls.choice()
@@ -135,14 +136,8 @@ class Collector:
         more = bool((server and server.more) or (client and client.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
-
-    def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
-        out: list[Record | None] = []
-        for text in lines:
-            self._lineno += 1
-            out.append(self._parser.parse(text, self._lineno))
-        return out
+        counting |= self._log_lines is not None and self._log_lines.counting
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window)
 
     def output_mtimes(self) -> dict[str, float]:
         """The output files' modification times (for `--once`: when each was last written)."""
@@ -156,8 +151,10 @@ class Collector:
 
     @property
     def counting(self) -> bool:
-        """Whether a background first count is still running."""
-        return self._outputs is not None and self._outputs.busy
+        """Whether a background count (an output file's first, the lines before the server
+        log's backfill window) is still running."""
+        return ((self._outputs is not None and self._outputs.busy)
+                or (self._log_lines is not None and self._log_lines.counting))
 
     def wait_counts(self, timeout: float | None = None) -> bool:
         """Block until background counts finish (for --once); False on timeout."""
@@ -203,16 +200,21 @@ class Collector:
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
-        from dash.sources.watch import WatchTargets, watch_changes
+        from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 
         paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
         targets = WatchTargets(paths, self.cfg.outputs)
-        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
+        # The reader reads at most once a refresh: waking it more often on a busy log is work
+        # for nothing (each batch of changes is a thread round trip inside watchfiles).
+        debounce = max(DEBOUNCE_MS, round(1000 * self.cfg.refresh))
+        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll, debounce_ms=debounce):
             yield None
 
     def close(self) -> None:
         """Release descriptors, background counts and NVML (blocks while a poll finishes)."""
         with self._files_lock:
+            if self._log_lines is not None:
+                self._log_lines.close()
             for f in (self._server, self._client):
                 if f is not None:
                     f.close()
@@ -246,6 +248,8 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.server is not None:
         s = read.server
         state.feed_server_log(read.records, now, lines=len(s.lines))
+        if read.window is not None:
+            state.server_log.window_counted(read.window.base)
         message = s.message
         if s.status == "ok" and any(e != "opened" for e in s.events):
             message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from dash.core.linenums import WindowCounted
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -40,6 +41,8 @@ class FilesRead:
     """A followed file had more new bytes than one read takes: read again soon."""
     errors: tuple[str, ...] = ()
     """Output or prompt files that could not be counted this time ("path: reason")."""
+    window: WindowCounted | None = None
+    """The lines before the server log's backfill window were just counted (once)."""
 
 
 class Sources(Protocol):

@@ -93,6 +93,7 @@ def test_replay_uses_the_logs_own_clock() -> None:
     assert crash_at - by_id["server_silent"].since == 28 * 60  # since the last decode line
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_once_the_history_is_full() -> None:
     """Days of a run cost what hours do: every series, event list and history is a ring buffer."""
     import gc

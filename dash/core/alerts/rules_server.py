@@ -7,6 +7,7 @@ from typing import Any
 
 from dash.core.alerts.incidents import rule_restarted
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
+from dash.core.linenums import line_order
 from dash.core.snapshot import Record, Severity
 
 _CRASH_TEXT = {
@@ -35,7 +36,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     first, facts = ooms[0], ctx.snap.server.facts
     during = ""
     prefill = ctx.snap.server.last_prefill
-    if prefill and prefill.get("new_token") and (prefill.get("line") or 0) <= (first.get("line") or 0):
+    if prefill and prefill.get("new_token") and line_order(prefill) <= line_order(first):
         during = f" after a prefill of {prefill['new_token']} new tokens"
     evidence = f"OOM {where(first)}{during}; {len(ooms)} OOM line(s)"
     if _headroom(facts):
@@ -202,7 +203,7 @@ def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | Non
     candidates: Sequence[Record] = [r for r in (decode, prefill) if r is not None]
     if not candidates:
         return None
-    return max(candidates, key=lambda r: r.get("line") or 0)
+    return max(candidates, key=line_order)
 
 
 SERVER_RULES = (rule_oom, rule_crash, rule_down, rule_http_unreachable, rule_restarted,

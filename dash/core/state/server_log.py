@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from dash.core.linenums import WINDOW_KEY, resolved
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.series import Series
 from dash.core.snapshot import Peak, Record, ServerLogSnapshot
@@ -112,6 +113,18 @@ class ServerLogTracker:
         """The log file's own state: "ok", "waiting" (not there yet), "missing", "rotated", ..."""
         self._status = status
         self._status_message = message
+
+    def window_counted(self, base: int | None) -> None:
+        """The lines before the backfill window were counted (`dash.core.linenums`): the kept
+        records of the window get their true numbers (None: they never will)."""
+        if self._last_decode is not None:
+            self._last_decode = resolved(self._last_decode, base)
+        if self._last_prefill is not None:
+            self._last_prefill = resolved(self._last_prefill, base)
+        events = [resolved(e, base) for e in self._events]
+        if any(a is not b for a, b in zip(events, self._events, strict=True)):
+            self._events = deque(events, maxlen=self._events.maxlen)
+            self._frozen_events = None
 
     def reset_peak(self) -> None:
         """Forget the peak (the user pressed reset, or the server restarted)."""
@@ -230,11 +243,14 @@ class ServerLogTracker:
         for key in _MIN_FACTS:
             self._facts.pop(key, None)
         self._frozen_events = None
-        self._events.append({
+        event = {
             "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
             "rank": None, "engine": rec.get("engine"), "at": t, "restarts": self._restarts,
             "message": f"server restarted ({why}); restart #{self._restarts}", "before": before,
-        })
+        }
+        if WINDOW_KEY in rec:
+            event[WINDOW_KEY] = rec[WINDOW_KEY]
+        self._events.append(event)
 
     def _merge_facts(self, rec: Mapping[str, Any]) -> None:
         event = str(rec.get("event"))
