@@ -18,7 +18,7 @@ from textual.screen import Screen
 from dash.core.snapshot import Alert, HistoryEntry, Incident, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.alerts import incidents_of
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.panel import SCROLL_BINDINGS, Panel
 
 CLOSE_KEYS = "escape,q"
 
@@ -30,17 +30,11 @@ class TextView(Panel, can_focus=True):
     INDENT = 2
     COMPONENT_CLASSES = {"view--crit", "view--warn", "view--info", "view--dim"}
 
+    BINDINGS = SCROLL_BINDINGS
+
     def view_style(self, name: str) -> Style:
         """A severity's (or "dim"'s) style from the stylesheet."""
         return self.part_style(f"view--{name}")
-    BINDINGS = [
-        Binding("up", "scroll_up", show=False),
-        Binding("down", "scroll_down", show=False),
-        Binding("pageup", "page_up", show=False),
-        Binding("pagedown", "page_down", show=False),
-        Binding("home", "scroll_home", show=False),
-        Binding("end", "scroll_end", show=False),
-    ]
 
 
 def _clock(t: float | None, now: float) -> str:
