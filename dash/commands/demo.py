@@ -1,8 +1,9 @@
 """`kdash demo`: the simulated run and the dashboard on it, in one process (no GPU needed).
 
 The simulator stays headless (`dash.sim`); this command is where it meets the UI. The demo's own
-state (the launches it sees) goes in the run's directory, never in the user's state directory: a
-demo's simulated starts must not show up beside a real log's.
+state (its alert history, the launches it sees) goes in the run's directory, never in the user's
+state directory: a demo's simulated OOM must not show up in the history of real runs, nor its
+simulated starts beside a real log's.
 """
 
 from __future__ import annotations

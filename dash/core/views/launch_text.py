@@ -30,15 +30,17 @@ class Layout:
         return self.first
 
 
-def header(i: int, launch: Launch) -> str:
-    return f"#{i + 1}" + (" now" if launch.outcome == "running" and not launch.earlier else "")
+def header(i: int, launches: Sequence[Launch]) -> str:
+    """`#3`, and `#4 now` over the newest launch while it runs."""
+    now = i == len(launches) - 1 and launches[i].outcome == "running" and not launches[i].earlier
+    return f"#{i + 1}" + (" now" if now else "")
 
 
 def column_widths(rows: Sequence[Row], launches: Sequence[Launch]) -> list[int]:
     """Each launch's column: its longest value and its mark (a log's name is cut to fit)."""
     widths = []
-    for i, launch in enumerate(launches):
-        longest = max([len(header(i, launch))] + [len(r.cells[i].text) + 1 for r in rows
+    for i in range(len(launches)):
+        longest = max([len(header(i, launches))] + [len(r.cells[i].text) + 1 for r in rows
                                                    if r.label != "log"])
         widths.append(max(MIN_COL, min(MAX_COL, longest + 1)))
     return widths
@@ -79,7 +81,7 @@ def render(launches: Sequence[Launch], width: int = 100) -> str:
     lay = layout(rows, launches, width)
     shown = range(lay.first, lay.last + 1)
     out = ["".ljust(LABEL_W) + "".join(
-        f" {header(i, launches[i])}".ljust(lay.widths[i]) for i in shown).rstrip()]
+        f" {header(i, launches)}".ljust(lay.widths[i]) for i in shown).rstrip()]
     section = "run"
     for row in rows:
         if row.section != section:

@@ -31,7 +31,8 @@ from dash.core.views.launch_text import (
     layout,
 )
 from dash.ui import fmt
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.alert_screen import CLOSE_KEYS
+from dash.ui.widgets.panel import SCROLL_BINDINGS, Panel
 
 OUTCOME_LEVEL = {"oom": "crit", "crash": "crit", "running": "ok", "shutdown": "dim",
                  "stopped": "warn", "log_ended": "dim"}
@@ -45,11 +46,7 @@ class LaunchTableView(Panel, can_focus=True):
     INDENT = 2
     COMPONENT_CLASSES = {"launch--changed", "launch--crit", "launch--warn", "launch--ok",
                          "launch--dim", "launch--head", "launch--section"}
-    BINDINGS = [Binding("up", "scroll_up", show=False), Binding("down", "scroll_down", show=False),
-                Binding("pageup", "page_up", show=False),
-                Binding("pagedown", "page_down", show=False),
-                Binding("home", "scroll_home", show=False),
-                Binding("end", "scroll_end", show=False)]
+    BINDINGS = SCROLL_BINDINGS
 
     def st(self, name: str) -> Style:
         return self.part_style(f"launch--{name}")
@@ -118,7 +115,7 @@ def _hidden(before: int, after: int) -> str:
 class LaunchesScreen(Screen[None]):
     """The launches, full-screen; escape, q or L goes back."""
 
-    BINDINGS = [Binding("escape,q,L", "close", "back"),
+    BINDINGS = [Binding(CLOSE_KEYS + ",L", "close", "back"),
                 Binding("left", "shift(-1)", "older", show=False),
                 Binding("right", "shift(1)", "newer", show=False)]
 
