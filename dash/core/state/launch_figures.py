@@ -70,8 +70,10 @@ class FiguresAccumulator:
         self.min_points = min_points
         self.steady_min_s = steady_min_s
         self.sample_s = SAMPLE_S
-        self._window: deque[tuple[float, tuple[float | None, ...]]] = deque(
-            maxlen=MAX_WINDOW_POINTS)
+        # One (times, values) pair of deques per series, trimmed to the window: a sample then
+        # hands each to the plateau rule's median as a view, copied at C speed.
+        self._window = tuple((deque[float](maxlen=MAX_WINDOW_POINTS),
+                              deque[float](maxlen=MAX_WINDOW_POINTS)) for _ in _STATS)
         self._samples: list[tuple[float, tuple[float | None, ...]]] = []
         self._next_sample: float | None = None
         self._first_decode: float | None = None
@@ -102,13 +104,19 @@ class FiguresAccumulator:
         if self._first_decode is None:
             self._first_decode = t
         self._last_decode = t if self._last_decode is None else max(self._last_decode, t)
-        values = tuple(_num(rec, k) for k in _STATS)
-        if values[0] is None:
+        gen = rec.get("gen_throughput")
+        if gen is None or isinstance(gen, bool):
             return
-        self._top = values[0] if self._top is None else max(self._top, values[0])
-        self._window.append((t, values))
-        while self._window and self._window[0][0] < t - self.window_s:
-            self._window.popleft()
+        self._top = gen if self._top is None or gen > self._top else self._top
+        oldest = t - self.window_s
+        for key, (times, values) in zip(_STATS, self._window, strict=True):
+            v = rec.get(key)
+            if v is not None and not isinstance(v, bool):
+                times.append(t)
+                values.append(v)
+            while times and times[0] < oldest:
+                times.popleft()
+                values.popleft()
         if self._next_sample is None or t >= self._next_sample:
             self._sample(t)
 
@@ -154,9 +162,8 @@ class FiguresAccumulator:
     def _sample(self, t: float) -> None:
         self._next_sample = t + self.sample_s
         medians: list[float | None] = []
-        for i in range(len(_STATS)):
-            points = [(at, x) for at, v in self._window if (x := v[i]) is not None]
-            view = SeriesView(tuple(p[0] for p in points), tuple(p[1] for p in points))
+        for times, values in self._window:
+            view = SeriesView(tuple(times), tuple(values))
             medians.append(window_median(view, self.window_s, self.min_points, end=t)
                            if view.t else None)
         if medians[0] is None:

@@ -125,6 +125,8 @@ class LaunchTracker:
         self._cut = False
         self._finished = False
         self._frozen: tuple[Launch, ...] | None = None
+        self._stamp: tuple[str, float | None, float | None] | None = None
+        """The last stamp read and its time: the lines of one second share one."""
         self.version = 0
         """Bumped by every record that changed something (what a saver watches)."""
         self.boundaries = 0
@@ -169,17 +171,20 @@ class LaunchTracker:
             self._frozen = merge_remembered(self._remembered, session)[-self._max:]
         return self._frozen
 
-    @staticmethod
-    def _time(rec: Mapping[str, Any], now: float | None, ref: float | None) -> float | None:
+    def _time(self, rec: Mapping[str, Any], now: float | None, ref: float | None) -> float | None:
         ts = rec.get("ts")
-        if isinstance(ts, str) and ts:
+        if not isinstance(ts, str) or not ts:
+            return now
+        held = self._stamp
+        if held is not None and held[0] == ts and held[1] == ref:
+            t = held[2]
+        else:
             try:
                 t = ts_to_epoch(ts, ref=ref if ref is not None else 0.0)
             except (ValueError, TypeError, OverflowError):
                 t = None
-            if t is not None:
-                return t
-        return now
+            self._stamp = (ts, ref, t)
+        return now if t is None else t
 
     def _apply(self, rec: Record, kind: str, t: float | None) -> None:
         if kind == "event":
