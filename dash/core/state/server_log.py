@@ -2,22 +2,28 @@
 
 `ServerLogTracker.feed` takes parser records (`dash.core.log.parse.parse_line` output) in file order.
 Series are stamped with each record's own time where the line has one, so a backfilled log draws
-its real history; records without a timestamp take `now`. Everything is bounded (ring buffers, a
-capped event deque), so a days-long log costs constant memory.
+its real history; records without a timestamp take `now`. A live follower also says when the
+file was last written (`written_at`): from that the tracker learns the log's clock
+(`dash.core.state.log_clock`), and every time it keeps is on kdash's clock, whatever zone or
+rate the stamps are in. The figures are the whole server's, its data-parallel ranks summed
+(`dash.core.state.server_stats`). Everything is bounded (ring buffers, a capped event deque),
+so a days-long log costs constant memory.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from dash.core.log.timestamps import ts_to_epoch
-from dash.core.series import Series
-from dash.core.snapshot import Peak, Record, ServerLogSnapshot
+from dash.core.snapshot import Record, ServerLogSnapshot
+from dash.core.state.log_clock import LogClock
+from dash.core.state.server_stats import SERIES, ServerStats
 
-SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker"]
+
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
@@ -47,17 +53,29 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
+def _stamp(ts: object, ref: float) -> float | None:
+    if not isinstance(ts, str) or not ts:
+        return None
+    try:
+        return ts_to_epoch(ts, ref=ref)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
 class ServerLogTracker:
     """Mutable state of one server log; `snapshot()` freezes it. Use from one thread only."""
 
     def __init__(self, path: str | None = None, *, history: int = 4096,
-                 max_events: int = 200) -> None:
+                 max_events: int = 200, name: str | None = None) -> None:
         self.path = path
-        self._series = {name: Series(history) for name in SERIES}
+        self.name = name
+        """What the screen calls this server among several (None: the only one)."""
+        self._stats = ServerStats(history)
+        self._clock = LogClock()
+        self._last_line_at: float | None = None
         self._events: deque[Record] = deque(maxlen=max_events)
         self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
-        self._peak: Peak | None = None
         self._last_decode: Record | None = None
         self._last_prefill: Record | None = None
         self._last_record_at: float | None = None
@@ -71,11 +89,17 @@ class ServerLogTracker:
         self._status = "ok"
         self._status_message: str | None = None
 
-    def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None) -> None:
+    def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None, *,
+             written_at: float | None = None) -> None:
         """Apply records in file order. None items are lines of no interest (counted as lines).
 
         `lines`: the number of raw lines these records came from, when the caller counted them.
+        `written_at`: when the file was last written (clock time), when these records are the
+        file's end as a follower read it: its newest stamp was "now" on the log's clock then.
         """
+        if written_at is not None:
+            records = records if isinstance(records, (list, tuple)) else list(records)
+            self._learn_clock(records, written_at, now)
         count = 0
         for rec in records:
             count += 1
@@ -96,17 +120,40 @@ class ServerLogTracker:
 
     def reset_peak(self) -> None:
         """Forget the peak (the user pressed reset, or the server restarted)."""
-        self._peak = None
+        self._stats.peak = None
+
+    def _learn_clock(self, records: Sequence[Record | None], written_at: float,
+                     now: float) -> None:
+        """The newest stamp of a read against when the file was written: the log's clock."""
+        for rec in reversed(records):
+            ts = rec.get("ts") if isinstance(rec, Mapping) else None
+            if not isinstance(ts, str) or not ts:
+                continue
+            stamp = _stamp(ts, self._clock.stamp_ref(now))
+            if stamp is not None:
+                moved = self._clock.observe(stamp, written_at, ts)
+                if moved is not None:
+                    self._remap(moved)
+            return
+
+    def _remap(self, fn: Callable[[float], float]) -> None:
+        """Move every time kept so far onto the log's newly learned clock."""
+        self._stats.remap(fn)
+        for name in ("_last_record_at", "_started_at", "_last_line_at"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, fn(value))
+        self._events = deque(({**e, "at": fn(e["at"])} if isinstance(e.get("at"), float) else e
+                              for e in self._events), maxlen=self._events.maxlen)
+        self._frozen_events = None
 
     def _time(self, rec: Mapping[str, Any], now: float) -> float:
-        ts = rec.get("ts")
-        if not isinstance(ts, str) or not ts:
+        t = _stamp(rec.get("ts"), self._clock.stamp_ref(now))
+        if t is None:
             return now
-        try:
-            t = ts_to_epoch(ts, ref=now)
-        except (ValueError, TypeError, OverflowError):
-            t = None
-        return now if t is None else t
+        t = self._clock.to_clock(t)
+        self._last_line_at = t
+        return t
 
     def _apply(self, rec: Mapping[str, Any], now: float) -> None:
         kind = rec.get("kind")
@@ -131,18 +178,9 @@ class ServerLogTracker:
         record = dict(rec)
         if kind == "decode":
             self._last_decode = record
-            gen = _num(rec, "gen_throughput")
-            if gen is not None:
-                self._series["gen_throughput"].append(t, gen)
-                if self._peak is None or gen > self._peak.gen_throughput:
-                    ts = rec.get("ts")
-                    self._peak = Peak(gen, t, ts if isinstance(ts, str) else None)
         else:
             self._last_prefill = record
-        for name in ("running_req", "queue_req", "token_usage"):
-            value = _num(rec, name)
-            if value is not None:
-                self._series[name].append(t, value)
+        self._stats.add(rec, kind, t)
         # A log stamped ahead of our clock (another time zone) must not look fresher than now.
         self._last_record_at = min(t, now)
 
@@ -186,7 +224,7 @@ class ServerLogTracker:
         self._restarts += 1
         self._ready = self._busy = False
         self._started_at = t
-        self._peak = None
+        self._stats.restart()
         for key in _MIN_FACTS:
             self._facts.pop(key, None)
         self._frozen_events = None
@@ -204,6 +242,7 @@ class ServerLogTracker:
                 self._facts[fact] = value
         if event == "server_args" and isinstance(rec.get("args"), Mapping):
             self._facts.setdefault("model", rec["args"].get("model_path"))
+            _args_facts(self._facts, rec["args"])
         if event == "kv_cache" and "kv_size_gb" not in rec:
             k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
             if k is not None and v is not None:
@@ -230,14 +269,27 @@ class ServerLogTracker:
 
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
-        views = {name: s.view() for name, s in self._series.items()}
+        views = self._stats.views()
         if self._frozen_events is None:
             self._frozen_events = tuple(self._events)
+        role = self._facts.get("disaggregation_mode") or self._stats.role
         return ServerLogSnapshot(
+            name=self.name, role=role if isinstance(role, str) else None, now=self._stats.now(),
+            clock=self._clock.view(self._last_line_at, now),
             path=self.path, engine=self._engine, last_decode=self._last_decode,
-            last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
+            last_prefill=self._last_prefill, peak=self._stats.peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
             lines=self._lines, records=self._records, unparsed=self._unparsed,
             restarts=self._restarts, started_at=self._started_at, status=self._status,
             status_message=self._status_message, **views,
         )
+
+
+def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
+    """Parallelism and PD role from a server-args dump (its top-level keys cover the rest)."""
+    mode = args.get("disaggregation_mode")
+    if mode in ("prefill", "decode"):
+        facts["disaggregation_mode"] = mode
+    attn_dp = args.get("attn_dp_size")  # 0.5.22+: DP attention's group count
+    if isinstance(attn_dp, int) and attn_dp > 1:
+        facts["dp_size"] = attn_dp
