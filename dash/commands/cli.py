@@ -37,7 +37,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_source_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to watch")
-    g.add_argument("--log", metavar="PATH", help="server log (SGLang or vLLM output)")
+    g.add_argument("--log", metavar="PATH", action="append",
+                   help="server log (SGLang or vLLM output), or a glob; repeat for several "
+                        "servers (PD prefill and decode, nodes)")
     g.add_argument("--url", metavar="URL", help="server base URL (default http://127.0.0.1:30000)")
     g.add_argument("--client-log", metavar="PATH", help="the inference client's log")
     g.add_argument("--outputs", metavar="GLOB", action="append", help="per-partition JSONL outputs")

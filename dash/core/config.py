@@ -31,7 +31,10 @@ class Config:
     """What to watch and how. Every field can be set in TOML under the same name."""
 
     log: Path | None = None
-    """The server log (SGLang or vLLM stdout/stderr redirected to a file)."""
+    """The server log (SGLang or vLLM stdout/stderr redirected to a file), or a glob of them;
+    in TOML also a list. The first when there are several (`logs` has them all)."""
+    more_logs: tuple[Path, ...] = ()
+    """The logs after the first: each is a server of its own (PD prefill and decode, nodes)."""
     url: str | None = DEFAULT_URL
     """The server's base URL; an empty string disables HTTP polling."""
     client_log: Path | None = None
@@ -68,6 +71,11 @@ class Config:
     alerts: Mapping[str, Any] = field(default_factory=dict)
     """Alert thresholds by name (see README "Alerts")."""
 
+    @property
+    def logs(self) -> tuple[Path, ...]:
+        """Every server log (or glob) configured, in the order given."""
+        return (self.log, *self.more_logs) if self.log is not None else self.more_logs
+
     def is_empty(self) -> bool:
         """True when nothing to watch is configured."""
         explicit_url = bool(self.url) and self.url != DEFAULT_URL
@@ -80,7 +88,10 @@ _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_inte
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}
 _BOOL_FIELDS = {"poll", "bell", "alert_history"}
 _STR_FIELDS = {"url", "process", "metrics_host", "on_alert", "webhook"}
-FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config))
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config)) - {"more_logs"}
+"""The settings a file or a flag may name (`log` sets `more_logs` too)."""
+MAX_LOGS = 32
+"""Server logs one kdash follows (a glob matching more is cut there, and says so)."""
 
 
 def finite_number(value: Any) -> float | None:
@@ -118,6 +129,10 @@ def _coerce(name: str, value: Any, where: str) -> Any:
 
     if value is None:
         return None
+    if name == "log" and isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(v, (str, Path)) and str(v) for v in value):
+            raise bad("a path, a glob or a list of them")
+        return tuple(Path(os.path.expanduser(str(v))) for v in value)
     if name in _PATH_FIELDS:
         if not isinstance(value, (str, Path)):
             raise bad("a path")
@@ -293,6 +308,12 @@ def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
             coerced = _coerce(name, value, where)
             if name in ("expect", "alerts") and name in merged:
                 coerced = {**merged[name], **coerced}
+            if name == "log":  # one path, or several: the first and the rest
+                paths = coerced if isinstance(coerced, tuple) else (coerced,)
+                if len(paths) > MAX_LOGS:
+                    raise ConfigError(f"{where}: at most {MAX_LOGS} server logs, got {len(paths)}")
+                merged["more_logs"] = tuple(p for p in dict.fromkeys(paths[1:]) if p != paths[0])
+                coerced = paths[0]
             merged[name] = coerced
     cfg = Config(**merged)
     if cfg.refresh < MIN_REFRESH_S:

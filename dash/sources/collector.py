@@ -22,22 +22,22 @@ from typing import TYPE_CHECKING
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.log.parse import PARSER, LineParser
-from dash.core.snapshot import Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower
-from dash.sources.observations import FilesRead, ProcessesReading
+from dash.sources.observations import FilesRead, LogRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
+from dash.sources.server_logs import ServerLogs
 
 if TYPE_CHECKING:
     from dash.core.state.run import RunState
     from dash.sources.http import HttpPoller
     from dash.sources.nvml import NvmlSource
 
-__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "apply_files",
+__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "LogRead", "apply_files",
            "apply_gpus", "apply_http", "apply_processes", "check_globs"]
 
 CLIENT_BACKFILL = 64 * 1024
@@ -63,7 +63,7 @@ class Collector:
         check_globs(cfg)
         self.cfg = cfg
         self._parser = parser  # the grammar's parser, as every command reads with
-        self._server = FileFollower(cfg.log, backfill=cfg.backfill_bytes) if cfg.log else None
+        self._logs = ServerLogs(cfg.logs, parser, cfg.backfill_bytes)
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
@@ -71,7 +71,6 @@ class Collector:
         self._nvml_module = nvml_module
         self._nvml: NvmlSource | None = None
         self._http: HttpPoller | None = None
-        self._lineno = 0
         # One lock per blocking resource: a poll in progress and the close of what it reads
         # never overlap, whichever threads they run on.
         self._files_lock = threading.Lock()
@@ -85,28 +84,19 @@ class Collector:
             return self._read_files()
 
     def _read_files(self) -> FilesRead:
-        server = self._server.poll() if self._server is not None else None
-        records: tuple[Record | None, ...] = ()
-        if server is not None:
-            if any(e in ("truncated", "rotated", "deleted") for e in server.events):
-                self._lineno = 0
-            records = tuple(self._parse(server.lines))
+        logs = self._logs.read()
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
-        more = bool((server and server.more) or (client and client.more))
+        more = any(log.follow.more for log in logs) or bool(client and client.more)
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
-
-    def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
-        out: list[Record | None] = []
-        for text in lines:
-            self._lineno += 1
-            out.append(self._parser.parse(text, self._lineno))
-        return out
+        cut = self._logs.notice()
+        if cut is not None:
+            errors = (*errors, cut)
+        return FilesRead(logs, client, outputs, totals, counting, more, errors)
 
     @property
     def counting(self) -> bool:
@@ -152,17 +142,17 @@ class Collector:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
         from dash.sources.watch import WatchTargets, watch_changes
 
-        paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
-        targets = WatchTargets(paths, self.cfg.outputs)
+        paths = [*self._logs.literal_paths, *([self.cfg.client_log] if self.cfg.client_log else [])]
+        targets = WatchTargets(paths, (*self.cfg.outputs, *self._logs.globs))
         async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
             yield None
 
     def close(self) -> None:
         """Release descriptors, background counts and NVML (blocks while a poll finishes)."""
         with self._files_lock:
-            for f in (self._server, self._client):
-                if f is not None:
-                    f.close()
+            self._logs.close()
+            if self._client is not None:
+                self._client.close()
             if self._outputs is not None:
                 self._outputs.close()
         with self._nvml_lock:
@@ -190,13 +180,8 @@ class Collector:
 
 def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     """Fold one read of the files into the run's trackers."""
-    if read.server is not None:
-        s = read.server
-        state.feed_server_log(read.records, now, lines=len(s.lines))
-        message = s.message
-        if s.status == "ok" and any(e != "opened" for e in s.events):
-            message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
-        state.server_log.note_file(s.status, message, now)
+    for log in read.logs:
+        _apply_log(state, log, now)
     if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
@@ -206,6 +191,18 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
         state.partitions.apply(read.outputs, now)
     for error in read.errors:
         state.add_notice(error)
+
+
+def _apply_log(state: RunState, log: LogRead, now: float) -> None:
+    s = log.follow
+    # The file's end was reached: its newest line was written when the file last was.
+    written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
+    state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
+                      pattern=log.pattern)
+    message = s.message
+    if s.status == "ok" and any(e != "opened" for e in s.events):
+        message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
+    state.server(log.path).note_file(s.status, message, now)
 
 
 def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:

@@ -48,6 +48,8 @@ class FollowRead:
     """True when bytes were left for the next poll (a very large burst)."""
     bytes_read: int = 0
     offset: int = 0
+    mtime: float | None = None
+    """When the file was last written (wall clock, from fstat), when lines were read."""
 
 
 def _stat_path(path: Path) -> FileId | None:
@@ -67,6 +69,7 @@ class _Reading:
     events: list[str] = field(default_factory=list)
     bytes_read: int = 0
     more: bool = False
+    mtime: float | None = None
     budget: int = MAX_READ_PER_POLL
     """Bytes this poll may still read, the rotated file's remainder and the new file together."""
 
@@ -103,7 +106,8 @@ class FileFollower:
             return FollowRead(str(self.path), tuple(r.lines), "waiting",
                               f"{self.path}: not there yet", None, tuple(r.events))
         return FollowRead(str(self.path), tuple(r.lines), "ok", None, size, tuple(r.events),
-                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset)
+                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset,
+                          r.mtime if r.lines else None)
 
     def close(self) -> None:
         """Close the descriptor and forget the file (a later poll starts it afresh)."""
@@ -157,9 +161,10 @@ class FileFollower:
         elif decision is Decision.IDLE:
             return at_path.size
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        self._read_to(size, r)
-        return size
+        st = os.fstat(self._fd)
+        r.mtime = st.st_mtime  # when the last of the lines read was written
+        self._read_to(st.st_size, r)
+        return st.st_size
 
     def _sig_now(self, at_path: FileId | None) -> bytes | None:
         """The bytes before the offset as they are now, when the same file grew."""

@@ -25,6 +25,7 @@ from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
 from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
+from dash.core.state.servers import Servers, combine
 
 MAX_NOTICES = 100
 """Distinct notices remembered (so that each is said once); the oldest are forgotten first."""
@@ -37,7 +38,8 @@ class RunState:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.server_log = ServerLogTracker(str(cfg.log) if cfg.log else None)
+        self.servers = Servers(str(p) for p in cfg.logs)
+        self._no_log = ServerLogTracker(None)
         self.http = HttpTracker(cfg.url or None)
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg)
@@ -45,20 +47,44 @@ class RunState:
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
+    @property
+    def server_log(self) -> ServerLogTracker:
+        """The primary server's tracker: the first log configured (or one without a file)."""
+        return self.servers.primary or self._no_log
+
+    def server(self, path: str, pattern: str | None = None) -> ServerLogTracker:
+        """The tracker of the server log at `path` (a glob's new file gets one)."""
+        return self.servers.get(path, pattern)
+
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
         self.notices.add(text)
 
     def reset_peak(self) -> None:
         """Forget the throughput peak (after a deliberate change, e.g. a restart with new flags)."""
-        self.server_log.reset_peak()
+        for tracker in self._trackers():
+            tracker.reset_peak()
+
+    def _trackers(self) -> list[ServerLogTracker]:
+        return self.servers.all() or [self._no_log]
 
     def feed_server_log(self, records: Iterable[Record | None], now: float,
                         lines: int | None = None) -> None:
-        """Feed server-log records; a server restart also restarts the partitions' rates."""
-        before = self.server_log.restarts
-        self.server_log.feed(records, now, lines)
-        if self.server_log.restarts != before:
+        """Feed the primary server's records; a restart also restarts the partitions' rates."""
+        self._feed(self.server_log, records, now, lines, None)
+
+    def feed_server(self, path: str, records: Iterable[Record | None], now: float, *,
+                    lines: int | None = None, written_at: float | None = None,
+                    pattern: str | None = None) -> None:
+        """Feed one server log's records as a follower read them (`written_at`: when the file
+        was last written, which teaches the log's clock)."""
+        self._feed(self.server(path, pattern), records, now, lines, written_at)
+
+    def _feed(self, tracker: ServerLogTracker, records: Iterable[Record | None], now: float,
+              lines: int | None, written_at: float | None) -> None:
+        before = tracker.restarts
+        tracker.feed(records, now, lines, written_at=written_at)
+        if tracker.restarts != before:
             self.partitions.note_restart(now)
 
     def tick(self, now: float) -> AlertChanges:
@@ -80,12 +106,17 @@ class RunState:
         return dataclasses.replace(self._compose(now), alerts=self.alerts.active())
 
     def _compose(self, now: float) -> RunSnapshot:
-        server = self.server_log.snapshot(now)
-        http = self.http.snapshot(now, server.last_decode, last_decode_at=server.last_record_at)
+        servers = tuple(t.snapshot(now) for t in self._trackers())
+        server = servers[0]
+        # /metrics speaks for the whole server: compare it with the ranks' sums, not one line.
+        figures = server.now.as_record() if server.now is not None and server.now.multi \
+            else server.last_decode
+        http = self.http.snapshot(now, figures, last_decode_at=server.last_record_at)
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
-                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES))
+                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
+                           servers=servers, total=combine(servers))
 
 
 def _make_partitions(cfg: Config) -> PartitionsTracker:

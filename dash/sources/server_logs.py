@@ -1,0 +1,104 @@
+"""The server logs: one follower per log, globs expanded as their files appear, lines parsed.
+
+`--log` may name several logs (a PD prefill and decode server, several nodes, several servers
+on one box) and globs of them. A literal path that does not exist yet is waited for, as one
+log always was; a glob is expanded at every read, so a log that appears later (a node that
+joined) is followed from its start. Each log counts its own line numbers. Parsing happens here,
+in the reading thread, off the UI's.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dash.core.config import MAX_LOGS
+from dash.core.log.parse import LineParser
+from dash.core.snapshot import Record
+from dash.sources.files import FileFollower, FollowRead
+from dash.sources.observations import LogRead
+
+
+@dataclass
+class _Log:
+    follower: FileFollower
+    pattern: str | None
+    lineno: int = 0
+
+
+class ServerLogs:
+    """Every configured server log, read in the order given."""
+
+    def __init__(self, paths: tuple[Path, ...], parser: LineParser, backfill: int) -> None:
+        self._parser = parser
+        self._backfill = backfill
+        self._patterns = [str(p) for p in paths]
+        self._logs: dict[str, _Log] = {}
+        self._cut: int | None = None
+        for p in self._patterns:
+            if not glob.has_magic(p):
+                self._add(p, None)
+
+    @property
+    def literal_paths(self) -> list[Path]:
+        return [Path(p) for p in self._patterns if not glob.has_magic(p)]
+
+    @property
+    def globs(self) -> list[str]:
+        return [p for p in self._patterns if glob.has_magic(p)]
+
+    def _add(self, path: str, pattern: str | None) -> bool:
+        if path in self._logs:
+            return True
+        if len(self._logs) >= MAX_LOGS:
+            return False
+        self._logs[path] = _Log(FileFollower(path, backfill=self._backfill), pattern)
+        return True
+
+    def _expand(self) -> list[LogRead]:
+        """New files of the globs get followers; a glob matching nothing says it waits."""
+        waiting: list[LogRead] = []
+        for pattern in self.globs:
+            matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+            if not matches and not any(log.pattern == pattern for log in self._logs.values()):
+                follow = FollowRead(pattern, status="waiting",
+                                    message=f"{pattern}: no file matches yet")
+                waiting.append(LogRead(pattern, follow, pattern=pattern))
+            for i, path in enumerate(matches):
+                if not self._add(path, pattern):
+                    self._cut = len(matches) - i
+                    break
+        return waiting
+
+    def notice(self) -> str | None:
+        """Said when a glob matched more logs than kdash follows."""
+        if self._cut is None:
+            return None
+        return f"--log: following the first {MAX_LOGS} server logs; {self._cut} more not followed"
+
+    def read(self) -> tuple[LogRead, ...]:
+        """What is new in every log (blocking: call from a worker thread)."""
+        out = self._expand()
+        for path, log in self._logs.items():
+            follow = log.follower.poll()
+            if any(e in ("truncated", "rotated", "deleted") for e in follow.events):
+                log.lineno = 0
+            records = tuple(self._parse(log, follow.lines))
+            ago = None if follow.mtime is None else max(0.0, time.time() - follow.mtime)
+            out.append(LogRead(path, follow, records, ago, log.pattern))
+        return tuple(out)
+
+    def _parse(self, log: _Log, lines: tuple[str, ...]) -> list[Record | None]:
+        out: list[Record | None] = []
+        parse = self._parser.parse
+        for text in lines:
+            log.lineno += 1
+            out.append(parse(text, log.lineno))
+        return out
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.follower.close()
