@@ -159,6 +159,14 @@ class ServerLogSnapshot:
     """The whole server's figures now (None before its first stats line)."""
     clock: LogClockView = LogClockView()
 
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """The server's current figures under a decode record's keys: the ranks' sums where
+        there are several, else the last decode line itself (as printed)."""
+        if self.now is not None and self.now.multi:
+            return self.now.as_record()
+        return self.last_decode or {}
+
 
 @dataclass(frozen=True, slots=True)
 class HttpSnapshot:
@@ -338,6 +346,11 @@ class RunSnapshot:
     """Every server log watched, `server` (the first) included; empty in hand-made snapshots."""
     total: ServerNow | None = None
     """Figures summed over the servers where there are several (None: `server.now` is it)."""
+
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """The run's current server figures: summed over the servers where there are several."""
+        return self.total.as_record() if self.total is not None else self.server.figures
 
     @property
     def facts(self) -> dict[str, Any]:
