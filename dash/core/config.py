@@ -254,6 +254,14 @@ class AlertConfig:
     """`kv_saturated`: how long saturation with a growing queue must hold."""
     kv_window_s: float = 120.0
     """`kv_saturated`: window for the usage median and the queue trend."""
+    rank_imbalance_usage: float = 0.90
+    """`rank_imbalance`: one DP rank's token usage at or above this (median over `rank_window_s`)..."""
+    rank_imbalance_gap: float = 0.40
+    """`rank_imbalance`: ...while the other ranks' median usage is at least this much lower."""
+    rank_imbalance_after_s: float = 180.0
+    """`rank_imbalance`: how long the imbalance must hold before the alert fires."""
+    rank_window_s: float = 120.0
+    """`rank_imbalance`: the window of each rank's usage median."""
     retract_window_s: float = 600.0
     """`retractions`: the window retraction events are counted over."""
     retract_min_events: int = 3

@@ -18,7 +18,7 @@ from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
 
 RULE_IDS = (
     "server_oom", "server_crash", "server_down", "server_restarted", "server_silent",
-    "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions",
+    "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions", "rank_imbalance",
     "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
 )
 
@@ -90,10 +90,18 @@ class RuleContext:
     memory: dict[str, Any]
     events: ServerEvents = None  # type: ignore[assignment]  # set from `snap` when not given
     """The snapshot's server events, indexed (the engine shares one index across ticks)."""
+    scope: str | None = None
+    """The server a per-server rule looks at when kdash watches several (its name); its
+    findings get it as their subject."""
 
     def __post_init__(self) -> None:
         if self.events is None or self.events.all is not self.snap.server.events:
             self.events = ServerEvents(self.snap.server.events)
+
+    def is_active(self, rule_id: str, subject: str | None = None) -> bool:
+        """Whether this rule's alert (for this server, and `subject`) is active: hysteresis."""
+        parts = [p for p in (self.scope, subject) if p]
+        return (f"{rule_id}:{'/'.join(parts)}" if parts else rule_id) in self.active
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]

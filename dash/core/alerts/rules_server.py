@@ -102,7 +102,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     if last is None or s.last_record_at is None:
         return
     quiet = ctx.now - s.last_record_at
-    running = last.get("running_req")
+    running = s.now.running_req if s.now is not None and s.now.multi else last.get("running_req")
     if quiet < ctx.cfg.silent_after_s or not isinstance(running, (int, float)) or running <= 0:
         return
     http = ctx.snap.http
