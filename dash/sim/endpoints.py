@@ -37,7 +37,7 @@ def server_info(sim: Simulation, t: float) -> dict[str, object]:
     tokens = life.max_total_num_tokens if life else 0
     load = sim.counters.reported
     return {
-        "model_path": MODEL, "served_model_name": MODEL, "tp_size": sim.tp, "dp_size": 1,
+        "model_path": MODEL, "served_model_name": MODEL, "tp_size": sim.tp, "dp_size": sim.dp,
         "pp_size": 1, "mem_fraction_static": life.mem_fraction if life else None,
         "kv_cache_dtype": life.kv_dtype if life else None, "context_length": CONTEXT_LEN,
         "max_running_requests": MAX_RUNNING, "chunked_prefill_size": 8192,
