@@ -14,7 +14,8 @@ from typing import TextIO
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
-from dash.core.snapshot import RunSnapshot
+from dash.core.snapshot import RunSnapshot, ServerLogSnapshot
+from dash.core.state.log_clock import clock_text
 from dash.core.views.jsondoc import snapshot_to_json
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
 
@@ -79,22 +80,51 @@ def _num(v: object, fmt: str = "{:.1f}") -> str:
     return "?" if v is None else fmt.format(v)
 
 
-def render_text(snap: RunSnapshot) -> str:
-    """A readable report of one snapshot (what `kdash --once` prints)."""
-    lines = [f"kdash at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.now))}"]
-    s, h = snap.server, snap.http
+def _server_lines(s: ServerLogSnapshot, now: float) -> list[str]:
+    lines = []
     if s.path:
-        lines.append(f"server log  {s.path} [{s.status}]"
+        name = f"{s.name}: " if s.name else ""
+        lines.append(f"server log  {name}{s.path} [{s.status}]"
+                     + (f" {s.role}" if s.role else "")
                      + (f" {s.status_message}" if s.status_message else ""))
     d = s.last_decode
     if d:
         lines.append(f"  last decode  gen {_num(d.get('gen_throughput'))} tok/s, running "
                      f"{d.get('running_req', '?')}, queue {d.get('queue_req', '?')}, "
                      f"token usage {_num(d.get('token_usage'), '{:.2f}')}  ({d.get('ts') or '-'})")
+    n = s.now
+    if n is not None and n.multi:
+        lines.append(f"  server       gen {_num(n.gen_throughput)} tok/s, running "
+                     f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}, "
+                     f"token usage {_num(n.token_usage, '{:.2f}')} (mean "
+                     f"{_num(n.token_usage_mean, '{:.2f}')}) over {n.live_ranks} of "
+                     f"{len(n.ranks)} ranks")
+        for r in n.ranks:
+            lines.append(f"    {r.rank or '-':<10} gen {_num(r.gen_throughput)} tok/s, running "
+                         f"{_num(r.running_req, '{:.0f}')}, queue {_num(r.queue_req, '{:.0f}')}, "
+                         f"token usage {_num(r.token_usage, '{:.2f}')}"
+                         + ("" if r.live else "  (stopped printing)"))
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
+    clock = clock_text(s.clock)
+    if clock or s.clock.last_line_at is not None:
+        age = None if s.clock.last_line_at is None else max(0.0, now - s.clock.last_line_at)
+        lines.append(f"  clock        last line {_dur(age)} ago" + (f"; {clock}" if clock else ""))
     for ev in s.events[-5:]:
         lines.append(f"  event        {ev.get('event')}: {str(ev.get('message', ''))[:120]}")
+    return lines
+
+
+def render_text(snap: RunSnapshot) -> str:
+    """A readable report of one snapshot (what `kdash --once` prints)."""
+    lines = [f"kdash at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.now))}"]
+    h = snap.http
+    for s in snap.servers or (snap.server,):
+        lines.extend(_server_lines(s, snap.now))
+    if snap.total is not None:
+        n = snap.total
+        lines.append(f"all servers  gen {_num(n.gen_throughput)} tok/s, running "
+                     f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}")
     if h.url:
         lines.append(f"server http {h.url} [{h.state}]" + (f" {h.reason}" if h.reason else "")
                      + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))

@@ -43,6 +43,7 @@ from dash.ui.widgets.help import HelpScreen
 from dash.ui.widgets.keyed_table import KeyedTable
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
+from dash.ui.widgets.ranks import RanksScreen
 from dash.ui.widgets.server import ServerPanel
 from dash.ui.workers import WorkerApp
 
@@ -50,8 +51,8 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / filter  "
-             "p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
+KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  R ranks  s server  l log  c client/server  "
+             "/ filter  p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
@@ -91,6 +92,8 @@ class DashApp(WorkerApp):
         *[Binding(str(n), f"partition({n})", show=False) for n in range(1, 10)],
         Binding("g", "gpu(1)", "next GPU"),
         Binding("G", "gpu(-1)", "previous GPU"),
+        Binding("R", "ranks", "ranks"),
+        Binding("s", "server", "next server", show=False),
         Binding("l", "toggle_log", "log"),
         Binding("c", "switch_log", "client/server log"),
         Binding("slash", "filter", "filter"),
@@ -133,6 +136,8 @@ class DashApp(WorkerApp):
         self.paused = False
         self.window = 1
         self.gpu_index: int | None = None
+        self.server_index = 0
+        """The server the charts and the server panel follow (several logs: `s` steps)."""
         self.partition: str | None = None
         self.compact = False
         self.frames = 0
@@ -226,11 +231,14 @@ class DashApp(WorkerApp):
                 self.query_one("#gpus", GpuPanel).show(snap)
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
-            self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)
+            self.query_one("#charts", ChartsRow).show(snap.for_server(self.server_index),
+                                                      self.window, self.gpu_index)
             self._follow_table_selection()
             self.query_one("#part-details", PartitionDetails).show(snap, self.partition)
-            self.query_one("#server", ServerPanel).show(snap)
+            self.query_one("#server", ServerPanel).show(snap, self.server_index)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+        if isinstance(self.screen, RanksScreen):
+            self.screen.show(snap)
 
     def _announce(self, notices: tuple[str, ...]) -> None:
         """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
@@ -300,7 +308,8 @@ class DashApp(WorkerApp):
         key = event.key
         self.gpu_index = int(key) if key is not None else None
         if self.snap is not None:
-            self.query_one("#charts", ChartsRow).show(self.snap, self.window, self.gpu_index)
+            self.query_one("#charts", ChartsRow).show(self.snap.for_server(self.server_index),
+                                                      self.window, self.gpu_index)
 
     @on(Input.Changed, "#log-filter")
     def _filter_typed(self, event: Input.Changed) -> None:
@@ -315,6 +324,15 @@ class DashApp(WorkerApp):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_ranks(self) -> None:
+        if self.snap is not None and not isinstance(self.screen, RanksScreen):
+            self.push_screen(RanksScreen(self.snap))
+
+    def action_server(self) -> None:
+        if self.snap is not None and len(self.snap.servers) > 1:
+            self.server_index = (self.server_index + 1) % len(self.snap.servers)
+            self.render_snapshot()
 
     async def action_quit(self) -> None:
         self.stop_sources()

@@ -16,7 +16,7 @@ from dash.core.snapshot import GpusSnapshot
 from dash.core.snapshot import HttpSnapshot as Http
 from dash.ui.app import DashApp
 from dash.ui.widgets.log_pane import LogPane
-from ui.fake_run import NOW, SERVER_LINES, snapshot
+from ui.fake_run import NOW, SERVER_LINES, dp_snapshot, pd_snapshot, snapshot
 
 SnapCompare = Callable[..., bool]
 MakeApp = Callable[..., DashApp]
@@ -50,3 +50,15 @@ def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -
 
 def test_help_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_ranks_of_a_dp_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(dp_snapshot()), terminal_size=(160, 45), press=["R"])
+
+
+def test_ranks_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(dp_snapshot()), terminal_size=(80, 24), press=["R"])
+
+
+def test_a_prefill_and_a_decode_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(pd_snapshot()), terminal_size=(160, 45), press=["s"])

@@ -15,6 +15,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("1 - 9", "select partition 1-9"),
     ("up / down", "move in the focused table"),
     ("g / G", "next / previous GPU (memory chart follows)"),
+    ("R", "ranks: each DP rank's (vLLM engine's) latest figures"),
+    ("s", "next server (several logs): charts, facts follow"),
     ("tab", "move focus: partitions, GPUs, log"),
     ("l", "show / hide the log pane"),
     ("c", "log pane: switch server / client log"),
