@@ -8,6 +8,7 @@ contract that scripts rely on; see README "JSON output").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -346,6 +347,15 @@ class RunSnapshot:
     """Every server log watched, `server` (the first) included; empty in hand-made snapshots."""
     total: ServerNow | None = None
     """Figures summed over the servers where there are several (None: `server.now` is it)."""
+
+    def for_server(self, index: int) -> RunSnapshot:
+        """The run as one of its servers sees it: `server` that one, the HTTP figures only
+        for the first (the one URL polled). Itself when there is one server."""
+        if len(self.servers) < 2:
+            return self
+        server = self.servers[index % len(self.servers)]
+        http = self.http if server is self.servers[0] else HttpSnapshot()
+        return dataclasses.replace(self, server=server, servers=(server,), total=None, http=http)
 
     @property
     def figures(self) -> Mapping[str, Any]:

@@ -135,7 +135,7 @@ class Simulation:
     def _line(self, out: StepOutput, t: float, text: str, rank: int | None = 0) -> None:
         out.server.append(f"{self.fmt.prefix(self.epoch0 + t, rank, self.tp, self.dp)}{text}\n")
 
-    def _dp_head(self, d: int) -> int:
+    def dp_head(self, d: int) -> int:
         """The TP rank that prints DP rank d's stats (its attention group's first)."""
         return d * (self.tp // self.dp)
 
@@ -198,7 +198,7 @@ class Simulation:
             r = rank_loads(load, self.dp, self.scenario.hot_rank)[d]
             self._line(out, t, self.fmt.prefill(n, prompt - cached, cached, r.usage,
                                                 r.running, r.queue, r.queue * 1100, tps),
-                       self._dp_head(d))
+                       self.dp_head(d))
         c.generation_tokens += int(load.gen)
         self._acc_steps += load.gen / max(1, load.running)
         while self._acc_steps >= DECODE_LOG_INTERVAL:
@@ -216,7 +216,7 @@ class Simulation:
             for d, r in enumerate(ranks):  # every rank prints at the same decode step
                 self._line(out, t, self.fmt.decode(
                     r.running, int(r.usage * life.max_total_num_tokens), r.usage, r.gen,
-                    r.queue), self._dp_head(d))
+                    r.queue), self.dp_head(d))
 
     def _complete(self, n: int, t: float, rng: random.Random, out: StepOutput) -> None:
         """n requests finished: access lines, and the client's outputs and progress."""

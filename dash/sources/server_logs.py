@@ -21,6 +21,11 @@ from dash.core.snapshot import Record
 from dash.sources.files import FileFollower, FollowRead
 from dash.sources.observations import LogRead
 
+RESCAN_S = 2.0
+"""A glob is expanded again at most this often..."""
+RESCAN_FACTOR = 20.0
+"""...nor sooner than this many times as long as it took (a glob over a big tree is slow)."""
+
 
 @dataclass
 class _Log:
@@ -38,6 +43,8 @@ class ServerLogs:
         self._patterns = [str(p) for p in paths]
         self._logs: dict[str, _Log] = {}
         self._cut: int | None = None
+        self._next_scan = 0.0
+        self._waiting: list[LogRead] = []
         for p in self._patterns:
             if not glob.has_magic(p):
                 self._add(p, None)
@@ -59,7 +66,12 @@ class ServerLogs:
         return True
 
     def _expand(self) -> list[LogRead]:
-        """New files of the globs get followers; a glob matching nothing says it waits."""
+        """New files of the globs get followers; a glob matching nothing says it waits.
+
+        Globs are expanded again after `RESCAN_S`, and `RESCAN_FACTOR` times what it took."""
+        began = time.monotonic()
+        if not self.globs or began < self._next_scan:
+            return list(self._waiting)
         waiting: list[LogRead] = []
         for pattern in self.globs:
             matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
@@ -71,7 +83,10 @@ class ServerLogs:
                 if not self._add(path, pattern):
                     self._cut = len(matches) - i
                     break
-        return waiting
+        took = time.monotonic() - began
+        self._next_scan = began + max(RESCAN_S, RESCAN_FACTOR * took)
+        self._waiting = waiting
+        return list(waiting)
 
     def notice(self) -> str | None:
         """Said when a glob matched more logs than kdash follows."""

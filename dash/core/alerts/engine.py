@@ -27,7 +27,7 @@ from dash.core.alerts.rules_run import RUN_RULES
 from dash.core.alerts.rules_server import SERVER_RULES, rule_down
 from dash.core.alerts.rules_throughput import THROUGHPUT_RULES
 from dash.core.config import AlertConfig
-from dash.core.snapshot import SEVERITY_ORDER, Alert, HttpSnapshot, RunSnapshot
+from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
 
 PER_SERVER: frozenset[Rule] = frozenset(
     (*(r for r in SERVER_RULES if r is not rule_down), *THROUGHPUT_RULES, *RANK_RULES))
@@ -133,9 +133,7 @@ def _scopes(snap: RunSnapshot) -> list[tuple[str | None, RunSnapshot]]:
     there is one. HTTP is the first server's (the one URL)."""
     if len(snap.servers) < 2:
         return [(None, snap)]
-    return [(s.name or s.path, dataclasses.replace(
-        snap, server=s, servers=(s,), total=None,
-        http=snap.http if i == 0 else HttpSnapshot())) for i, s in enumerate(snap.servers)]
+    return [(s.name or s.path, snap.for_server(i)) for i, s in enumerate(snap.servers)]
 
 
 def _alert(f: Finding, since: float, acknowledged: bool) -> Alert:

@@ -244,9 +244,6 @@ class LogSummary:
             return
         peak = part.peak
         if part.gen_ranks or self._ranked:  # named ranks: each sample is the server's total
-            if not self._ranked:
-                self._ranked = True
-                self._seed()
             self._rank_keys.update(part.gen_ranks or (None,))
             gens, peak = self._totals(part)
         else:
@@ -278,10 +275,18 @@ class LogSummary:
             self._add(None, gen, ts)
 
     def _totals(self, part: Part) -> tuple[list[float], tuple[int, int]]:
-        """The server's throughput at each sample: its ranks' latest lines summed."""
+        """The server's throughput at each sample: its ranks' latest lines summed, from the
+        first sample that names a rank on (the rank-less ones before it are as printed)."""
         out: list[float] = []
         ranks = part.gen_ranks or [None] * len(part.gens)
         for gen, ts, rank in zip(part.gens, part.gen_ts, ranks, strict=True):
+            if not self._ranked:
+                if rank is None:
+                    self._unranked.append((gen, ts))
+                    out.append(gen)
+                    continue
+                self._ranked = True
+                self._seed()
             self._add(rank, gen, ts)
             out.append(self._ranks.totals().gen_throughput or 0.0)
         top = out.index(max(out))
