@@ -118,6 +118,11 @@ class LogClock:
     def rate(self) -> float:
         return self._map.rate
 
+    @property
+    def identity(self) -> bool:
+        """Stamps are clock times as they are (nothing learned, or no difference)."""
+        return self._map.rate == 1.0 and self._map.offset == 0.0
+
     def to_clock(self, stamp: float) -> float:
         """The clock time of a stamp (as `ts_to_epoch` reads it, in the box's zone)."""
         return self._map.to_clock(stamp)

@@ -14,7 +14,6 @@ A log without ranks has one, keyed None, and its figures are its lines' own.
 from __future__ import annotations
 
 import re
-import statistics
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -78,6 +77,19 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
+_KIND_FIELDS = {
+    "decode": _FIELDS,
+    "prefill": tuple(f for f in _FIELDS if f != "gen_throughput"),  # prefill says nothing of decoding
+}
+
+
+def _median(values: deque[float]) -> float:
+    """statistics.median, without its overhead (it runs for every decode line of a rank)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
 @dataclass
 class _Rank:
     at: float
@@ -89,24 +101,28 @@ class _Rank:
     lines: int = 0
     usage: Series = field(default_factory=lambda: Series(HISTORY))
 
-    def update(self, t: float, ts: str | None, kind: str, rec: Mapping[str, Any]) -> None:
+    def update(self, t: float, ts: str | None, kind: str, rec: Mapping[str, Any]) -> bool:
+        """Take one line; True when its interval changed."""
         self.at, self.ts = t, ts
         self.lines += 1
-        for name in _FIELDS:
-            if name == "gen_throughput" and kind != "decode":
-                continue  # a prefill line says nothing of decoding
-            value = _num(rec, name)
-            if value is not None:
-                self.values[name] = value
-        usage = self.values.get("token_usage")
-        if usage is not None and _num(rec, "token_usage") is not None:
-            self.usage.append(t, usage)
-        if kind == "decode":
-            if self.last_decode_at is not None and t >= self.last_decode_at:
-                self.gaps.append(t - self.last_decode_at)
-                if len(self.gaps) >= 2:
-                    self.interval = max(1.0, statistics.median(self.gaps))
-            self.last_decode_at = t
+        values = self.values
+        for name in _KIND_FIELDS.get(kind, ()):
+            value = rec.get(name)
+            if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
+                values[name] = float(value)
+                if name == "token_usage":
+                    self.usage.append(t, values[name])
+        if kind != "decode":
+            return False
+        last, self.last_decode_at = self.last_decode_at, t
+        if last is None or t < last:
+            return False
+        self.gaps.append(t - last)
+        if len(self.gaps) < 2:
+            return False
+        interval = max(1.0, _median(self.gaps))
+        changed, self.interval = interval != self.interval, interval
+        return changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +138,24 @@ class Totals:
 
 
 class RankTable:
-    """Each rank's latest stats line; `totals()` is the server's figures over the live ones."""
+    """Each rank's latest stats line; `totals()` is the server's figures over the live ones.
+
+    While one rank prints (no DP: almost every log) only its last lines are kept, at the cost of
+    a few stores a line; the second rank to print starts the bookkeeping the sums need."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._ranks: dict[str | None, _Rank] = {}
         self._newest = float("-inf")
+        self._default: float | None = None  # the ranks' median interval, while it holds
+        self._one: str | None = None  # the one rank's key, until a second prints
+        self._one_seen = False  # (a flag, not a sentinel: replay checkpoints pickle this)
+        self._one_lines = 0
+        self._one_last: dict[str, tuple[int, float, str | None, Mapping[str, Any]]] = {}
+        """The one rank's last line of each kind (with its order), while it is the only one."""
+        self._one_at: tuple[float, str | None] = (0.0, None)
 
     @property
     def multi(self) -> bool:
@@ -135,8 +164,7 @@ class RankTable:
 
     def clear(self) -> None:
         """Forget every rank (the server restarted: its ranks start over)."""
-        self._ranks.clear()
-        self._newest = float("-inf")
+        self._reset()
 
     def remap(self, fn: Callable[[float], float]) -> None:
         """Move every time kept to the log's newly learned clock."""
@@ -145,46 +173,105 @@ class RankTable:
             if r.last_decode_at is not None:
                 r.last_decode_at = fn(r.last_decode_at)
             r.usage.remap(fn)
-        if self._ranks:
-            self._newest = max(r.at for r in self._ranks.values())
+        self._one_last = {k: (n, fn(t), ts, rec) for k, (n, t, ts, rec) in self._one_last.items()}
+        self._one_at = (fn(self._one_at[0]), self._one_at[1])
+        if self._newest != float("-inf"):
+            self._newest = fn(self._newest)
 
     def update(self, key: str | None, t: float, ts: str | None, kind: str,
                rec: Mapping[str, Any]) -> bool:
         """Take one stats record of rank `key` at clock time `t`; False when it was not kept."""
+        if t > self._newest:
+            self._newest = t
+        if not self._ranks:
+            if not self._one_seen:
+                self._one, self._one_seen = key, True
+            if key == self._one:
+                self._one_lines += 1
+                self._one_last[kind] = (self._one_lines, t, ts, rec)
+                self._one_at = (t, ts)
+                return True
+            self._promote()
         rank = self._ranks.get(key)
         if rank is None:
             if len(self._ranks) >= MAX_RANKS:
                 return False
             rank = self._ranks[key] = _Rank(at=t)
-        rank.update(t, ts, kind, rec)
-        self._newest = max(self._newest, t)
+        if rank.update(t, ts, kind, rec):
+            self._default = None
         return True
 
+    def _promote(self) -> None:
+        """A second rank printed: the first one's last lines become its bookkeeping."""
+        first = self._ranks[self._one] = _Rank(at=self._one_at[0], ts=self._one_at[1])
+        for kind, (_, t, ts, rec) in sorted(self._one_last.items(), key=lambda kv: kv[1][0]):
+            first.update(t, ts, kind, rec)
+        first.at, first.ts, first.lines = self._one_at[0], self._one_at[1], self._one_lines
+        self._one_last.clear()
+
     def _default_interval(self) -> float:
-        known = [r.interval for r in self._ranks.values() if r.interval is not None]
-        return statistics.median(known) if known else DEFAULT_INTERVAL_S
+        if self._default is None:
+            known = [r.interval for r in self._ranks.values() if r.interval is not None]
+            self._default = _median(deque(known)) if known else DEFAULT_INTERVAL_S
+        return self._default
 
     def _live(self, rank: _Rank, default: float) -> bool:
         interval = rank.interval if rank.interval is not None else default
         return self._newest - rank.at <= max(MIN_DROP_S, DROP_INTERVALS * interval)
 
+    def total_gen(self) -> float | None:
+        """The live ranks' throughput summed (what a summary's samples are)."""
+        if not self._ranks:
+            last = self._one_last.get("decode")
+            return None if last is None else _num(last[3], "gen_throughput")
+        default = self._default_interval()
+        gens = [r.values["gen_throughput"] for r in self._ranks.values()
+                if "gen_throughput" in r.values and self._live(r, default)]
+        return sum(gens) if gens else None
+
     def totals(self) -> Totals:
         """Sums over the live ranks; usage the highest and the mean."""
         default = self._default_interval()
-        live = [r.values for r in self._ranks.values() if self._live(r, default)]
-        sums: dict[str, float | None] = {}
-        for name in ("gen_throughput", "running_req", "queue_req", "tokens"):
-            known = [v[name] for v in live if name in v]
-            sums[name] = sum(known) if known else None
-        usage = [v["token_usage"] for v in live if "token_usage" in v]
-        return Totals(sums["gen_throughput"], sums["running_req"], sums["queue_req"],
+        sums: dict[str, float] = {}
+        usage: list[float] = []
+        for r in self._ranks.values():
+            if not self._live(r, default):
+                continue
+            for name, value in r.values.items():
+                if name == "token_usage":
+                    usage.append(value)
+                else:
+                    sums[name] = sums.get(name, 0.0) + value
+        return Totals(sums.get("gen_throughput"), sums.get("running_req"), sums.get("queue_req"),
                       max(usage) if usage else None,
-                      sum(usage) / len(usage) if usage else None, sums["tokens"])
+                      sum(usage) / len(usage) if usage else None, sums.get("tokens"))
+
+    def _one_rank(self) -> RankNow:
+        """The one rank's latest figures: its last decode line's, and the levels (running,
+        queue, usage) of whichever line came last."""
+        values: dict[str, float] = {}
+        for kind, (_, _, _, rec) in sorted(self._one_last.items(), key=lambda kv: kv[1][0]):
+            for name in _KIND_FIELDS.get(kind, ()):
+                value = _num(rec, name)
+                if value is not None:
+                    values[name] = value
+        at, ts = self._one_at
+        return RankNow(rank=self._one, at=at, ts=ts,
+                       gen_throughput=values.get("gen_throughput"),
+                       running_req=values.get("running_req"), queue_req=values.get("queue_req"),
+                       token_usage=values.get("token_usage"), tokens=values.get("tokens"),
+                       lines=self._one_lines)
 
     def snapshot(self) -> ServerNow | None:
         """The frozen figures and every rank's latest line; None before the first line."""
         if not self._ranks:
-            return None
+            if not self._one_seen:
+                return None
+            one = self._one_rank()
+            return ServerNow(at=self._newest, gen_throughput=one.gen_throughput,
+                             running_req=one.running_req, queue_req=one.queue_req,
+                             token_usage=one.token_usage, token_usage_mean=one.token_usage,
+                             tokens=one.tokens, ranks=(one,))
         default = self._default_interval()
         ranks = tuple(
             RankNow(rank=key, at=r.at, ts=r.ts, gen_throughput=r.values.get("gen_throughput"),

@@ -148,10 +148,14 @@ class ServerLogTracker:
         self._frozen_events = None
 
     def _time(self, rec: Mapping[str, Any], now: float) -> float:
-        t = _stamp(rec.get("ts"), self._clock.stamp_ref(now))
+        clock = self._clock
+        if clock.identity:
+            t = _stamp(rec.get("ts"), now)
+        else:
+            t = _stamp(rec.get("ts"), clock.stamp_ref(now))
+            t = None if t is None else clock.to_clock(t)
         if t is None:
             return now
-        t = self._clock.to_clock(t)
         self._last_line_at = t
         return t
 

@@ -17,6 +17,8 @@ from dash.core.snapshot import Peak, ServerNow
 from dash.core.state.ranks import RankTable, rank_key
 
 SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+ROLE_CHECKS = 64
+"""Stats lines looked at for PD fields: a PD server prints them on every line."""
 _LEVELS = ("running_req", "queue_req", "token_usage")
 # Fields only a PD-disaggregated server prints (SGLang 0.4.6+), by the kind of line.
 _ROLE_FIELDS = {
@@ -42,13 +44,14 @@ class ServerStats:
         self.ranks = RankTable()
         self.role: str | None = None
         """"prefill" or "decode" once a PD-only field was seen."""
+        self._role_checks = ROLE_CHECKS
 
     def add(self, rec: Mapping[str, Any], kind: str, t: float) -> None:
         """One decode or prefill record at clock time `t`."""
         ts = rec.get("ts")
         ts = ts if isinstance(ts, str) else None
         kept = self.ranks.update(rank_key(rec), t, ts, kind, rec)
-        if self.role is None:
+        if self._role_checks:
             self._note_role(rec, kind)
         values: Mapping[str, Any]
         if self.ranks.multi:
@@ -71,9 +74,10 @@ class ServerStats:
                 self.series[name].append(t, value)
 
     def _note_role(self, rec: Mapping[str, Any], kind: str) -> None:
+        self._role_checks -= 1
         role, fields = _ROLE_FIELDS.get(kind, ("", ()))
         if any(f in rec for f in fields):
-            self.role = role
+            self.role, self._role_checks = role, 0
 
     def restart(self) -> None:
         """The server started again: its ranks start over, and so does the peak."""
