@@ -299,6 +299,7 @@ def _first(fired: list[tuple[float, Alert]], key: str) -> tuple[float, Alert]:
     return next((t, a) for t, a in fired if a.key == key)
 
 
+@pytest.mark.slow
 def test_sim_healthy_half_hour_is_quiet(tmp_path: Path) -> None:
     fired = _sim_alerts(tmp_path, "healthy", 1800)
     assert [(t, a.id) for t, a in fired if a.severity != "info"] == []

@@ -59,6 +59,24 @@ def test_once_on_a_utc_log(tmp_path: Path, zone: str, fmt: str) -> None:
     assert not [a for a in doc["alerts"] if a["id"] == "server_silent"]
 
 
+@pytest.mark.parametrize("zone", ZONES)
+def test_stamps_that_name_their_zone_need_no_guess(tmp_path: Path, zone: str) -> None:
+    """`docker logs --timestamps` / kubectl: an RFC 3339 stamp in UTC before SGLang's own."""
+    log = tmp_path / "server.log"
+    now = time.time()
+    log.write_text("".join(
+        _utc(t, "%Y-%m-%dT%H:%M:%S.123456789Z ") + LINE.format(ts=_utc(t, FORMATS["dated"]))
+        for t in (now - 600 + 2 * k for k in range(301))))
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
+                          "--url", ""], capture_output=True, text=True, timeout=60,
+                         env=_env(zone))
+    assert out.returncode == 0, out.stderr
+    server = json.loads(out.stdout)["server"]
+    clock = server["log_clock"]
+    assert clock["zoned"] and clock["offset_s"] == 0.0 and clock["text"] is None
+    assert clock["last_line_age_s"] < 5.0 and abs(server["last_record_at"] - now) < 5.0
+
+
 _LIVE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

@@ -96,12 +96,14 @@ class Collector:
         cut = self._logs.notice()
         if cut is not None:
             errors = (*errors, cut)
+        counting |= self._logs.counting
         return FilesRead(logs, client, outputs, totals, counting, more, errors)
 
     @property
     def counting(self) -> bool:
-        """Whether a background first count is still running."""
-        return self._outputs is not None and self._outputs.busy
+        """Whether a background count (an output file's first, the lines before the server
+        log's backfill window) is still running."""
+        return (self._outputs is not None and self._outputs.busy) or self._logs.counting
 
     def wait_counts(self, timeout: float | None = None) -> bool:
         """Block until background counts finish (for --once); False on timeout."""
@@ -140,11 +142,14 @@ class Collector:
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
-        from dash.sources.watch import WatchTargets, watch_changes
+        from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 
         paths = [*self._logs.literal_paths, *([self.cfg.client_log] if self.cfg.client_log else [])]
         targets = WatchTargets(paths, (*self.cfg.outputs, *self._logs.globs))
-        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
+        # The reader reads at most once a refresh: waking it more often on a busy log is work
+        # for nothing (each batch of changes is a thread round trip inside watchfiles).
+        debounce = max(DEBOUNCE_MS, round(1000 * self.cfg.refresh))
+        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll, debounce_ms=debounce):
             yield None
 
     def close(self) -> None:
@@ -199,6 +204,8 @@ def _apply_log(state: RunState, log: LogRead, now: float) -> None:
     written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
     state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
                       pattern=log.pattern)
+    if log.window is not None:
+        state.server(log.path).window_counted(log.window.base)
     message = s.message
     if s.status == "ok" and any(e != "opened" for e in s.events):
         message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from dash.core.linenums import WindowCounted
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -38,6 +39,8 @@ class LogRead:
     newest of them was written then."""
     pattern: str | None = None
     """The `--log` glob this file matched (None: a path given as it is)."""
+    window: WindowCounted | None = None
+    """The lines before its backfill window were just counted (once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,11 @@ class FilesRead:
     def records(self) -> tuple[Record | None, ...]:
         """The first server log's records."""
         return self.logs[0].records if self.logs else ()
+
+    @property
+    def window(self) -> WindowCounted | None:
+        """The first server log's counted window, when it was just counted."""
+        return self.logs[0].window if self.logs else None
 
 
 class Sources(Protocol):

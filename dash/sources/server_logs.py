@@ -3,8 +3,8 @@
 `--log` may name several logs (a PD prefill and decode server, several nodes, several servers
 on one box) and globs of them. A literal path that does not exist yet is waited for, as one
 log always was; a glob is expanded at every read, so a log that appears later (a node that
-joined) is followed from its start. Each log counts its own line numbers. Parsing happens here,
-in the reading thread, off the UI's.
+joined) is followed from its start. Each log's records are numbered as in its file
+(`dash.sources.loglines`). Parsing happens here, in the reading thread, off the UI's.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from dash.core.config import MAX_LOGS
 from dash.core.log.parse import LineParser
-from dash.core.snapshot import Record
 from dash.sources.files import FileFollower, FollowRead
+from dash.sources.loglines import LogLines
 from dash.sources.observations import LogRead
 
 RESCAN_S = 2.0
@@ -30,8 +30,9 @@ RESCAN_FACTOR = 20.0
 @dataclass
 class _Log:
     follower: FileFollower
+    lines: LogLines
+    """Parses what the follower read, numbered as in the file (past the backfill too)."""
     pattern: str | None
-    lineno: int = 0
 
 
 class ServerLogs:
@@ -62,7 +63,8 @@ class ServerLogs:
             return True
         if len(self._logs) >= MAX_LOGS:
             return False
-        self._logs[path] = _Log(FileFollower(path, backfill=self._backfill), pattern)
+        follower = FileFollower(path, backfill=self._backfill)
+        self._logs[path] = _Log(follower, LogLines(follower, self._parser), pattern)
         return True
 
     def _expand(self) -> list[LogRead]:
@@ -99,21 +101,17 @@ class ServerLogs:
         out = self._expand()
         for path, log in self._logs.items():
             follow = log.follower.poll()
-            if any(e in ("truncated", "rotated", "deleted") for e in follow.events):
-                log.lineno = 0
-            records = tuple(self._parse(log, follow.lines))
+            records = log.lines.parse(follow)
             ago = None if follow.mtime is None else max(0.0, time.time() - follow.mtime)
-            out.append(LogRead(path, follow, records, ago, log.pattern))
+            out.append(LogRead(path, follow, records, ago, log.pattern, log.lines.counted()))
         return tuple(out)
 
-    def _parse(self, log: _Log, lines: tuple[str, ...]) -> list[Record | None]:
-        out: list[Record | None] = []
-        parse = self._parser.parse
-        for text in lines:
-            log.lineno += 1
-            out.append(parse(text, log.lineno))
-        return out
+    @property
+    def counting(self) -> bool:
+        """Whether the lines before a log's backfill window are still being counted."""
+        return any(log.lines.counting for log in self._logs.values())
 
     def close(self) -> None:
         for log in self._logs.values():
+            log.lines.close()
             log.follower.close()

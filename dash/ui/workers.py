@@ -46,8 +46,9 @@ from dash.ui.messages import (
 if TYPE_CHECKING:
     from dash.sources.alert_sinks import AlertDelivery
 
-BACKLOG = 20
-"""Messages waiting on the main thread beyond which the file reader slows down."""
+BACKLOG = 2
+"""Messages waiting on the main thread beyond which the file reader waits: each read of a burst
+holds some MB of lines and records until it is applied."""
 MIN_READ_GAP_S = 0.25
 """Reads never come closer than this, whatever the refresh period."""
 PROCESS_INTERVAL_S = 5.0
@@ -187,10 +188,11 @@ class WorkerApp(App[int]):
         self._wake.clear()
         reading = sources.read_files()
         self.post_message(FilesObserved(reading))
-        # Back off while the main thread is behind, so line batches never pile up unbounded.
-        backlog = self.message_queue_size > BACKLOG
         # More bytes waiting (a backlog in the file): read again soon.
-        self._stop.wait((MIN_READ_GAP_S if reading.more else gap) * (8 if backlog else 1))
+        self._stop.wait(MIN_READ_GAP_S if reading.more else gap)
+        # Wait while the main thread is behind: a burst stays in the file, not in the queue.
+        while self.message_queue_size > BACKLOG and not self._stop.wait(MIN_READ_GAP_S / 5):
+            pass
         if not reading.more:
             self._wake.wait(max(0.0, idle - gap))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dash.core.config import AlertConfig
+from dash.core.linenums import line_text
 from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
 
 RULE_IDS = (
@@ -128,12 +129,14 @@ def fmt_duration(seconds: float) -> str:
 
 
 def where(ev: Mapping[str, Any]) -> str:
-    """`at 12:10:05 (line 812)` from an event's own timestamp and line number."""
+    """`at 12:10:05 (line 812)` from an event's own timestamp and line number (`line ?,
+    counting` while the lines before a backfill window are counted)."""
     parts = []
     if ev.get("ts"):
         parts.append(f"at {ev['ts']}")
-    if ev.get("line"):
-        parts.append(f"(line {ev['line']})")
+    line = line_text(ev)
+    if line:
+        parts.append(f"({line})")
     return " ".join(parts) or "in the log"
 
 

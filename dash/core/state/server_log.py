@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from dash.core.linenums import WINDOW_KEY, resolved
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import Record, ServerLogSnapshot
 from dash.core.state.log_clock import LogClock
@@ -40,7 +41,8 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
                  ("dtype", "kv_dtype"), ("kv_size_gb", "kv_size_gb"),
                  ("max_prefill_tokens", "max_prefill_tokens"),
                  ("max_running_requests", "max_running_requests"),
-                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks")),
+                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks"),
+                 ("hicache_host_gb", "hicache_host_gb")),
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
@@ -118,6 +120,18 @@ class ServerLogTracker:
         self._status = status
         self._status_message = message
 
+    def window_counted(self, base: int | None) -> None:
+        """The lines before the backfill window were counted (`dash.core.linenums`): the kept
+        records of the window get their true numbers (None: they never will)."""
+        if self._last_decode is not None:
+            self._last_decode = resolved(self._last_decode, base)
+        if self._last_prefill is not None:
+            self._last_prefill = resolved(self._last_prefill, base)
+        events = [resolved(e, base) for e in self._events]
+        if any(a is not b for a, b in zip(events, self._events, strict=True)):
+            self._events = deque(events, maxlen=self._events.maxlen)
+            self._frozen_events = None
+
     def reset_peak(self) -> None:
         """Forget the peak (the user pressed reset, or the server restarted)."""
         self._stats.peak = None
@@ -161,10 +175,9 @@ class ServerLogTracker:
 
     def _apply(self, rec: Mapping[str, Any], now: float) -> None:
         kind = rec.get("kind")
-        if kind == "unparsed":
-            self._unparsed += 1
-            return
-        if kind not in ("decode", "prefill", "event"):
+        if kind == "unparsed" or rec.get("incomplete"):
+            self._unparsed += 1  # an incomplete stats record is counted, and still read
+        if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
         if isinstance(rec.get("engine"), str):
@@ -174,8 +187,15 @@ class ServerLogTracker:
             self._started_at = t
         if kind == "event":
             self._apply_event(dict(rec), t)
-        else:
+        elif kind in STATS_KINDS:
             self._apply_stats(rec, kind, t, now)
+        self._accept(rec, t)
+
+    def _accept(self, rec: Mapping[str, Any], t: float) -> None:
+        """Speculative decoding's acceptance length: on SGLang's decode lines, vLLM's spec lines."""
+        length = _num(rec, "accept_len")
+        if length is not None:
+            self._stats.series["accept_len"].append(t, length)
 
     def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
         self._busy = True
@@ -232,11 +252,14 @@ class ServerLogTracker:
         for key in _MIN_FACTS:
             self._facts.pop(key, None)
         self._frozen_events = None
-        self._events.append({
+        event = {
             "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
             "rank": None, "engine": rec.get("engine"), "at": t, "restarts": self._restarts,
             "message": f"server restarted ({why}); restart #{self._restarts}",
-        })
+        }
+        if WINDOW_KEY in rec:
+            event[WINDOW_KEY] = rec[WINDOW_KEY]
+        self._events.append(event)
 
     def _merge_facts(self, rec: Mapping[str, Any]) -> None:
         event = str(rec.get("event"))

@@ -16,7 +16,8 @@ from dash.core.series import Series, SeriesView
 from dash.core.snapshot import Peak, ServerNow
 from dash.core.state.ranks import RankTable, rank_key
 
-SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage", "accept_len")
+"""The charts' series; acceptance length (speculative decoding) is each line's own, not a sum."""
 ROLE_CHECKS = 64
 """Stats lines looked at for PD fields: a PD server prints them on every line."""
 _LEVELS = ("running_req", "queue_req", "token_usage")
