@@ -165,8 +165,9 @@ class ServerLogSnapshot:
     @property
     def figures(self) -> Mapping[str, Any]:
         """The server's current figures under a decode record's keys: the ranks' sums where
-        there are several, else the last decode line itself (as printed)."""
-        if self.now is not None and self.now.multi:
+        there are several, else the last decode line itself (as printed); a server that
+        prints no decode lines (a PD prefill server) has its last stats line's levels."""
+        if self.now is not None and (self.now.multi or self.last_decode is None):
             return self.now.as_record()
         return self.last_decode or {}
 

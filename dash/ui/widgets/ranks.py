@@ -100,7 +100,7 @@ def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
     for i, s in enumerate(snap.servers):
         f = s.figures
         mark = "▶" if i == selected % len(snap.servers) else " "
-        t.append(f"{mark} {fmt.clean(s.name or s.path or '?', 16):<16} ", st("key" if mark != " " else ""))
+        t.append(f"{mark} {fmt.clean(s.name or s.path or '?', 14):<14} ", st("key" if mark != " " else ""))
         t.append(f"{(s.role or ''):<8}", st("dim"))
         t.append(f"{_num(f.get('gen_throughput'), 8)} tok/s  run {_num(f.get('running_req'), 4)}"
                  f"  q {_num(f.get('queue_req'), 4)}  kv {fmt.pct(f.get('token_usage')):>4}")
@@ -111,7 +111,7 @@ def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
         t.append("\n")
     if snap.total is not None:
         n = snap.total
-        t.append(f"  {'all servers':<16} {'':<8}{_num(n.gen_throughput, 8)} tok/s  run "
+        t.append(f"  {'all servers':<14} {'':<8}{_num(n.gen_throughput, 8)} tok/s  run "
                  f"{_num(n.running_req, 4)}  q {_num(n.queue_req, 4)}\n", st("dim"))
 
 
