@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from dp_logs import POOL, DpLog, dp_values, write_dp_log, write_single_rank_log
+from exposition_lint import lint
 from prometheus_client.parser import text_string_to_metric_families
 
 from dash.commands.once import collect_once
@@ -108,6 +109,7 @@ def test_prometheus_exports_the_total_and_a_series_per_rank(tmp_path: Path, dp: 
             text = r.read().decode()
     finally:
         handle.close()
+    assert lint(text) == []  # promtool's checks
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for fam in text_string_to_metric_families(text) for s in fam.samples}
     assert _close(samples[("kdash_gen_throughput_tokens_per_second", ())], 600.0)

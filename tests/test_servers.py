@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from dp_logs import DpLog, dp_values, write_dp_log, write_pd_logs
+from exposition_lint import lint
 
 from dash.commands.once import collect_once, render_text
 from dash.core.clock import FakeClock
@@ -72,6 +73,12 @@ def test_a_prefill_and_a_decode_server(tmp_path: Path) -> None:
     assert total["gen_throughput"] == servers[1]["now"]["gen_throughput"]
     assert total["running_req"] == 48 and total["queue_req"] == 59 % 3
     assert servers[1]["last_decode"]["prealloc_req"] == 3
+    from prometheus_client import generate_latest
+
+    from dash.sources.prom_export import build_registry
+
+    assert lint(generate_latest(build_registry(lambda: snap, frozenset(("server_log",))))
+                .decode()) == []
     fams = {f.name: f for f in families(snap)}
     assert fams["kdash_server_gen_throughput_tokens_per_second"].samples == \
         ((("decode",), pytest.approx(2104.0)),)
