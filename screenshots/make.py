@@ -23,7 +23,15 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.pop("NO_COLOR", None)
 
 from ui.conftest import build_app  # noqa: E402
-from ui.fake_run import CLIENT_LINES, NOW, SERVER_LINES, FrozenState, snapshot  # noqa: E402
+from ui.fake_run import (  # noqa: E402
+    CLIENT_LINES,
+    NOW,
+    SERVER_LINES,
+    FrozenState,
+    dp_snapshot,
+    pd_snapshot,
+    snapshot,
+)
 
 from dash.core.clock import FakeClock  # noqa: E402
 from dash.core.config import Config  # noqa: E402
@@ -53,6 +61,8 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"), alerts=(),
     ), (), None),
     "help": ((160, 45), None, ("question_mark",), None),
+    "ranks": ((160, 45), dp_snapshot(), ("R",), None),
+    "pd-servers": ((160, 45), pd_snapshot(), ("s",), None),
 }
 
 
