@@ -119,3 +119,27 @@ def test_following_a_utc_log_live(tmp_path: Path, zone: str) -> None:
     assert max(got["ages"]) < 3.0  # each new line reads as seconds old, not hours
     assert abs(got["first"] - (got["now"] - 3600)) < 10.0  # the history sits an hour back
     assert "server_silent" not in got["alerts"]
+
+
+ACCESS = '[{ts}] INFO:     127.0.0.1:51234 - "GET /health HTTP/1.1" 200 OK\n'
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_an_idle_server_behind_health_checks_is_an_hour_quiet(tmp_path: Path, zone: str) -> None:
+    """The last stats line is an hour old; health checks wrote access lines since. Their stamps
+    teach the clock, and the stats line reads an hour old (a silence), not fresh."""
+    log = tmp_path / "server.log"
+    now = time.time()
+    fmt = FORMATS["dated"]
+    log.write_text(LINE.format(ts=_utc(now - 3600, fmt)) + "".join(
+        ACCESS.format(ts=_utc(now - 3600 + 5 * k, fmt)) for k in range(1, 721)))
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
+                          "--url", ""], capture_output=True, text=True, timeout=60,
+                         env=_env(zone))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    server = doc["server"]
+    assert server["log_clock"]["offset_s"] == _box_offset(zone)
+    assert abs(server["last_record_at"] - (now - 3600)) < 10.0
+    assert server["log_clock"]["last_line_age_s"] < 10.0  # the last line: an access line, fresh
+    assert [a for a in doc["alerts"] if a["id"] == "server_silent"]

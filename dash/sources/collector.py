@@ -203,7 +203,7 @@ def _apply_log(state: RunState, log: LogRead, now: float) -> None:
     # The file's end was reached: its newest line was written when the file last was.
     written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
     state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
-                      pattern=log.pattern)
+                      pattern=log.pattern, last_stamp=log.last_stamp)
     if log.window is not None:
         state.server(log.path).window_counted(log.window.base)
     message = s.message

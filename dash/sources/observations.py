@@ -41,6 +41,9 @@ class LogRead:
     """The `--log` glob this file matched (None: a path given as it is)."""
     window: WindowCounted | None = None
     """The lines before its backfill window were just counted (once)."""
+    last_stamp: str | None = None
+    """The stamp of the last stamped line read (any line: an HTTP access line too), as a
+    record's `ts` would carry it."""
 
 
 @dataclass(frozen=True, slots=True)

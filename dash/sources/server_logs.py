@@ -17,10 +17,14 @@ from pathlib import Path
 
 from dash.core.config import MAX_LOGS
 from dash.core.log.parse import LineParser
+from dash.core.log.prefix import clean
 from dash.sources.files import FileFollower, FollowRead
 from dash.sources.loglines import LogLines
 from dash.sources.observations import LogRead
 
+STAMP_LOOKBACK = 64
+"""Lines looked back at for the last stamp of a read (a traceback prints none)."""
+MAX_STAMP_CHARS = 512
 RESCAN_S = 2.0
 """A glob is expanded again at most this often..."""
 RESCAN_FACTOR = 20.0
@@ -103,8 +107,19 @@ class ServerLogs:
             follow = log.follower.poll()
             records = log.lines.parse(follow)
             ago = None if follow.mtime is None else max(0.0, time.time() - follow.mtime)
-            out.append(LogRead(path, follow, records, ago, log.pattern, log.lines.counted()))
+            out.append(LogRead(path, follow, records, ago, log.pattern, log.lines.counted(),
+                               self._last_stamp(follow.lines)))
         return tuple(out)
+
+    def _last_stamp(self, lines: tuple[str, ...]) -> str | None:
+        """The newest stamp among the last lines read: a line of no interest (an HTTP access
+        line) was written at its stamp as much as a stats line."""
+        split = self._parser.prefixes.split
+        for line in reversed(lines[-STAMP_LOOKBACK:]):
+            ts = split(clean(line[:MAX_STAMP_CHARS])).ts
+            if ts:
+                return ts
+        return None
 
     @property
     def counting(self) -> bool:

@@ -75,15 +75,16 @@ class RunState:
 
     def feed_server(self, path: str, records: Iterable[Record | None], now: float, *,
                     lines: int | None = None, written_at: float | None = None,
-                    pattern: str | None = None) -> None:
+                    pattern: str | None = None, last_stamp: str | None = None) -> None:
         """Feed one server log's records as a follower read them (`written_at`: when the file
-        was last written, which teaches the log's clock)."""
-        self._feed(self.server(path, pattern), records, now, lines, written_at)
+        was last written, `last_stamp` the last line's stamp: they teach the log's clock)."""
+        self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp)
 
     def _feed(self, tracker: ServerLogTracker, records: Iterable[Record | None], now: float,
-              lines: int | None, written_at: float | None) -> None:
+              lines: int | None, written_at: float | None,
+              last_stamp: str | None = None) -> None:
         before = tracker.restarts
-        tracker.feed(records, now, lines, written_at=written_at)
+        tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp)
         if tracker.restarts != before:
             self.partitions.note_restart(now)
 

@@ -92,16 +92,18 @@ class ServerLogTracker:
         self._status_message: str | None = None
 
     def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None, *,
-             written_at: float | None = None) -> None:
+             written_at: float | None = None, last_stamp: str | None = None) -> None:
         """Apply records in file order. None items are lines of no interest (counted as lines).
 
         `lines`: the number of raw lines these records came from, when the caller counted them.
         `written_at`: when the file was last written (clock time), when these records are the
-        file's end as a follower read it: its newest stamp was "now" on the log's clock then.
+        file's end as a follower read it: its last stamp was "now" on the log's clock then.
+        `last_stamp`: that stamp, the last line's (of interest or not); without it, the last
+        record's, when the last line is a stamped record.
         """
         if written_at is not None:
             records = records if isinstance(records, (list, tuple)) else list(records)
-            self._learn_clock(records, written_at, now)
+            self._learn_clock(records, written_at, now, last_stamp)
         count = 0
         for rec in records:
             count += 1
@@ -137,18 +139,27 @@ class ServerLogTracker:
         self._stats.peak = None
 
     def _learn_clock(self, records: Sequence[Record | None], written_at: float,
-                     now: float) -> None:
-        """The newest stamp of a read against when the file was written: the log's clock."""
-        for rec in reversed(records):
-            ts = rec.get("ts") if isinstance(rec, Mapping) else None
-            if not isinstance(ts, str) or not ts:
-                continue
-            stamp = _stamp(ts, self._clock.stamp_ref(now))
-            if stamp is not None:
-                moved = self._clock.observe(stamp, written_at, ts)
-                if moved is not None:
-                    self._remap(moved)
+                     now: float, last_stamp: str | None) -> None:
+        """The last stamp of a read against when the file was written: the log's clock.
+
+        Only the last line's stamp will do: an idle server's log ends in HTTP access lines (a
+        health check every few seconds), and its last stats line may be hours old."""
+        ts = last_stamp
+        if ts is None and records and isinstance(records[-1], Mapping):
+            ts = records[-1].get("ts")
+        if not isinstance(ts, str) or not ts:
             return
+        stamp = _stamp(ts, self._clock.stamp_ref(now))
+        if stamp is not None:
+            moved = self._clock.observe(stamp, written_at, ts)
+            if moved is not None:
+                self._remap(moved)
+            self._saw_line(self._clock.to_clock(stamp))
+
+    def _saw_line(self, t: float) -> None:
+        """A stamped line at clock time `t` (the newest kept: lines of no interest count)."""
+        if self._last_line_at is None or t > self._last_line_at:
+            self._last_line_at = t
 
     def _remap(self, fn: Callable[[float], float]) -> None:
         """Move every time kept so far onto the log's newly learned clock."""
@@ -170,7 +181,7 @@ class ServerLogTracker:
             t = None if t is None else clock.to_clock(t)
         if t is None:
             return now
-        self._last_line_at = t
+        self._saw_line(t)
         return t
 
     def _apply(self, rec: Mapping[str, Any], now: float) -> None:
