@@ -42,7 +42,7 @@ def _log(tmp_path: Path, dp: DpLog, single: bool = False) -> Path:
 def _once(path: Path, dp: DpLog) -> dict[str, Any]:
     # kdash reads the log a couple of seconds after its last line was written
     os.utime(path, (time.time(), time.time()))
-    snap = collect_once(Config(log=path, url=""), clock=FakeClock(dp.end + 2.0))
+    snap, _ = collect_once(Config(log=path, url=""), window=0, clock=FakeClock(dp.end + 2.0))
     return snapshot_to_json(snap)
 
 
@@ -102,7 +102,7 @@ def test_the_plateau_and_kv_rules_read_the_totals(tmp_path: Path, dp: DpLog) -> 
 def test_prometheus_exports_the_total_and_a_series_per_rank(tmp_path: Path, dp: DpLog) -> None:
     path = _log(tmp_path, dp)
     os.utime(path, (time.time(), time.time()))
-    snap = collect_once(Config(log=path, url=""), clock=FakeClock(dp.end + 2.0))
+    snap, _ = collect_once(Config(log=path, url=""), window=0, clock=FakeClock(dp.end + 2.0))
     handle = start_exporter(Config(metrics_port=0, log=path), lambda: snap)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{handle.port}/metrics", timeout=5) as r:

@@ -43,8 +43,8 @@ def test_once_on_a_utc_log(tmp_path: Path, zone: str, fmt: str) -> None:
     now = time.time()
     log.write_text("".join(LINE.format(ts=_utc(now - 600 + 2 * k, FORMATS[fmt]))
                            for k in range(301)))
-    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
-                          "--url", ""], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--window", "0",
+                          "--log", str(log), "--url", ""], capture_output=True, text=True, timeout=60,
                          env=_env(zone))
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -67,8 +67,8 @@ def test_stamps_that_name_their_zone_need_no_guess(tmp_path: Path, zone: str) ->
     log.write_text("".join(
         _utc(t, "%Y-%m-%dT%H:%M:%S.123456789Z ") + LINE.format(ts=_utc(t, FORMATS["dated"]))
         for t in (now - 600 + 2 * k for k in range(301))))
-    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
-                          "--url", ""], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--window", "0",
+                          "--log", str(log), "--url", ""], capture_output=True, text=True, timeout=60,
                          env=_env(zone))
     assert out.returncode == 0, out.stderr
     server = json.loads(out.stdout)["server"]
@@ -133,8 +133,8 @@ def test_an_idle_server_behind_health_checks_is_an_hour_quiet(tmp_path: Path, zo
     fmt = FORMATS["dated"]
     log.write_text(LINE.format(ts=_utc(now - 3600, fmt)) + "".join(
         ACCESS.format(ts=_utc(now - 3600 + 5 * k, fmt)) for k in range(1, 721)))
-    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--log", str(log),
-                          "--url", ""], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--window", "0",
+                          "--log", str(log), "--url", ""], capture_output=True, text=True, timeout=60,
                          env=_env(zone))
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)

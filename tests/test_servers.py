@@ -14,7 +14,8 @@ import pytest
 from dp_logs import DpLog, dp_values, write_dp_log, write_pd_logs
 from exposition_lint import lint
 
-from dash.commands.once import collect_once, render_text
+from dash.commands.once import collect_once
+from dash.commands.once_text import render_text
 from dash.core.clock import FakeClock
 from dash.core.config import Config, merge_layers
 from dash.core.errors import ConfigError
@@ -62,7 +63,7 @@ def test_log_takes_a_list_a_repeat_or_one_path(tmp_path: Path) -> None:
 def test_a_prefill_and_a_decode_server(tmp_path: Path) -> None:
     prefill, decode = _pd(tmp_path)
     cfg = Config(log=prefill, more_logs=(decode,), url="")
-    snap = collect_once(cfg, clock=FakeClock(START + 121.0))
+    snap, _ = collect_once(cfg, window=0, clock=FakeClock(START + 121.0))
     doc = snapshot_to_json(snap)
     servers = doc["servers"]
     assert [(s["name"], s["role"]) for s in servers] == [("prefill", "prefill"), ("decode", "decode")]
@@ -84,8 +85,8 @@ def test_a_prefill_and_a_decode_server(tmp_path: Path) -> None:
         ((("decode",), pytest.approx(2104.0)),)
     assert fams["kdash_gen_throughput_tokens_per_second"].samples[0][1] == pytest.approx(2104.0)
     text = render_text(snap)
-    assert "server log  prefill:" in text and "server log  decode:" in text
-    assert "all servers  gen 2104.0 tok/s" in text
+    assert "server      prefill: log live" in text and "server      decode: log live" in text
+    assert "all servers gen 2104.0 tok/s" in text
 
 
 def _nodes(tmp_path: Path) -> tuple[DpLog, DpLog]:
@@ -100,7 +101,8 @@ def _nodes(tmp_path: Path) -> tuple[DpLog, DpLog]:
 
 def test_two_servers_by_a_glob_on_the_command_line(tmp_path: Path) -> None:
     a, _ = _nodes(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--url", "",
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--window", "0",
+                          "--url", "",
                           "--log", str(tmp_path / "node*" / "server.log")],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(REPO)})

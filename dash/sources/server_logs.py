@@ -59,6 +59,14 @@ class ServerLogs:
         return [Path(p) for p in self._patterns if not glob.has_magic(p)]
 
     @property
+    def primary_path(self) -> str | None:
+        """The file of the first log configured (a glob's first file, once there is one)."""
+        first = self._patterns[0] if self._patterns else None
+        if first is None or not glob.has_magic(first):
+            return first
+        return next((p for p, log in self._logs.items() if log.pattern == first), None)
+
+    @property
     def globs(self) -> list[str]:
         return [p for p in self._patterns if glob.has_magic(p)]
 

@@ -6,10 +6,15 @@ holds right now). `AlertEngine` turns findings into `Alert`s: a finding must hol
 absent for `clear_after` seconds, so a value hovering at a threshold does not flap. Nothing here
 reads a clock or does I/O; delivery (command, webhook, history) is `dash.sources.alert_sinks`.
 
+A rule may also say that an alert's condition is over for certain (`RuleContext.resolve`: the
+server answers again, a stats line arrived): that alert clears at once, since hysteresis is for
+conditions that flap, not for a confirmed recovery. `immediate=True` (for `--once` and `check`,
+which sample for seconds) fires every finding at once instead of after its duration.
+
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
-server_restarted, server_silent, client_log_buffered, throughput_plateau, kv_saturated,
-retractions, rank_imbalance, gpu_headroom_low, output_stalled, client_missing, client_duplicate,
-partition_done.
+http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
+kv_saturated, retractions, rank_imbalance, gpu_headroom_low, output_stalled, client_missing,
+client_duplicate, partition_done.
 
 With several server logs the rules about one server run once per server, each on a snapshot
 whose `server` is that one; their alerts name it as their subject (`server_silent:decode`).
@@ -24,14 +29,16 @@ from typing import Any
 from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
 from dash.core.alerts.rules_ranks import RANK_RULES
 from dash.core.alerts.rules_run import RUN_RULES
-from dash.core.alerts.rules_server import SERVER_RULES, rule_down
+from dash.core.alerts.rules_server import SERVER_RULES, rule_down, rule_http_unreachable
 from dash.core.alerts.rules_throughput import THROUGHPUT_RULES
 from dash.core.config import AlertConfig
 from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
 
 PER_SERVER: frozenset[Rule] = frozenset(
-    (*(r for r in SERVER_RULES if r is not rule_down), *THROUGHPUT_RULES, *RANK_RULES))
-"""Rules about one server's log (its HTTP is the one URL's: `server_down` is the run's)."""
+    (*(r for r in SERVER_RULES if r not in (rule_down, rule_http_unreachable)),
+     *THROUGHPUT_RULES, *RANK_RULES))
+"""Rules about one server's log (HTTP is the one URL's: `server_down` and `http_unreachable`
+are the run's)."""
 
 
 @dataclass
@@ -47,6 +54,8 @@ class AlertEngine:
 
     config: AlertConfig = field(default_factory=AlertConfig)
     rules: tuple[Rule, ...] | None = None
+    immediate: bool = False
+    """Fire a finding as soon as it holds (a short sample, where durations cannot pass)."""
     _tracks: dict[str, _Track] = field(default_factory=dict)
     _memory: dict[tuple[int, str | None], dict[str, Any]] = field(default_factory=dict)
     _events: dict[str | None, ServerEvents] = field(default_factory=dict)
@@ -58,13 +67,16 @@ class AlertEngine:
     def evaluate(self, snap: RunSnapshot, now: float) -> AlertChanges:
         """Evaluate every rule on `snap` at `now`; return what fired and what cleared."""
         active = frozenset(k for k, t in self._tracks.items() if t.alert is not None)
+        acked = frozenset(k for k, t in self._tracks.items()
+                          if t.alert is not None and t.alert.acknowledged)
         scopes = _scopes(snap)
         findings: dict[str, Finding] = {}
+        resolved: set[str] = set()
         for i, rule in enumerate(self.rules or ()):
             for scope, view in (scopes if rule in PER_SERVER else [(None, snap)]):
                 ctx = RuleContext(view, now, self.config, active,
                                   self._memory.setdefault((i, scope), {}),
-                                  self._indexed(scope, view), scope)
+                                  self._indexed(scope, view), acked, resolved, scope)
                 for f in rule(ctx):
                     if scope is not None:
                         f = dataclasses.replace(f, subject="/".join(
@@ -72,7 +84,7 @@ class AlertEngine:
                     findings.setdefault(f.key, f)
         new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
         cleared = [a for k in list(self._tracks) if k not in findings
-                   if (a := self._absent(k, now)) is not None]
+                   if (a := self._absent(k, now, k in resolved)) is not None]
         return AlertChanges(tuple(new), tuple(cleared))
 
     def _indexed(self, scope: str | None, view: RunSnapshot) -> ServerEvents:
@@ -92,19 +104,19 @@ class AlertEngine:
             # Keep `since` and the acknowledgement; refresh the numbers.
             track.alert = _alert(f, track.alert.since, track.alert.acknowledged)
             return None
-        if now - track.first_seen < f.fire_after:
+        if now - track.first_seen < f.fire_after and not self.immediate:
             return None
         track.alert = _alert(f, since, False)
         return track.alert
 
-    def _absent(self, key: str, now: float) -> Alert | None:
+    def _absent(self, key: str, now: float, resolved: bool = False) -> Alert | None:
         track = self._tracks[key]
         if track.alert is None:
             del self._tracks[key]  # a pending condition that went away restarts its duration
             return None
         if track.absent_since is None:
             track.absent_since = now
-        if now - track.absent_since < self.config.clear_after_s:
+        if now - track.absent_since < self.config.clear_after_s and not resolved:
             return None
         del self._tracks[key]
         return track.alert

@@ -11,19 +11,23 @@ import dataclasses
 from collections.abc import Iterable
 
 from dash.core.alerts.engine import AlertEngine
+from dash.core.alerts.history import AlertHistory
+from dash.core.alerts.incidents import group_incidents
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import AlertConfig, Config
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.recent import RecentSet
 from dash.core.snapshot import (
     Alert,
+    HttpSnapshot,
     Record,
     RunSnapshot,
 )
 from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
-from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
+from dash.core.state.liveness import liveness
+from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
 from dash.core.state.servers import Servers, combine
 
@@ -36,15 +40,19 @@ SHOWN_NOTICES = 20
 class RunState:
     """Composes the trackers and the alert engine for one Config."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, *, sample_s: float | None = None) -> None:
+        """`sample_s`: the state of a short sample of this many seconds (`--once`, `check`):
+        alerts fire as soon as their condition holds, and rates are measured over the sample."""
         self.cfg = cfg
         self.servers = Servers(str(p) for p in cfg.logs)
         self._no_log = ServerLogTracker(None)
         self.http = HttpTracker(cfg.url or None)
         self.gpus = GpuTracker()
-        self.partitions = _make_partitions(cfg)
+        self.partitions = _make_partitions(cfg, sample_s)
         self.client = ClientTracker(cfg)
-        self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
+        self.alert_config = AlertConfig.from_mapping(cfg.alerts)
+        self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
+        self.history = AlertHistory()
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
     @property
@@ -90,13 +98,21 @@ class RunState:
 
     def tick(self, now: float) -> AlertChanges:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
-        return self.alerts.evaluate(self._compose(now), now)
+        changes = self.alerts.evaluate(self._compose(now), now)
+        self.history.record(changes, now)
+        return changes
 
     def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
         """`tick(now)` then `snapshot(now)`, composing the state once instead of twice."""
         composed = self._compose(now)
         changes = self.alerts.evaluate(composed, now)
-        return changes, dataclasses.replace(composed, alerts=self.alerts.active())
+        self.history.record(changes, now)
+        return changes, self._with_alerts(composed)
+
+    def _with_alerts(self, composed: RunSnapshot) -> RunSnapshot:
+        active = self.alerts.active()
+        return dataclasses.replace(composed, alerts=active, incidents=group_incidents(active),
+                                   history=self.history.entries())
 
     def acknowledge(self, key: str) -> bool:
         """Mark an active alert seen (by `Alert.key`)."""
@@ -104,7 +120,7 @@ class RunState:
 
     def snapshot(self, now: float) -> RunSnapshot:
         """Everything at `now`, with the active alerts."""
-        return dataclasses.replace(self._compose(now), alerts=self.alerts.active())
+        return self._with_alerts(self._compose(now))
 
     def _compose(self, now: float) -> RunSnapshot:
         servers = tuple(t.snapshot(now) for t in self._trackers())
@@ -113,17 +129,28 @@ class RunState:
         figures = server.now.as_record() if server.now is not None and server.now.multi \
             else server.last_decode
         http = self.http.snapshot(now, figures, last_decode_at=server.last_record_at)
+        # Each server's own liveness; HTTP is the first's (the one URL).
+        lives = tuple(liveness(s, http if i == 0 else HttpSnapshot(), now,
+                               live_s=self.alert_config.log_live_s,
+                               http_enabled=self.cfg.http_enabled and i == 0)
+                      for i, s in enumerate(servers))
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
-                           servers=servers, total=combine(servers))
+                           liveness=lives[0], unmatched_globs=self.partitions.unmatched(),
+                           servers=servers, total=combine(servers),
+                           server_liveness=lives if len(servers) > 1 else ())
 
 
-def _make_partitions(cfg: Config) -> PartitionsTracker:
+def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:
     # A partition shows "stalled" no later than the output_stalled alert (which needs it) fires.
     stall = min(STALL_AFTER_S, AlertConfig.from_mapping(cfg.alerts).stalled_after_s)
-    return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall)
+    # An instant sample (0 s) measures no rate at all: unknown, not noise from two reads.
+    span = MIN_SPAN_S if sample_s is None else (
+        min(MIN_SPAN_S, 0.8 * sample_s) if sample_s > 0 else float("inf"))
+    return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall,
+                             min_span_s=span)
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,
