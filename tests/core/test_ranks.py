@@ -167,3 +167,21 @@ def test_vllm_engines_are_ranks() -> None:
     assert now is not None and [r.rank for r in now.ranks] == [f"engine {i}" for i in range(4)]
     assert now.gen_throughput == 606.0 and now.running_req == 16.0
     assert now.token_usage == pytest.approx(0.4) and now.tokens is None
+
+
+def test_one_named_rank_has_its_own_figures_as_the_totals() -> None:
+    table = _table(_dec(None, T0, 150.0, running=3, usage=0.2, engine_index=0),
+                   _dec(None, T0 + 10, 180.0, running=4, usage=0.3, engine_index=0))
+    assert not table.multi
+    t = table.totals()
+    assert (t.gen_throughput, t.running_req, t.token_usage, t.token_usage_mean) == \
+        (180.0, 4.0, 0.3, 0.3)
+    assert table.total_gen() == 180.0
+
+
+def test_a_vllm_log_of_one_engine_summarises_as_printed(real_logs) -> None:  # type: ignore[no-untyped-def]
+    from dash.commands.summary import summarize
+
+    doc = summarize(real_logs / "vllm-30599-v0.12-health-interleaved.log")
+    gen = doc["gen_throughput"]
+    assert doc["ranks"] == [] and gen["peak"]["gen_throughput"] > 100.0

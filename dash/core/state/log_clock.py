@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import LogClockView
 
 QUARTER_H_S = 900.0
@@ -186,3 +187,50 @@ class LogClock:
         return LogClockView(offset_s=self._map.offset, rate=self._map.rate, zoned=self.zoned,
                             learned=self.learned, last_line_at=last_line_at,
                             box_utc_offset_s=box_utc_offset(now))
+
+
+def _epoch(ts: str, ref: float) -> float | None:
+    try:
+        return ts_to_epoch(ts, ref=ref)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+class LogTimes:
+    """A log's stamps as clock times: its learned clock, and when its last stamped line was."""
+
+    def __init__(self) -> None:
+        self.clock = LogClock()
+        self.last_line_at: float | None = None
+        """Clock time of the newest stamped line seen (lines of no interest count)."""
+
+    def time_of(self, ts: str, now: float) -> float | None:
+        """The clock time of a record's stamp (None: no time in it)."""
+        clock = self.clock
+        if clock.identity:
+            t = _epoch(ts, now)
+        else:
+            t = _epoch(ts, clock.stamp_ref(now))
+            t = None if t is None else clock.to_clock(t)
+        if t is not None:
+            self.saw(t)
+        return t
+
+    def learn(self, ts: str, written_at: float, now: float) -> Callable[[float], float] | None:
+        """The file's last line, stamped `ts`, was written at clock time `written_at`; how the
+        times placed so far move, when the clock learned moved them."""
+        stamp = _epoch(ts, self.clock.stamp_ref(now))
+        if stamp is None:
+            return None
+        moved = self.clock.observe(stamp, written_at, ts)
+        if moved is not None and self.last_line_at is not None:
+            self.last_line_at = moved(self.last_line_at)
+        self.saw(self.clock.to_clock(stamp))
+        return moved
+
+    def saw(self, t: float) -> None:
+        if self.last_line_at is None or t > self.last_line_at:
+            self.last_line_at = t
+
+    def view(self, now: float) -> LogClockView:
+        return self.clock.view(self.last_line_at, now)

@@ -231,6 +231,10 @@ class RankTable:
 
     def totals(self) -> Totals:
         """Sums over the live ranks; usage the highest and the mean."""
+        if not self._ranks:  # one rank (or none yet): its own figures
+            one = self._one_rank() if self._one_seen else RankNow(None, 0.0)
+            return Totals(one.gen_throughput, one.running_req, one.queue_req, one.token_usage,
+                          one.token_usage, one.tokens)
         default = self._default_interval()
         sums: dict[str, float] = {}
         usage: list[float] = []

@@ -18,9 +18,8 @@ from types import MappingProxyType
 from typing import Any
 
 from dash.core.linenums import WINDOW_KEY, resolved
-from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import Record, ServerLogSnapshot
-from dash.core.state.log_clock import LogClock
+from dash.core.state.log_clock import LogTimes
 from dash.core.state.server_stats import SERIES, ServerStats
 
 __all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker"]
@@ -59,15 +58,6 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def _stamp(ts: object, ref: float) -> float | None:
-    if not isinstance(ts, str) or not ts:
-        return None
-    try:
-        return ts_to_epoch(ts, ref=ref)
-    except (ValueError, TypeError, OverflowError):
-        return None
-
-
 class ServerLogTracker:
     """Mutable state of one server log; `snapshot()` freezes it. Use from one thread only."""
 
@@ -77,8 +67,7 @@ class ServerLogTracker:
         self.name = name
         """What the screen calls this server among several (None: the only one)."""
         self._stats = ServerStats(history)
-        self._clock = LogClock()
-        self._last_line_at: float | None = None
+        self._times = LogTimes()
         self._events: deque[Record] = deque(maxlen=max_events)
         self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
@@ -166,24 +155,15 @@ class ServerLogTracker:
         ts = last_stamp
         if ts is None and records and isinstance(records[-1], Mapping):
             ts = records[-1].get("ts")
-        if not isinstance(ts, str) or not ts:
-            return
-        stamp = _stamp(ts, self._clock.stamp_ref(now))
-        if stamp is not None:
-            moved = self._clock.observe(stamp, written_at, ts)
+        if isinstance(ts, str) and ts:
+            moved = self._times.learn(ts, written_at, now)
             if moved is not None:
                 self._remap(moved)
-            self._saw_line(self._clock.to_clock(stamp))
-
-    def _saw_line(self, t: float) -> None:
-        """A stamped line at clock time `t` (the newest kept: lines of no interest count)."""
-        if self._last_line_at is None or t > self._last_line_at:
-            self._last_line_at = t
 
     def _remap(self, fn: Callable[[float], float]) -> None:
         """Move every time kept so far onto the log's newly learned clock."""
         self._stats.remap(fn)
-        for name in ("_last_record_at", "_started_at", "_last_line_at"):
+        for name in ("_last_record_at", "_started_at"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, fn(value))
@@ -203,17 +183,11 @@ class ServerLogTracker:
                 assert self._last_stamp is not None
                 return self._last_stamp[0]
             return now
-        clock = self._clock
-        if clock.identity:
-            t = _stamp(ts, now)
-        else:
-            t = _stamp(ts, clock.stamp_ref(now))
-            t = None if t is None else clock.to_clock(t)
+        t = self._times.time_of(ts, now)
         if t is None:
             return now
         self._last_stamp = (t, ts)
         self._stamp_feed = self._feeds
-        self._saw_line(t)
         return t
 
     def _stamp_fresh(self) -> bool:
@@ -357,7 +331,7 @@ class ServerLogTracker:
         role = self._facts.get("disaggregation_mode") or self._stats.role
         return ServerLogSnapshot(
             name=self.name, role=role if isinstance(role, str) else None, now=self._stats.now(),
-            clock=self._clock.view(self._last_line_at, now),
+            clock=self._times.view(now),
             path=self.path, engine=self._engine, last_decode=self._last_decode,
             last_prefill=self._last_prefill, peak=self._stats.peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,

@@ -24,9 +24,9 @@ from typing import Any
 
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
-from dash.core.snapshot import ServerNow
-from dash.core.state.ranks import GAPS_KEPT, RankTable, rank_key
+from dash.core.state.ranks import rank_key
 from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
+from dash.core.views.summary_ranks import RankedGens
 
 MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
@@ -72,7 +72,6 @@ class Downsampled:
 
 
 _NO_DECODE = object()  # `Part.last_key` of a part without decode records
-_NO_RANKS = ServerNow()
 
 
 @dataclass
@@ -231,11 +230,7 @@ class LogSummary:
         self._new = 0
         self._last_key: object = _NO_DECODE
         self._last_ranks: set[str | None] = set()
-        self._ranks = RankTable()
-        self._rank_keys: set[str | None] = set()
-        self._ranked = False  # a sample named a rank: from then on every sample is a total
-        self._unranked: deque[tuple[float, str | None]] = deque(maxlen=GAPS_KEPT + 1)
-        self._clock = ref
+        self._ranked = RankedGens(ref)
         self.throughput = Downsampled()
         self.alerts = AlertFeed()
 
@@ -279,13 +274,9 @@ class LogSummary:
         if not gens:
             return
         peak = part.peak
-        if part.gen_ranks or self._ranked:  # named ranks: each sample is the server's total
-            self._rank_keys.update(part.gen_ranks or (None,))
-            gens, peak = self._totals(part)
-        else:
-            self._rank_keys.add(None)
-            keep = GAPS_KEPT + 1
-            self._unranked.extend(zip(gens[-keep:], part.gen_ts[-keep:], strict=True))
+        totals = self._ranked.fold(gens, part.gen_ts, part.gen_ranks, part.gen_lines)
+        if totals is not None:  # named DP ranks: each sample is the server's total
+            gens, peak = totals
         if peak is not None:
             i, line = peak
             if self.peak is None or gens[i] > self.peak["gen_throughput"]:
@@ -300,41 +291,9 @@ class LogSummary:
         self._gen_sum = reduce(operator.add, gens, self._gen_sum)
         self._gen_n += len(gens)
 
-    def _add(self, rank: str | None, gen: float, ts: str | None) -> None:
-        t = ts_to_epoch(ts, self._clock) if ts else None
-        self._clock = self._clock if t is None else t
-        self._ranks.update(rank, self._clock, ts, "decode", {"gen_throughput": gen})
-
-    def _seed(self) -> None:
-        """The rank-less samples before the first named rank, as far as the ranks keep them."""
-        for gen, ts in self._unranked:
-            self._add(None, gen, ts)
-
-    def _totals(self, part: Part) -> tuple[list[float], tuple[int, int]]:
-        """The server's throughput at each sample: its ranks' latest lines summed, from the
-        first sample that names a rank on (the rank-less ones before it are as printed)."""
-        out: list[float] = []
-        ranks = part.gen_ranks or [None] * len(part.gens)
-        for gen, ts, rank in zip(part.gens, part.gen_ts, ranks, strict=True):
-            if not self._ranked:
-                if rank is None:
-                    self._unranked.append((gen, ts))
-                    out.append(gen)
-                    continue
-                self._ranked = True
-                self._seed()
-            self._add(rank, gen, ts)
-            out.append(self._ranks.totals().gen_throughput or 0.0)
-        top = out.index(max(out))
-        return out, (top, part.gen_lines[top] if part.gen_lines else 0)
-
     def ranks(self) -> list[str]:
         """The DP ranks (vLLM engines) whose throughput is summed; empty with one."""
-        keys = [k for k in self._rank_keys if k is not None]
-        if len(self._rank_keys) < 2:
-            return []
-        return [r.rank for r in (self._ranks.snapshot() or _NO_RANKS).ranks
-                if r.rank is not None] or sorted(keys)
+        return self._ranked.ranks()
 
     def _spec(self) -> dict[str, Any] | None:
         """Speculative decoding's acceptance over the log (None when the server ran none)."""
