@@ -52,8 +52,8 @@ async def _live(run: SimRun, cfg: Config, split: Path, since: int, until: int) -
     clock = FakeClock(START + since)
     collector = Collector(cfg)
     state = RunState(cfg)
-    keeper = remembered(state, cfg)
-    app = DashApp(cfg, state=state, clock=clock, live=False, launch_keeper=keeper)
+    keepers = remembered(state, cfg)
+    app = DashApp(cfg, state=state, clock=clock, live=False, launch_keepers=keepers)
     out: dict[str, Any] = {}
     async with app.run_test(size=(160, 45)) as pilot:
         for t in range(since, until + 1, STEP_S):

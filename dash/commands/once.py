@@ -129,7 +129,7 @@ def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
                  clock: Clock | None = None) -> tuple[RunSnapshot, Sample]:
     """The run's state after sampling every source for `window` seconds, and how it was taken."""
     sampler = _Sampler(cfg, window, nvml_module, clock or SystemClock())
-    keeper = remembered(sampler.state, cfg)
+    keepers = remembered(sampler.state, cfg)
 
     async def main() -> Sample:
         try:
@@ -140,11 +140,12 @@ def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
     sample = asyncio.run(main())
     now = sampler.clock.now()
     snap = sampler.state.tick_and_snapshot(now)[1]
-    if keeper is not None and snap.launches:
-        error = keeper.store.save(snap.launches, now)  # what this look saw, for the next one
-        if error:
-            sampler.state.add_notice(error)
-            snap = sampler.state.snapshot(now)
+    errors = [keeper.store.save(sampler.state.launches_for(keeper.path).launches(), now)
+              for keeper in keepers]  # what this look saw, for the next one
+    for error in filter(None, errors):
+        sampler.state.add_notice(error)
+    if any(errors):
+        snap = sampler.state.snapshot(now)
     return snap, sample
 
 

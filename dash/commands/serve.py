@@ -14,6 +14,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
@@ -68,7 +69,7 @@ class ServeLoop:
         self.publish = publish
         self.collector = Collector(cfg, nvml_module=nvml_module)
         self.state = RunState(cfg)
-        self.keeper = remembered(self.state, cfg)  # the earlier launches of the log
+        self.keepers = remembered(self.state, cfg)  # the earlier launches of the logs
         self.sinks = AlertDelivery.from_config(cfg)
         self._noted: RecentSet[str] = RecentSet(MAX_NOTED)
 
@@ -103,21 +104,21 @@ class ServeLoop:
         await self.keep_launches(now)
 
     async def keep_launches(self, now: float, *, final: bool = False) -> None:
-        """Save the log's launches when a start or an end came, or now and then (`final`: on
-        the way out, whatever changed)."""
-        keeper, tracker = self.keeper, self.state.launches
-        if keeper is None or not keeper.due(tracker.version, tracker.boundaries,
-                                            float("inf") if final else now):
-            return
-        keeper.taken(tracker.version, tracker.boundaries, now)
-        launches = tracker.launches()
-        try:
-            error = await run_blocking(lambda: keeper.store.save(launches, now), timeout=3.0,
-                                       name="kdash-launches")
-        except TimeoutError as exc:
-            error = str(exc)
-        if error:
-            self._note(error)
+        """Save each kept log's launches when a start or an end came, or now and then
+        (`final`: on the way out, whatever changed)."""
+        for keeper in self.keepers:
+            tracker = self.state.launches_for(keeper.path)
+            if not keeper.due(tracker.version, tracker.boundaries, float("inf") if final else now):
+                continue
+            keeper.taken(tracker.version, tracker.boundaries, now)
+            launches = tracker.launches()
+            try:
+                error = await run_blocking(partial(keeper.store.save, launches, now),
+                                           timeout=3.0, name="kdash-launches")
+            except TimeoutError as exc:
+                error = str(exc)
+            if error:
+                self._note(error)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll every source on its own interval until `stop` is set; then release them."""

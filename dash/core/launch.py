@@ -38,7 +38,8 @@ class LaunchFigures:
     judges a peak: single lines jump by tens of percent."""
     peak_at: float | None = None
     peak_line: float | None = None
-    """The highest throughput of a single decode line (what a reader of the log sees)."""
+    """The highest throughput at a single decode line (what the dashboard's peak shows: the
+    whole server's, its DP ranks summed)."""
     steady: float | None = None
     """The median of the last stable stretch of windowed medians (tok/s)."""
     steady_s: float | None = None

@@ -57,11 +57,16 @@ class LogFormat:
         return "0.5.12" if not self.legacy else self.family
 
     # -- prefix ------------------------------------------------------------------------------
-    def prefix(self, epoch: float, tp_rank: int | None, tp_size: int) -> str:
-        """`[YYYY-MM-DD HH:MM:SS TP0] `; main-process lines pass tp_rank=None (no tag)."""
+    def prefix(self, epoch: float, tp_rank: int | None, tp_size: int,
+               dp_size: int = 1) -> str:
+        """`[YYYY-MM-DD HH:MM:SS TP0] `; main-process lines pass tp_rank=None (no tag). With DP
+        attention (`dp_size` > 1) every scheduler is `DP{d} TP{t} EP{t}`, `d = t // (tp / dp)`
+        (SGLang's `configure_scheduler_process` order: DP, TP, EP)."""
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
         tag = ""
-        if tp_rank is not None and (tp_size > 1 or self.family == "0.4.3"):
+        if tp_rank is not None and dp_size > 1:
+            tag = f" DP{tp_rank // (tp_size // dp_size)} TP{tp_rank} EP{tp_rank}"
+        elif tp_rank is not None and (tp_size > 1 or self.family == "0.4.3"):
             tag = f" TP{tp_rank}"
         return f"[{stamp}{tag}] "
 
@@ -102,7 +107,8 @@ class LogFormat:
 
     # -- startup -----------------------------------------------------------------------------
     def server_args(self, model: str, tp: int, mem_fraction: float, kv_dtype: str,
-                    max_running: int, context: int, port: int, hicache_gb: float = 0.0) -> str:
+                    max_running: int, context: int, port: int, hicache_gb: float = 0.0,
+                    dp: int = 1) -> str:
         """The one long arguments line: `server_args=ServerArgs(...)`, or a dict (0.5.19+)."""
         pairs: list[tuple[str, object]] = [
             ("model_path", model), ("tokenizer_path", model), ("tokenizer_mode", "auto"),
@@ -116,11 +122,11 @@ class LogFormat:
             ("schedule_policy", "fcfs"), ("schedule_conservativeness", 1.0), ("tp_size", tp),
             ("stream_interval", 1), ("random_seed", 42), ("log_level", "info"),
             ("log_requests", False), ("show_time_cost", False), ("enable_metrics", True),
-            ("decode_log_interval", 40), ("dp_size", 1), ("load_balance_method", "round_robin"),
-            ("disable_radix_cache", False), ("disable_cuda_graph", False),
-            ("enable_torch_compile", False), ("enable_hierarchical_cache", hicache_gb > 0),
-            ("hicache_ratio", 2.0), ("hicache_size", int(hicache_gb) if hicache_gb == int(hicache_gb)
-                                     else hicache_gb),
+            ("decode_log_interval", 40), ("dp_size", dp), ("load_balance_method", "round_robin"),
+            ("enable_dp_attention", dp > 1), ("disable_radix_cache", False),
+            ("disable_cuda_graph", False), ("enable_torch_compile", False),
+            ("enable_hierarchical_cache", hicache_gb > 0), ("hicache_ratio", 2.0),
+            ("hicache_size", int(hicache_gb) if hicache_gb == int(hicache_gb) else hicache_gb),
             ("watchdog_timeout", 300)]
         if self.family == "0.5.19":
             return "server_args={" + ", ".join(f"{k!r}: {v!r}" for k, v in pairs) + "}"

@@ -24,6 +24,9 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   t=638, then ~1050 tok/s with the queue draining.
 - `stalled-output`: as healthy, but from t=240 B2_opencodeinstruct's output stops growing while
   the server keeps decoding and serving requests.
+- `dp-imbalance`: as healthy, on 8 DP-attention ranks (`DP0 TP0 EP0` ... `DP7 TP7 EP7`), but
+  rank DP5 holds the long requests: its token usage ~0.95 and the whole queue while the other
+  ranks sit at ~0.21.
 - `tuning-session`: four launches on one log, each start rewriting it (`nohup ... > server.log`),
   in the 0.5.19 format (dict arguments, the KV pool's dtype): `--mem-fraction-static 0.85` from
   t=0 (116,171 KV tokens, 8.34 GB free after CUDA graph capture, ~850 tok/s from t=80), SIGTERM
@@ -32,6 +35,9 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   48 GB host pool): the peak-plateau load shifted to its start (1317 tok/s at +120, ~606 from
   +600), SIGTERM at t=1860; 0.90 with `--kv-cache-dtype fp8_e4m3` (and hicache 48) from t=1880:
   376,029 tokens, 3.52 GB free, ~1050 tok/s from about +60, running on.
+
+Any scenario runs with data-parallel ranks with `dp` (`kdash sim --dp 8`): each rank prints its
+own decode and prefill lines with its share of the requests and throughput.
 """
 
 from __future__ import annotations
@@ -97,6 +103,10 @@ class Scenario:
     stall: tuple[str, float] | None = None
     """(partition, t): from t that partition's output stops growing."""
     buffered_client: bool = False
+    dp: int = 1
+    """DP-attention ranks the server runs with unless told otherwise (`--dp`)."""
+    hot_rank: int | None = None
+    """A DP rank that gets the long requests (its KV cache fills while the others idle)."""
     notes: dict[str, float] = field(default_factory=dict)
     """Named times (simulated seconds) that tests and alert tests key on."""
     log_format: str | None = None
@@ -219,6 +229,7 @@ def _build() -> dict[str, Scenario]:
                    "ready_again": 638.0}),
         Scenario("stalled-output", healthy, stall=("B2_opencodeinstruct", 240.0),
                  notes={"ready": 18.0, "stall": 240.0}),
+        Scenario("dp-imbalance", healthy, dp=8, hot_rank=5, notes={"ready": 18.0}),
         _tuning(),
     )}
 

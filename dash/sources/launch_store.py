@@ -91,19 +91,17 @@ def _why(exc: BaseException) -> str:
 
 
 class LaunchKeeper:
-    """When to save a log's launches: at once after a start or an end, otherwise at most every
-    `every_s` while the current launch's figures change."""
+    """When to save one log's launches: at once after a start or an end, otherwise at most
+    every `every_s` while the current launch's figures change."""
 
-    def __init__(self, store: LaunchStore, every_s: float = SAVE_EVERY_S) -> None:
+    def __init__(self, store: LaunchStore, path: str | None = None,
+                 every_s: float = SAVE_EVERY_S) -> None:
         self.store = store
+        self.path = path if path is not None else store.log
+        """The log as the run state names it (`RunState.launches_for(path)`)."""
         self.every_s = every_s
         self._saved: tuple[int, int] | None = None
         self._at = float("-inf")
-
-    @classmethod
-    def for_config(cls, cfg: Config) -> LaunchKeeper | None:
-        """The keeper of the configured log's launches (None without a log)."""
-        return cls(LaunchStore(state_dir(cfg), cfg.log)) if cfg.log is not None else None
 
     def due(self, version: int, boundaries: int, now: float) -> bool:
         """Whether launches at this (version, boundaries) should be saved now."""
@@ -118,13 +116,24 @@ class LaunchKeeper:
         self._saved, self._at = (version, boundaries), now
 
 
-def remembered(state: RunState, cfg: Config) -> LaunchKeeper | None:
-    """The keeper of the configured log's launches, with what it kept of them given to
-    `state` (a notice when the file could not be used); None without a log."""
-    keeper = LaunchKeeper.for_config(cfg)
-    if keeper is not None:
+_GLOB = frozenset("*?[")
+
+
+def keepers_for(cfg: Config) -> tuple[LaunchKeeper, ...]:
+    """A keeper per server log named by its path (a glob's logs are tracked, not kept: their
+    files come and go)."""
+    base = state_dir(cfg)
+    return tuple(LaunchKeeper(LaunchStore(base, log), str(log)) for log in cfg.logs
+                 if not _GLOB.intersection(str(log)))
+
+
+def remembered(state: RunState, cfg: Config) -> tuple[LaunchKeeper, ...]:
+    """The keepers of the configured logs' launches, with what they kept given to `state` (a
+    notice when a file could not be used)."""
+    keepers = keepers_for(cfg)
+    for keeper in keepers:
         launches, notice = keeper.store.load()
-        state.launches.remember(launches)
+        state.launches_for(keeper.path).remember(launches)
         if notice:
             state.add_notice(notice)
-    return keeper
+    return keepers

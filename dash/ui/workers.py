@@ -20,6 +20,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -45,7 +46,7 @@ from dash.ui.messages import (
 
 if TYPE_CHECKING:
     from dash.core.launch import Launch
-    from dash.core.state.launches import LaunchTracker
+    from dash.core.state.run import RunState
     from dash.sources.alert_sinks import AlertDelivery
     from dash.sources.launch_store import LaunchKeeper
 
@@ -110,7 +111,7 @@ class WorkerApp(App[int]):
     """The part of the app that runs the sources; `DashApp` adds the screen."""
 
     def __init__(self, cfg: Config, collector: Sources | None, clock: Clock,
-                 launch_keeper: LaunchKeeper | None = None) -> None:
+                 launch_keepers: tuple[LaunchKeeper, ...] = ()) -> None:
         super().__init__()
         self.cfg = cfg
         self.collector = collector
@@ -125,9 +126,9 @@ class WorkerApp(App[int]):
         self._sources_closed = False
         self._delivery: AlertDelivery | None = None
         self._delivery_errors: RecentSet[str] = RecentSet(MAX_DELIVERY_ERRORS)
-        self.launch_keeper = launch_keeper
-        """Saves the log's launches to the state directory (None: they are not kept)."""
-        self._launches: tuple[LaunchTracker, tuple[Launch, ...]] | None = None
+        self.launch_keepers = launch_keepers
+        """Save the logs' launches to the state directory (none: they are not kept)."""
+        self._launch_state: RunState | None = None
 
     def start_sources(self) -> None:
         """Start one loop per configured source."""
@@ -241,23 +242,19 @@ class WorkerApp(App[int]):
             self._watching = False
             self._wake.set()
 
-    def keep_launches(self, tracker: LaunchTracker, launches: tuple[Launch, ...],
-                      now: float) -> None:
-        """Save the launches when they changed enough (a start or an end: at once)."""
-        keeper = self.launch_keeper
-        if keeper is None:
-            return
-        self._launches = (tracker, launches)
-        if keeper.due(tracker.version, tracker.boundaries, now):
-            keeper.taken(tracker.version, tracker.boundaries, now)
-            self.save_launches(launches, now)
+    def keep_launches(self, state: RunState, now: float) -> None:
+        """Save each kept log's launches when they changed enough (a start or an end: at once)."""
+        self._launch_state = state
+        for keeper in self.launch_keepers:
+            tracker = state.launches_for(keeper.path)
+            if keeper.due(tracker.version, tracker.boundaries, now):
+                keeper.taken(tracker.version, tracker.boundaries, now)
+                self.save_launches(keeper, tracker.launches(), now)
 
     @work(group="launches", exclusive=False)
-    async def save_launches(self, launches: tuple[Launch, ...], at: float) -> None:
-        """Write the launches file off the loop; a failure is a notice (once)."""
-        keeper = self.launch_keeper
-        if keeper is None:
-            return
+    async def save_launches(self, keeper: LaunchKeeper, launches: tuple[Launch, ...],
+                            at: float) -> None:
+        """Write a launches file off the loop; a failure is a notice (once)."""
         try:
             error = await run_blocking(lambda: keeper.store.save(launches, at),
                                        timeout=JOIN_TIMEOUT_S, name="kdash-launches")
@@ -268,18 +265,20 @@ class WorkerApp(App[int]):
 
     async def _save_launches_now(self, timeout: float) -> None:
         """On the way out: what changed since the last save."""
-        keeper, held = self.launch_keeper, self._launches
-        if keeper is None or held is None:
+        state = self._launch_state
+        if state is None:
             return
-        tracker, launches = held
-        if not keeper.due(tracker.version, tracker.boundaries, float("inf")):
-            return
-        keeper.taken(tracker.version, tracker.boundaries, float("inf"))
-        try:
-            await run_blocking(lambda: keeper.store.save(launches, self.clock.now()),
-                               timeout=timeout, name="kdash-launches")
-        except TimeoutError:
-            pass  # a hung state directory: the exit does not wait for it
+        for keeper in self.launch_keepers:
+            tracker = state.launches_for(keeper.path)
+            if not keeper.due(tracker.version, tracker.boundaries, float("inf")):
+                continue
+            keeper.taken(tracker.version, tracker.boundaries, float("inf"))
+            launches = tracker.launches()
+            try:
+                await run_blocking(partial(keeper.store.save, launches, self.clock.now()),
+                                   timeout=timeout, name="kdash-launches")
+            except TimeoutError:
+                return  # a hung state directory: the exit does not wait for it
 
     @work(group="alerts")
     async def deliver_alerts(self, changes: AlertChanges, at: float) -> None:

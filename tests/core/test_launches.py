@@ -243,3 +243,18 @@ def test_run_state_splits_a_read_at_the_rewrite():
     state.feed_server_log([parse_line(x) for x in lines], T0 + 400, rewritten=(cut,))
     first, second = state.snapshot(T0 + 400).launches
     assert first.reason == "log rewritten" and second.outcome == "running"
+
+
+def test_dp_ranks_figures_are_the_whole_servers_sums():
+    lines = [args_line(0, 0.9), *startup(0, 1000, 4.0)]
+    for i in range(150):  # 4 DP ranks, each printing its own line every 4 s at ~250 tok/s
+        t = 10 + 4 * i
+        base = stamp(t).rstrip("] ")
+        lines += [f"{base} DP{r} TP{r} EP{r}] Decode batch, #running-req: 10, #token: 100, "
+                  f"token usage: 0.{40 + r}, cuda graph: True, gen throughput (token/s): "
+                  f"{250 + r:.2f}, #queue-req: 1" for r in range(4)]
+    (launch,) = read(lines)
+    f = launch.figures
+    assert 1000 <= f.steady <= 1006 and f.running == 40 and f.queued == 4
+    assert f.usage == 0.43  # the rank that runs out first
+    assert f.peak_line == 1006.0  # at one line, the whole server's: the dashboard's peak

@@ -13,7 +13,7 @@ from dash.core.config import Config
 from dash.core.launch import Launch, LaunchFigures
 from dash.sources.collector import rewrites
 from dash.sources.files import FollowRead
-from dash.sources.launch_store import LaunchKeeper, LaunchStore, state_dir
+from dash.sources.launch_store import LaunchKeeper, LaunchStore, keepers_for, state_dir
 
 
 def launches(n: int = 2) -> tuple[Launch, ...]:
@@ -94,7 +94,9 @@ def test_the_state_directory_is_the_configured_one_else_the_users(tmp_path: Path
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     assert state_dir(Config()) == tmp_path / "xdg" / "kdash"
     assert state_dir(Config(state_dir=tmp_path / "mine")) == tmp_path / "mine"
-    assert LaunchKeeper.for_config(Config()) is None  # no log, nothing to keep
+    assert keepers_for(Config()) == ()  # no log, nothing to keep
+    glob = keepers_for(Config(log=tmp_path / "a.log", more_logs=(tmp_path / "n*/server.log",)))
+    assert [k.path for k in glob] == [str(tmp_path / "a.log")]  # a glob's logs come and go
 
 
 def test_the_keeper_saves_starts_and_ends_at_once_and_figures_now_and_then(tmp_path: Path) -> None:

@@ -70,3 +70,23 @@ async def test_the_server_panel_shows_the_launch_line() -> None:
         text = " ".join(app.query_one(ServerPanel).plain.split())
         assert "launch 4 of 4; previous: mem 0.88 -> 0.90, kv bf16 -> fp8_e4m3" in text
         assert "KV tokens 159K -> 376K; steady 609 -> 1,055" in text
+
+
+async def test_with_several_servers_the_view_shows_the_selected_ones_launches() -> None:
+    import dataclasses
+
+    from ui.fake_run import pd_snapshot
+
+    tuning = tuning_launches()
+    snap = dataclasses.replace(pd_snapshot(), launches=tuning[:1],
+                               server_launches=(tuning[:1], tuning))
+    app = build_app(snap)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        assert _rows(app)[0].split() == ["#1"]  # the prefill server's one start
+        await pilot.press("escape", "s", "L")  # the decode server, selected
+        assert _rows(app)[0].split() == ["#1", "#2", "#3", "#4", "now"]
+        assert "decode" in str(app.screen.query_one(LaunchTableView).border_title)
+        await pilot.press("escape")
+        text = " ".join(app.query_one(ServerPanel).plain.split())
+        assert "launch 4 of 4; previous: mem 0.88 -> 0.90" in text

@@ -19,6 +19,7 @@ from typing import Any
 from dash.core.alerts.rules_throughput import window_median
 from dash.core.launch import LaunchFigures, span
 from dash.core.series import SeriesView
+from dash.core.state.ranks import RankTable, rank_key
 
 SAMPLE_S = 10.0
 """Log seconds between two samples of the windowed medians."""
@@ -79,6 +80,9 @@ class FiguresAccumulator:
         self._first_decode: float | None = None
         self._last_decode: float | None = None
         self._decodes = 0
+        self._ranks = RankTable()
+        """Each DP rank's latest line: with several, the figures are the whole server's sums
+        (as the charts' are, `dash.core.state.server_stats`)."""
         self._top: float | None = None
         self._retractions = 0
         self._retracted = 0
@@ -104,13 +108,16 @@ class FiguresAccumulator:
         if self._first_decode is None:
             self._first_decode = t
         self._last_decode = t if self._last_decode is None else max(self._last_decode, t)
-        gen = rec.get("gen_throughput")
+        figures = self._server_figures(rec, "decode", t)
+        if figures is None:
+            return
+        gen = figures.get("gen_throughput")
         if gen is None or isinstance(gen, bool):
             return
         self._top = gen if self._top is None or gen > self._top else self._top
         oldest = t - self.window_s
         for key, (times, values) in zip(_STATS, self._window, strict=True):
-            v = rec.get(key)
+            v = figures.get(key)
             if v is not None and not isinstance(v, bool):
                 times.append(t)
                 values.append(v)
@@ -120,8 +127,25 @@ class FiguresAccumulator:
         if self._next_sample is None or t >= self._next_sample:
             self._sample(t)
 
+    def _server_figures(self, rec: Mapping[str, Any], kind: str,
+                        t: float) -> Mapping[str, Any] | None:
+        """The line's own figures while one rank prints; the live ranks' totals once several
+        do (None: a line the rank table did not keep)."""
+        ts = rec.get("ts")
+        kept = self._ranks.update(rank_key(rec), t, ts if isinstance(ts, str) else None, kind,
+                                  rec)
+        if not self._ranks.multi:
+            return rec
+        if not kept:
+            return None
+        tot = self._ranks.totals()
+        return {"gen_throughput": tot.gen_throughput, "running_req": tot.running_req,
+                "queue_req": tot.queue_req, "token_usage": tot.token_usage}
+
     def prefill(self, rec: Mapping[str, Any], t: float | None) -> None:
         self._cache = None
+        if t is not None:
+            self._server_figures(rec, "prefill", t)  # a rank's running and queue are news too
         new, cached = rec.get("new_token"), rec.get("cached_token")
         if isinstance(new, int) and not isinstance(new, bool):
             self._new += new

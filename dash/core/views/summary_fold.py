@@ -5,7 +5,9 @@ a time at C speed: counts, prefill token sums, the throughput samples and their 
 peak, the last decode record and the first decode record of each 10 s (the alert replay's
 candidates). The other records are folded one by one, as `PartBuilder` does. A block whose
 decode records come from more than one source (two shapes, or a shape and the parser) is
-folded record by record, in file order, so the order of throughput samples stays exact.
+folded record by record, in file order, so the order of throughput samples stays exact. Rows
+that name a DP rank or a vLLM engine carry its key beside each sample (the merge sums the ranks)
+and give each rank its first row of each 10 s as a candidate.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from operator import eq, ne
 
 from dash.core.log.bulk import Batch, records, shape_record, stamp_text
 from dash.core.log.shapes import Shape
+from dash.core.state.ranks import rank_key
 from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
@@ -36,6 +39,39 @@ def _column(shape: Shape, rows: list[tuple[bytes, ...]], key: str) -> list[bytes
         return None
     i = shape.prefix_groups + col
     return [r[i] for r in rows]
+
+
+def _rank_keys(shape: Shape, rows: list[tuple[bytes, ...]]) -> list[str | None] | None:
+    """Each row's rank (`dash.core.state.ranks.rank_key`); None when no row names one."""
+    engines = _column(shape, rows, "engine_index")
+    if engines is not None:
+        keys = {b: rank_key({"engine_index": int(b)}) for b in set(engines)}
+        return [keys[b] for b in engines]
+    if not shape.prefix_groups:
+        return None
+    tags = [r[1] for r in rows]
+    keys = {b: rank_key({"rank": b.decode("ascii").strip() or None}) for b in set(tags)}
+    if all(k is None for k in keys.values()):
+        return None
+    return [keys[b] for b in tags]
+
+
+def _heads(keys: list[str | None], ranks: list[str | None] | None) -> tuple[list[int], set[str | None]]:
+    """The first row of each 10 s (of each rank, when rows name ranks), and the ranks of the
+    last 10 s."""
+    if ranks is None or len(set(ranks)) == 1:
+        changes = compress(range(1, len(keys)), map(ne, keys, islice(keys, 1, None)))
+        return [0, *changes], {ranks[0] if ranks else None}
+    heads: list[int] = []
+    seen: set[str | None] = set()
+    bucket: object = object()
+    for j, (key, rank) in enumerate(zip(keys, ranks, strict=True)):
+        if key != bucket:
+            bucket, seen = key, set()
+        if rank not in seen:
+            seen.add(rank)
+            heads.append(j)
+    return heads, seen
 
 
 def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
@@ -71,9 +107,10 @@ def _decode_rows(part: Part, batch: Batch, i: int, stamps: dict[bytes, str]) -> 
     if shape.prefix_groups:
         ts = [stamp_text(r[0], stamps) for r in rows]
     keys = list(map(ts_key, ts))
-    heads = [0, *compress(range(1, len(keys)), map(ne, keys, islice(keys, 1, None)))]
-    part.candidates = [Candidate(lines[j], keys[j], shape_record(shape, lines[j], rows[j], stamps))
-                       for j in heads]
+    ranks = _rank_keys(shape, rows)
+    heads, part.last_ranks = _heads(keys, ranks)
+    part.candidates = [Candidate(lines[j], keys[j], shape_record(shape, lines[j], rows[j], stamps),
+                                 ranks[j] if ranks else None) for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
     part.last_decode = shape_record(shape, lines[-1], rows[-1], stamps)
     part.accepts = list(map(float, _column(shape, rows, "accept_len") or []))
@@ -82,7 +119,9 @@ def _decode_rows(part: Part, batch: Batch, i: int, stamps: dict[bytes, str]) -> 
     if gens is None:
         return
     part.gens = list(map(float, gens))
-    part.gen_ts = ts
+    part.gen_ts, part.gen_lines = ts, lines
+    if ranks is not None:
+        part.gen_ranks = ranks
     top = part.gens.index(max(part.gens))
     part.peak = (top, lines[top])
 

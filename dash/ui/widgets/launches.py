@@ -119,9 +119,11 @@ class LaunchesScreen(Screen[None]):
                 Binding("left", "shift(-1)", "older", show=False),
                 Binding("right", "shift(1)", "newer", show=False)]
 
-    def __init__(self, snap: RunSnapshot) -> None:
+    def __init__(self, snap: RunSnapshot, server: int = 0) -> None:
         super().__init__()
         self._snap = snap
+        self.server = server
+        """The server whose launches are shown (of several: the one selected with `s`)."""
         self.last: int | None = None
         """The last launch column shown (None: the newest, following new starts)."""
         self.shown: Layout | None = None
@@ -131,7 +133,9 @@ class LaunchesScreen(Screen[None]):
 
     def on_mount(self) -> None:
         view = self.query_one(LaunchTableView)
-        view.border_title = TITLE
+        servers = self._snap.servers
+        name = servers[self.server % len(servers)].name if len(servers) > 1 else None
+        view.border_title = f"{TITLE}  {fmt.clean(name, 40)}" if name else TITLE
         view.focus()
         self.show(self._snap)
 
@@ -143,13 +147,13 @@ class LaunchesScreen(Screen[None]):
         self._snap = snap
         view = self.query_one(LaunchTableView)
         width = (view.scrollable_content_region.width or self.app.size.width - 4) - 1
-        text, self.shown = launches_text(snap.launches, max(LABEL_W + 10, width), self.last,
-                                          view)
+        launches = snap.for_server(self.server).launches
+        text, self.shown = launches_text(launches, max(LABEL_W + 10, width), self.last, view)
         view.show_text(text)
 
     def action_shift(self, step: int) -> None:
         """Show older (-1) or newer (1) launches, when some do not fit."""
-        n, lay = len(self._snap.launches), self.shown
+        n, lay = len(self._snap.for_server(self.server).launches), self.shown
         if lay is None or (step < 0 and lay.first == 0) or (step > 0 and lay.last >= n - 1):
             return
         last = lay.last + step
