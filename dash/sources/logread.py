@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import IO, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
-from dash.core.log.bulk import Batch, BlockReader, records
+from dash.core.log.batch import Batch
+from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.syntax import Grammar

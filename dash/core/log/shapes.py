@@ -45,6 +45,8 @@ class Shape:
     keys: tuple[str, ...]
     cols: tuple[int | None, ...]
     kinds: tuple[str, ...]
+    body: bytes = b""
+    """`pattern` after the prefix: what follows the bracket (all of it for the bare form)."""
 
     @property
     def prefix_groups(self) -> int:
@@ -99,7 +101,7 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
     trailing = body[len(rebuilt):]
     if not body.startswith(rebuilt) or trailing not in _TRAILING:
         return None
-    pieces = [prefix + re.escape(msg[:head.end()])]
+    pieces = [re.escape(msg[:head.end()])]
     kinds: list[str] = []
     first: dict[str, int] = {}
     for i, (printed, value) in enumerate(items):
@@ -121,7 +123,8 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
     keys, cols = _settle(fam, first)
     if keys is None or cols is None:
         return None
-    return Shape(fam, form, "".join(pieces).encode(), keys, cols, tuple(kinds))
+    body = "".join(pieces).encode()
+    return Shape(fam, form, prefix.encode() + body, keys, cols, tuple(kinds), body)
 
 
 def _settle(fam: StatsFamily, first: dict[str, int]

@@ -16,7 +16,7 @@ from itertools import repeat
 from operator import add
 from typing import Any, overload
 
-from dash.core.log.bulk import Batch, stamp_text
+from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 
@@ -75,16 +75,14 @@ class SeriesPiece:
         return _intern(self.texts, self._index, text)
 
     def add(self, batch: Batch, stamps: dict[bytes, str]) -> None:
-        slots = [self._slot(s) for s in batch.shapes]
-        self.order.extend(slots[s] if s >= 0 else -1 for s in batch.order)
+        slots = {-1: -1, **{s: self._slot(shape) for s, shape in enumerate(batch.shapes)}}
+        self.order.extend(map(slots.__getitem__, batch.order()))
         self.others.extend(batch.others)
-        per_shape: list[list[int]] = [[] for _ in batch.shapes]
-        for s, line in zip(batch.order, batch.line_no, strict=True):
-            if s >= 0:
-                per_shape[s].append(line)
-        for s, rows in enumerate(batch.rows):
-            if rows:
-                self._add_rows(self.rows[slots[s]], rows, per_shape[s], stamps)
+        lines = batch.row_lines()
+        for s in range(len(batch.shapes)):
+            if batch.count(s):
+                shape_lines = [lines[i] for i in batch.index(s)]
+                self._add_rows(self.rows[slots[s]], batch.columns(s), shape_lines, stamps)
 
     def _slot(self, shape: Shape) -> int:
         for i, s in enumerate(self.shapes):
@@ -94,9 +92,8 @@ class SeriesPiece:
         self.rows.append(_Rows(shape))
         return len(self.shapes) - 1
 
-    def _add_rows(self, store: _Rows, rows: list[tuple[bytes, ...]], lines: list[int],
+    def _add_rows(self, store: _Rows, cols: list[list[bytes]], lines: list[int],
                   stamps: dict[bytes, str]) -> None:
-        cols = list(zip(*rows, strict=True))
         store.lines.extend(lines)
         base = store.shape.prefix_groups
         if base:

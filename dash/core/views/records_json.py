@@ -15,7 +15,7 @@ from itertools import chain, repeat
 from operator import add
 from typing import Any
 
-from dash.core.log.bulk import Batch, stamp_text
+from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 
@@ -70,14 +70,14 @@ class ShapeWriter:
             self.ranks[tags] = json.dumps(tags.decode("ascii").strip() or None).encode()
         return list(map(self.ranks.__getitem__, col))
 
-    def tails(self, rows: list[tuple[bytes, ...]], stamps: dict[bytes, str]) -> list[bytes]:
-        if not rows:
+    def tails(self, cols: list[list[bytes]], stamps: dict[bytes, str]) -> list[bytes]:
+        """The tails of a shape's rows, from its columns (`Batch.columns`)."""
+        if not cols or not cols[0]:
             return []
-        cols = list(zip(*rows, strict=True))
         if self.base:
-            ts, rank = self._stamps(list(cols[0]), stamps), self._ranks(list(cols[1]))
+            ts, rank = self._stamps(cols[0], stamps), self._ranks(cols[1])
         else:
-            ts = rank = [b"null"] * len(rows)
+            ts = rank = [b"null"] * len(cols[0])
         values = [_JSON[k](col) for k, col in zip(self.kinds, cols[self.base:], strict=True)]
         args = [values[c] for c in self.key_cols]
         return list(map(self.template.__mod__, zip(ts, rank, *args, strict=True)))
@@ -87,18 +87,19 @@ def cut(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter
         kinds: tuple[str, ...] = ("decode", "prefill", "event")) -> Cut:
     """The batch's records of `kinds`, as heads, line numbers and tails, in file order."""
     ws = [writers.setdefault(s.pattern, ShapeWriter(s)) for s in batch.shapes]
-    per_shape = [w.tails(rows, stamps) for w, rows in zip(ws, batch.rows, strict=True)]
+    per_shape = [w.tails(batch.columns(i), stamps) if batch.count(i) else []
+                 for i, w in enumerate(ws)]
     other_cuts = [_record_cut(rec) if rec["kind"] in kinds else None for rec in batch.others]
     heads_of = [w.head for w in ws]
-    order = batch.order
+    order, line_no = batch.order(), batch.line_no()
     if not batch.others and len(per_shape) == 1:
-        return [heads_of[0]] * len(order), list(batch.line_no), per_shape[0]
+        return [heads_of[0]] * len(order), line_no, per_shape[0]
     nexts = [iter(t).__next__ for t in per_shape]
     others = iter(other_cuts)
     heads: list[bytes] = []
     tails: list[bytes] = []
     lines: list[int] = []
-    for s, line in zip(order, batch.line_no, strict=True):
+    for s, line in zip(order, line_no, strict=True):
         if s < 0:
             oc = next(others)
             if oc is None:
