@@ -55,7 +55,10 @@ def run_replay(ns: argparse.Namespace) -> int:
     if problem:
         raise UsageError(problem)
     cfg = replay_config(Path(ns.path), tuple(ns.outputs or ()))
+    from dash.sources.logread import prepare_processes
     from dash.ui.replay_app import ReplayApp
+
+    prepare_processes(Path(ns.path))  # before the app takes over standard error
 
     app = ReplayApp(cfg, speed=float(ns.speed), handle_signals=True)
     result = app.run()

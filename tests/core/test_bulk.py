@@ -73,7 +73,20 @@ def naive_export(path: Path) -> bytes:
 
 def timeline_records(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list[Any]:
     _settings(monkeypatch, 300, parallel)
-    return list(logread.load_timeline(path).records)
+    timeline = logread.load_timeline(path)
+    assert list(timeline.times) == list(one_by_one(path).times), path.name
+    return list(timeline.records)
+
+
+def one_by_one(path: Path) -> Any:
+    """The timeline of a log's records added one at a time (the reference for its times)."""
+    from dash.core.state.timeline import Timeline
+
+    timeline = Timeline(ref=logread.ref_time(path))
+    for rec in logread.Scan(path):
+        timeline.add(rec)
+    timeline.finish()
+    return timeline
 
 
 def _bench() -> Any:
@@ -130,6 +143,7 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
     assert want["lines"] == path.read_bytes().count(b"\n")
     assert export(path, monkeypatch, 64 << 10, parallel) == naive_export(path)
+    assert timeline_records(path, monkeypatch, parallel) == list(logread.Scan(path))
     assert _shape_rows(path.read_bytes()) > 0.95 * (want["records"]["decode"]
                                                     + want["records"]["prefill"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 import pytest
@@ -165,3 +166,59 @@ def test_checkpoints_stay_bounded_by_thinning() -> None:
             cps.add(float(t), t, t)
     assert 4 <= len(cps.items) <= 8 and cps.every_s > 1.0
     assert [t for t, _, _ in cps.items] == sorted(t for t, _, _ in cps.items)
+
+
+# -- the times of a piece, a column at a time -----------------------------------------------
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Europe/Dublin"])
+def test_stamp_times_equal_ts_to_epoch_across_clock_changes(
+        monkeypatch: pytest.MonkeyPatch, zone: str) -> None:
+    """Each minute's local time is worked out once: on the days the clocks change (by an
+    hour, or by half an hour on Lord Howe) every stamp still gets what `ts_to_epoch` gives."""
+    import time
+
+    from dash.core.log import timestamps
+    from dash.core.log.timestamps import ts_to_epoch
+    from dash.core.state.timeline import stamp_epochs
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    timestamps._full_stamp_to_epoch.cache_clear()  # it keeps times of the zone before
+    try:
+        stamps: list[str | None] = [None, "", "08:00:01", "10-11T12:27:29", "2026-02-30T10:00:00",
+                                    "2026-03-01T24:00:00", "2026-03-01T08:00:60",
+                                    "2026-03-01T08:00:05Z", "2026-03-01 08:00:05,250"]
+        for day in ("2026-03-08", "2026-11-01", "2026-04-05", "2026-10-04", "2026-03-29",
+                    "2026-10-25"):
+            for h in range(0, 4):
+                for mi in (0, 15, 29, 30, 59):
+                    stamps += [f"{day}T{h:02d}:{mi:02d}:{s:02d}" for s in (0, 1, 30, 59)]
+            stamps.append(f"{day}T01:30:00.123456789")
+        got = stamp_epochs(stamps)
+        for ts, t in zip(stamps, got, strict=True):
+            if not ts:
+                assert t == -math.inf
+            elif ts[4:5] != "-":
+                assert math.isnan(t), ts
+            else:
+                want = ts_to_epoch(ts, 0.0)
+                assert (t == -math.inf) if want is None else t == want, ts
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+        timestamps._full_stamp_to_epoch.cache_clear()
+
+
+def test_int_columns_widen_to_what_their_largest_value_needs() -> None:
+    from array import array
+
+    from dash.core.state.record_series import extend
+
+    col = extend(array("B"), [1, 2, 200])
+    assert col.typecode == "B"
+    col = extend(col, [7, 70_000, 3])
+    col = extend(col, [2 ** 40])
+    assert col.typecode == "Q" and list(col) == [1, 2, 200, 7, 70_000, 3, 2 ** 40]
+    narrow = extend(array("B", [1]), array("H", [300]))
+    assert narrow.typecode == "H" and list(narrow) == [1, 300]
+    assert list(extend(array("I", [5]), array("B", [6]))) == [5, 6]

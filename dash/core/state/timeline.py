@@ -9,14 +9,18 @@ steps feed what was passed; a step back asks the caller to rebuild its state fro
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from itertools import accumulate, islice, repeat
+from math import inf, isnan, nan
 
-from dash.core.log.timestamps import ts_to_epoch
+from dash.core.log.timestamps import normalise_ts, ts_to_epoch
 from dash.core.snapshot import Record
-from dash.core.state.record_series import RecordSeries, SeriesPiece
+from dash.core.state.record_series import RecordSeries, SeriesPiece, piece_stamps
 
 MAX_RECORDS = 3_000_000
 """Records kept for a replay (about 60 bytes each as series); a longer log is cut there, and
@@ -38,6 +42,53 @@ def _epoch(ts: object, ref: float) -> float | None:
         return ts_to_epoch(ts, ref)
     except (ValueError, TypeError, OverflowError):
         return None
+
+
+_DATED = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
+
+
+def stamp_epochs(texts: Iterable[str | None]) -> list[float]:
+    """The time of each stamp whose date is printed (-inf: none, or no real time), NaN for
+    one without a date (its time depends on the stamps before it). What `ts_to_epoch` gives:
+    a log prints each second's stamp once or a few times, and the local time of a minute is
+    worked out once (the seconds of a minute that a clock change falls in are worked out one
+    by one)."""
+    minutes: dict[str, float | None] = {}
+    out: list[float] = []
+    for ts in texts:
+        if not ts:
+            out.append(-inf)
+        elif ts[4:5] != "-":
+            out.append(nan)
+        else:
+            t = _dated(normalise_ts(ts), minutes)
+            out.append(-inf if t is None else t)
+    return out
+
+
+def _dated(ts: str, minutes: dict[str, float | None]) -> float | None:
+    m = _DATED.match(ts)
+    if m is None or int(m.group(6)) > 59:
+        return _epoch(ts, 0.0)
+    key = ts[:16]
+    if key not in minutes:
+        minutes[key] = _minute(*map(int, m.group(1, 2, 3, 4, 5)))
+    base = minutes[key]
+    if base is None:
+        return _epoch(ts, 0.0)
+    frac = m.group(7)
+    return base + int(m.group(6)) + (float("0." + frac) if frac else 0.0)
+
+
+def _minute(y: int, mo: int, d: int, h: int, mi: int) -> float | None:
+    """A minute's first second, local time; None when it names no real time or its seconds
+    are not one apart (a clock change)."""
+    try:
+        first = datetime(y, mo, d, h, mi, 0).timestamp()
+        last = datetime(y, mo, d, h, mi, 59).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+    return first if last - first == 59.0 else None
 
 
 class Timeline:
@@ -74,11 +125,39 @@ class Timeline:
     def add_piece(self, piece: SeriesPiece, offset: int) -> bool:
         """Keep a reading process's piece (line numbers moved by `offset`); False once the
         cap is reached."""
-        start = len(self.records)
-        taken = self.records.extend_piece(piece, offset, self.cap - start)
+        taken = self.records.extend_piece(piece, offset, self.cap - len(self.records))
+        stamps = piece_stamps(piece, taken)
+        epochs = piece.epochs
+        if len(epochs) == len(piece.texts) and not any(map(isnan, epochs)):
+            self._add_times(map(epochs.__getitem__, stamps))
+        else:  # a stamp without a date: its time depends on the ones before
+            self._add_times_in_order(map(piece.texts.__getitem__, stamps))
+        if taken < len(piece.order):
+            self.cut = True
+            return False
+        return True
+
+    def _add_times(self, epochs: Iterator[float]) -> None:
+        """Append records' times given each one's own (-inf: none), at C speed: a running
+        maximum, so that untimed records take the time before and times never go back."""
+        before = -inf if self._last is None else self._last
+        got = array("d", islice(accumulate(epochs, max, initial=before), 1, None))
+        if not got or got[-1] == -inf:
+            self.times.extend(repeat(0.0 if self._last is None else before, len(got)))
+            return
+        if self._last is None:
+            # the untimed records before the first stamp happened at (or just before) it
+            first = bisect_right(got, -inf)
+            self.times = array("d", [got[first]]) * (len(self.times) + first)
+            got = got[first:]
+        self.times.extend(got)
+        self._last = got[-1]
+        self.timed = True
+
+    def _add_times_in_order(self, stamps: Iterable[str | None]) -> None:
         times, last = self.times, self._last
         cache: dict[str, float | None] = {}
-        for ts in self.records.stamps(start, start + taken):
+        for ts in stamps:
             t = None
             if ts is not None:
                 t = cache.get(ts, _MISSING)
@@ -95,10 +174,6 @@ class Timeline:
                 self.timed = True
             times.append(last if last is not None else 0.0)
         self._last = last
-        if taken < len(piece.order):
-            self.cut = True
-            return False
-        return True
 
     def _time_of(self, rec: Record) -> float | None:
         return self._stamp_time(rec.get("ts"))
