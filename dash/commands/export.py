@@ -29,6 +29,8 @@ def _csv_row(rec: Record) -> list[Any]:
 class JsonlJob:
     """A piece of the log as JSON lines cut at their line numbers (`records_json`)."""
 
+    keep = None
+
     def piece(self, scan: Scan) -> list[Cut]:
         writers: dict[bytes, ShapeWriter] = {}
         stamps = scan.reader.stamps

@@ -125,6 +125,11 @@ class Scan:
 class Job(Protocol[R_co]):
     """What a command makes of a log: one result per piece, folded in file order."""
 
+    @property
+    def keep(self) -> frozenset[str] | None:
+        """The record keys whose values it takes by column (`BlockReader`; None: all)."""
+        ...
+
     def piece(self, scan: Scan) -> R_co:
         """Read a whole piece (in whichever process)."""
         ...
@@ -142,20 +147,21 @@ class _Task(Generic[R]):
     end: int | None
 
     def __call__(self) -> tuple[int, R]:
-        scan = Scan(self.path, self.start, self.end, _reader(self.grammar))
+        scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep))
         result = self.job.piece(scan)
         return scan.lines, result
 
 
-_readers: dict[int, tuple[Grammar, BlockReader]] = {}
+_readers: dict[tuple[int, frozenset[str] | None], tuple[Grammar, BlockReader]] = {}
 
 
-def _reader(grammar: Grammar) -> BlockReader:
+def _reader(grammar: Grammar, keep: frozenset[str] | None = None) -> BlockReader:
     """One reader per grammar in a process, so that shapes learned on a piece serve the next."""
-    held = _readers.get(id(grammar))
+    held = _readers.get((id(grammar), keep))
     if held is None or held[0] is not grammar:
-        _readers.clear()
-        held = _readers[id(grammar)] = (grammar, BlockReader(LineParser(grammar)))
+        if held is not None or len(_readers) > 4:
+            _readers.clear()
+        held = _readers[(id(grammar), keep)] = (grammar, BlockReader(LineParser(grammar), keep))
     return held[1]
 
 
@@ -302,6 +308,8 @@ def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
 
 class SeriesJob:
     """A piece of the log as compact record series (for a replay)."""
+
+    keep = None
 
     def piece(self, scan: Scan) -> SeriesPiece:
         out = SeriesPiece()

@@ -9,8 +9,10 @@ only when asked for, all of them or a few.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate, compress, repeat
 from operator import add
 
@@ -31,11 +33,19 @@ def stamp_text(stamp: bytes, cache: dict[bytes, str]) -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """The reader's pattern: its shapes in the order of their alternatives, their groups."""
+    """The reader's pattern: its shapes in the order of their alternatives, their groups,
+    and which of each shape's values are taken (`captured`, indexes into its `kinds`)."""
 
     shapes: tuple[Shape, ...]
     groups: tuple[Groups, ...]
     ngroups: int
+    captured: tuple[tuple[int, ...], ...]
+
+    @cached_property
+    def whole(self) -> tuple[re.Pattern[bytes] | None, ...]:
+        """Per shape its own pattern where some values are not taken (to read a row whole)."""
+        return tuple(None if len(cap) == len(s.kinds) else re.compile(s.body)
+                     for s, cap in zip(self.shapes, self.captured, strict=True))
 
 
 class Batch:
@@ -44,6 +54,7 @@ class Batch:
     def __init__(self, layout: Layout, split: list[bytes | None], first_line: int) -> None:
         self.shapes = list(layout.shapes)
         self.first_line = first_line
+        self._layout = layout
         self._groups = layout.groups
         self._step = layout.ngroups + 1
         self._split = split
@@ -96,38 +107,55 @@ class Batch:
         if own is None:
             return col  # type: ignore[return-value]
         if value:  # a value is never empty: a row of another shape has None there
-            return list(filter(None, col))  # type: ignore[arg-type]
+            return list(filter(None, col))
         return list(compress(col, own))  # type: ignore[arg-type]
 
     def columns(self, s: int) -> list[list[bytes]]:
         """Shape s's columns: stamp and tags (bracket form), then one per value."""
+        if self._layout.whole[s] is not None:  # not every value taken: read the rows whole
+            return [list(c) for c in zip(*self.rows(s), strict=True)]
         groups, base = self._groups[s][1], self.shapes[s].prefix_groups
         return [self._col(s, g, i >= base) for i, g in enumerate(groups)]
 
     def column(self, s: int, key: str) -> list[bytes] | None:
-        """The column shape s reads a record key from, or None (not read, or null)."""
+        """The column shape s reads a record key from, or None (not read, or null).
+        The key's values must be taken (`BlockReader(keep=...)`)."""
         shape = self.shapes[s]
         if key not in shape.keys:
             return None
         col = shape.cols[shape.keys.index(key)]
         if col is None:
             return None
-        return self._col(s, self._groups[s][1][shape.prefix_groups + col])
+        at = self._layout.captured[s].index(col)
+        return self._col(s, self._groups[s][1][shape.prefix_groups + at])
 
     def stamps(self, s: int) -> list[bytes]:
         """Shape s's stamps (bracket form)."""
         return self._col(s, self._groups[s][1][0], value=False)
 
     def rows(self, s: int) -> list[tuple[bytes, ...]]:
-        return list(zip(*self.columns(s), strict=True)) if self.count(s) else []
+        if not self.count(s):
+            return []
+        if self._layout.whole[s] is not None:
+            return [self.row(i) for i in self.index(s)]
+        return list(zip(*self.columns(s), strict=True))
 
     def row(self, i: int) -> tuple[bytes, ...]:
-        """Row i (an index among all rows) of shape `self.which()[i]`, as `rows` gives it."""
+        """Row i (an index among all rows), as `rows` gives it: prefix, then every value."""
         at = i * self._step
         split = self._split
-        for g, cols in self._groups:
-            if split[at + g] is not None:
+        for s, (g, cols) in enumerate(self._groups):
+            text = split[at + g]
+            if text is None:
+                continue
+            whole = self._layout.whole[s]
+            if whole is None:
                 return tuple(split[at + c] for c in cols)  # type: ignore[misc]
+            base = self.shapes[s].prefix_groups
+            m = whole.match(text + b"\n")
+            assert m is not None  # the same text matched the same pattern, with fewer groups
+            head: list[bytes] = [split[at + c] for c in cols[:base]]  # type: ignore[misc]
+            return (*head, *m.groups())
         raise IndexError(i)
 
     def index(self, s: int) -> list[int]:

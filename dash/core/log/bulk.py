@@ -155,8 +155,11 @@ def _form(line: bytes) -> bytes | None:
 class BlockReader:
     """Reads blocks with one parser, learning shapes as it goes (so: one per process)."""
 
-    def __init__(self, parser: LineParser) -> None:
+    def __init__(self, parser: LineParser, keep: frozenset[str] | None = None) -> None:
+        """`keep`: the record keys whose values the batches need as columns (None: all);
+        the others are matched but not taken (a row's whole record is still there)."""
         self.parser = parser
+        self.keep = keep
         self.shapes: list[Shape] = []
         self.stamps: dict[bytes, str] = {}
         words = literal_keywords(parser)
@@ -169,27 +172,33 @@ class BlockReader:
         self._bracket = bracket.pattern.encode() if bracket.groups == 2 else None
         self._compile()
 
+    def _captured(self, shape: Shape) -> tuple[int, ...]:
+        if self.keep is None:
+            return tuple(range(len(shape.kinds)))
+        return tuple(sorted({c for k, c in zip(shape.keys, shape.cols, strict=True)
+                             if k in self.keep and c is not None}))
+
     def _compile(self) -> None:
         bracket = [s for s in self.shapes if s.form == "bracket" and self._bracket]
         bare = [s for s in self.shapes if s.form == "bare"]
-        self._order = [*bracket, *bare]
-        parts, groups, g = [], [], 0
-        if bracket:
-            assert self._bracket is not None
-            parts.append(self._bracket + b"(?:" + b"|".join(b"(" + s.body + b")" for s in bracket)
-                         + b")")
-            g = 2
-            for s in bracket:
-                groups.append((g + 1, (1, 2, *range(g + 2, g + 2 + len(s.kinds)))))
-                g += 1 + len(s.kinds)
-        if bare:
-            parts.append(b"(?:" + b"|".join(b"(" + s.pattern + b")" for s in bare) + b")")
-            for s in bare:
-                groups.append((g + 1, tuple(range(g + 2, g + 2 + len(s.kinds)))))
-                g += 1 + len(s.kinds)
+        parts, groups, captured, g = [], [], [], 0
+        for form, shapes in (("bracket", bracket), ("bare", bare)):
+            if not shapes:
+                continue
+            prefix = (1, 2) if form == "bracket" else ()
+            g = max(g, len(prefix))
+            alts = []
+            for s in shapes:
+                cap = self._captured(s)
+                alts.append(b"(" + s.body_with(frozenset(cap)) + b")")
+                groups.append((g + 1, (*prefix, *range(g + 2, g + 2 + len(cap)))))
+                captured.append(cap)
+                g += 1 + len(cap)
+            head = self._bracket if form == "bracket" else b""
+            parts.append((head or b"") + b"(?:" + b"|".join(alts) + b")")
         skip = b"(?!" + b"|".join(self._skips) + b")" if self._skips else b""
         self._rows = re.compile(b"\n" + skip + b"(?:" + b"|".join(parts) + b")") if parts else _NEVER
-        self._layout = Layout(tuple(self._order), tuple(groups), g)
+        self._layout = Layout(tuple([*bracket, *bare]), tuple(groups), g, tuple(captured))
 
     def read(self, buf: bytes | bytearray, end: int, first_line: int) -> Batch:
         """The records of the whole lines `buf[1:end]`, the first numbered `first_line`."""

@@ -23,7 +23,7 @@ Cut = tuple[list[bytes], list[int], list[bytes]]
 """Heads, line numbers and tails, one each per record."""
 
 _BOOL = {b"True": b"true", b"False": b"false"}
-_JSON: dict[str, Callable[[tuple[bytes, ...]], Any]] = {
+_JSON: dict[str, Callable[[list[bytes]], Any]] = {
     # a plain int is its own JSON; the template prints a float with `%r`, as json does
     "int": lambda col: col,
     "float": lambda col: list(map(float, col)),

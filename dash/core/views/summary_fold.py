@@ -21,6 +21,8 @@ from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
+KEEP = frozenset({"new_token", "cached_token", "gen_throughput"})
+"""The values the summary takes a column at a time (`BlockReader(keep=...)`)."""
 
 
 def _sum_ints(texts: list[bytes] | None) -> int:
