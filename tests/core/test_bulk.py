@@ -347,3 +347,10 @@ def test_summary_lists_an_oom(real_logs: Path) -> None:
         assert "server_oom" in [a["id"] for a in doc["alerts"]], log.name
         text = _kdash("summary", str(log)).stdout
         assert "server_oom" in text and "CRIT" in text
+
+
+@given(st.text(max_size=30))
+def test_stamp_json_is_what_json_writes(text: str) -> None:
+    from dash.core.views.records_json import json_text
+
+    assert json_text(text) == json.dumps(text).encode()

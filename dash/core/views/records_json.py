@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import add
 from typing import Any
 
@@ -29,6 +29,16 @@ _JSON: dict[str, Callable[[list[bytes]], Any]] = {
     "float": lambda col: list(map(float, col)),
     "bool": lambda col: list(map(_BOOL.__getitem__, col)),
 }
+
+
+_MAX_STAMPS = 8192
+
+
+def json_text(text: str) -> bytes:
+    """`json.dumps(text)`, quicker for the printable ASCII a stamp is."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return b'"%s"' % text.encode("ascii")
+    return json.dumps(text).encode()
 
 
 def head(kind: str) -> bytes:
@@ -62,7 +72,9 @@ class ShapeWriter:
 
     def _stamps(self, col: list[bytes], stamps: dict[bytes, str]) -> list[bytes]:
         for stamp in set(col).difference(self.ts):
-            self.ts[stamp] = json.dumps(stamp_text(stamp, stamps)).encode()
+            self.ts[stamp] = json_text(stamp_text(stamp, stamps))
+        if len(self.ts) > _MAX_STAMPS:
+            self.ts.clear()  # a log's stamps move on: keep the recent ones only
         return list(map(self.ts.__getitem__, col))
 
     def _ranks(self, col: list[bytes]) -> list[bytes]:
@@ -94,23 +106,19 @@ def cut(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter
     order, line_no = batch.order(), batch.line_no()
     if not batch.others and len(per_shape) == 1:
         return [heads_of[0]] * len(order), line_no, per_shape[0]
-    nexts = [iter(t).__next__ for t in per_shape]
-    others = iter(other_cuts)
-    heads: list[bytes] = []
-    tails: list[bytes] = []
-    lines: list[int] = []
-    for s, line in zip(order, line_no, strict=True):
-        if s < 0:
-            oc = next(others)
-            if oc is None:
-                continue
-            h, t = oc
-        else:
-            h, t = heads_of[s], nexts[s]()
-        heads.append(h)
-        lines.append(line)
-        tails.append(t)
-    return heads, lines, tails
+    # per record in file order, the next head and tail of its shape (the others' last)
+    kept = [c for c in other_cuts if c is not None]
+    heads_from = [*(repeat(h) for h in heads_of), iter([h for h, _ in kept])]
+    tails_from = [*(iter(t) for t in per_shape), iter([t for _, t in kept])]
+    if len(kept) < len(other_cuts):  # unparsed records are left out
+        flags = iter([c is not None for c in other_cuts])
+        keep = [s >= 0 or next(flags) for s in order]
+        order, line_no = list(compress(order, keep)), list(compress(line_no, keep))
+    heads = list(map(next, map(heads_from.__getitem__, order)))
+    tails = list(map(next, map(tails_from.__getitem__, order)))
+    return heads, line_no, tails
+
+
 def stitch(piece: Cut, offset: int) -> bytes:
     """The text of a cut piece whose line numbers count from `offset + 1`."""
     heads, lines, tails = piece
