@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Generic, Protocol, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
 from dash.core.log.batch import Batch
@@ -29,8 +29,10 @@ from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.syntax import Grammar
-from dash.core.state.record_series import SeriesPiece
-from dash.core.state.timeline import MAX_RECORDS, Timeline, stamp_epochs
+
+if TYPE_CHECKING:  # the replay's own modules: summary and export start without them
+    from dash.core.state.record_series import SeriesPiece
+    from dash.core.state.timeline import Timeline
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is read by several processes
@@ -312,6 +314,9 @@ class SeriesJob:
     keep = None
 
     def piece(self, scan: Scan) -> SeriesPiece:
+        from dash.core.state.record_series import SeriesPiece
+        from dash.core.state.timeline import stamp_epochs
+
         out = SeriesPiece()
         for batch in scan.batches():
             out.add(batch, scan.reader.stamps)
@@ -319,10 +324,12 @@ class SeriesJob:
         return out
 
 
-def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAMMAR,
+def load_timeline(path: Path, *, cap: int | None = None, grammar: Grammar = GRAMMAR,
                   progress: Callable[[int], None] | None = None) -> Timeline:
     """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
-    timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
+    from dash.core.state.timeline import MAX_RECORDS, Timeline
+
+    timeline = Timeline(ref=ref_time(path) or 0.0, cap=MAX_RECORDS if cap is None else cap)
     done = 0
     try:
         for lines, piece in run_job(path, SeriesJob(), grammar):
