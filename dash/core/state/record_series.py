@@ -51,6 +51,20 @@ def extend(col: array[Any], values: Iterable[Any]) -> array[Any]:
             col = array(_WIDER[col.typecode], col)
 
 
+def extend_read(col: array[Any], texts: list[bytes], read: Any) -> array[Any]:
+    """`extend(col, map(read, texts))` without a list in between."""
+    start = len(col)
+    while True:
+        try:
+            col.extend(map(read, texts))
+            return col
+        except OverflowError:
+            if col.typecode not in _WIDER:
+                raise
+            del col[start:]
+            col = array(_WIDER[col.typecode], col)
+
+
 class _Index:
     """Distinct texts and their indexes; index 0 is None."""
 
@@ -137,7 +151,7 @@ class SeriesPiece:
             rids = {b: self._rank(b.decode("ascii").strip() or None) for b in set(cols[1])}
             store.rank = extend(store.rank, list(map(rids.__getitem__, cols[1])))
         for i, kind in enumerate(store.shape.kinds):
-            store.values[i] = extend(store.values[i], list(map(_READ[kind], cols[base + i])))
+            store.values[i] = extend_read(store.values[i], cols[base + i], _READ[kind])
 
     def finish(self, epoch_of: Any) -> None:
         """Work out the time of each distinct stamp (`epoch_of`: texts -> times)."""
