@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
 from dash.core.log.batch import Batch
@@ -29,10 +29,6 @@ from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.syntax import Grammar
-
-if TYPE_CHECKING:  # the replay's own modules: summary and export start without them
-    from dash.core.state.record_series import SeriesPiece
-    from dash.core.state.timeline import Timeline
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is read by several processes
@@ -306,40 +302,3 @@ def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
     except OSError as exc:  # the file went away between the processes' reads
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     return done
-
-
-class SeriesJob:
-    """A piece of the log as compact record series (for a replay)."""
-
-    keep = None
-
-    def piece(self, scan: Scan) -> SeriesPiece:
-        from dash.core.state.record_series import SeriesPiece
-        from dash.core.state.timeline import stamp_epochs
-
-        out = SeriesPiece()
-        for batch in scan.batches():
-            out.add(batch, scan.reader.stamps)
-        out.finish(stamp_epochs)
-        return out
-
-
-def load_timeline(path: Path, *, cap: int | None = None, grammar: Grammar = GRAMMAR,
-                  progress: Callable[[int], None] | None = None) -> Timeline:
-    """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
-    from dash.core.state.timeline import MAX_RECORDS, Timeline
-
-    timeline = Timeline(ref=ref_time(path) or 0.0, cap=MAX_RECORDS if cap is None else cap)
-    done = 0
-    try:
-        for lines, piece in run_job(path, SeriesJob(), grammar):
-            more = timeline.add_piece(piece, done)
-            done += lines
-            if progress is not None:
-                progress(len(timeline.records))
-            if not more:
-                break
-    except OSError as exc:
-        raise LogError(f"{path}: {exc.strerror or exc}") from None
-    timeline.finish()
-    return timeline

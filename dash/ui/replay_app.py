@@ -1,7 +1,7 @@
 """The dashboard on a finished log: `ReplayApp` shows the frames of a `ReplayRun`.
 
 One thread of the app's own (a Textual thread worker) reads the log
-(`dash.sources.logread.load_timeline`), then owns the replay (`dash.core.state.replay_run`):
+(`dash.sources.replay_read.load_timeline`), then owns the replay (`dash.core.state.replay_run`):
 it feeds the run state, evaluates the alerts on the log clock, saves states to go back to,
 and posts a frozen `ReplayFrame` after each move. The event loop only sends it commands (the
 real time that passed, space, left/right, acknowledge, reset peak) and renders the frames it
@@ -35,7 +35,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.syntax import Grammar
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.partitions import OutputCount
-from dash.core.state.replay_run import ReplayFrame, ReplayRun
+from dash.core.state.replay_run import Command, ReplayFrame, ReplayRun, obey, status_lines
 from dash.core.state.run import RunState
 from dash.core.state.timeline import Checkpoints, ReplayCursor, Timeline
 from dash.ui import apply
@@ -44,13 +44,10 @@ from dash.ui.widgets.help import HelpScreen, help_text
 from dash.ui.widgets.log_pane import LogPane
 
 JUMP_S = 60.0
-MAX_PACE_S = 2.0
-"""At most this much real time counts per refresh (a stalled frame does not leap the clock)."""
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("space", "replay: pause / resume the log clock"),
     ("left / right", "replay: one minute back / forward"),
 )
-Command = tuple[Any, ...]
 
 
 class ReplayFramed(Message):
@@ -74,12 +71,6 @@ class ReplayHelpScreen(HelpScreen):
             text.append(f"{what}\n")
         with Vertical(id="help-box"):
             yield Static(text, id="help-text")
-
-
-def hms(seconds: float) -> str:
-    """`01:02:03` for a duration (the position in a log without timestamps)."""
-    s = max(0, int(seconds))
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 class _Shown:
@@ -153,7 +144,8 @@ class ReplayApp(DashApp):
     def replay(self) -> None:
         """Read the log (and count the outputs), then run the replay on this thread."""
         from dash.sources.counts import count_outputs
-        from dash.sources.logread import LogError, load_timeline
+        from dash.sources.logread import LogError
+        from dash.sources.replay_read import load_timeline
 
         timeline, outputs = self.timeline, self._outputs
         if timeline is None:
@@ -175,7 +167,7 @@ class ReplayApp(DashApp):
             while True:
                 if command[0] == "stop":
                     return
-                paced, paused = _obey(run, command, paced, paused, self.speed)
+                paced, paused = obey(run, command, paced, paused, self.speed)
                 done += 1
                 try:
                     command = self._commands.get_nowait()
@@ -256,28 +248,9 @@ class ReplayApp(DashApp):
 
     def status(self) -> tuple[str, str]:
         """(header title, bottom line) for the replay's position."""
-        frame, tl = self.frame, self.timeline
-        if frame is None or tl is None:
+        if self.frame is None or self.timeline is None:
             return "replay: reading log", f" replay: reading the log ({self._read:,} records)"
-        if not tl.records:
-            return "replay: no records", " replay: this log has no server records"
-        start, end = tl.times[0], tl.times[-1]
-        if tl.timed:
-            at = time.strftime("%H:%M:%S", time.localtime(frame.now))
-            span = (f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start))} - "
-                    f"{time.strftime('%H:%M:%S', time.localtime(end))}")
-        else:
-            at = "+" + hms(frame.now - start)
-            span = "no timestamps: line order at a nominal 1 record/s"
-        state = ("end of log" if frame.at_end else "paused" if self.replay_paused else "")
-        pct = f"{100 * frame.fraction:.0f}%"
-        title = f"replay {at} x{self.speed:g} {pct}" + (f" {state}" if state else "")
-        if len(title) > 30:
-            title = f"replay {at} {pct}" + (" end" if frame.at_end else " paused" if state else "")
-        cut = f"  (first {len(tl.records):,} records only)" if tl.cut else ""
-        line = (f" REPLAY {at} (x{self.speed:g}) {pct} {state.upper()}  [{span}]{cut}  "
-                "space pause  ←/→ 1 min  q quit  ? help  l log  a ack")
-        return title, line
+        return status_lines(self.frame, self.timeline, self.speed, self.replay_paused)
 
     def _show_status(self) -> None:
         title, line = self.status()
@@ -317,24 +290,3 @@ class ReplayApp(DashApp):
 
     def action_help(self) -> None:
         self.push_screen(ReplayHelpScreen())
-
-
-def _obey(run: ReplayRun, command: Command, paced: float, paused: bool,
-          speed: float) -> tuple[float, bool]:
-    """Carry out one command on the replay; (the real time paced from, paused) after it."""
-    kind = command[0]
-    if kind == "pace":
-        now = command[1]
-        if not paused:
-            run.advance(min(max(0.0, now - paced), MAX_PACE_S) * speed)
-        return now, paused
-    if kind == "pause":
-        return command[1], command[2]
-    if kind == "jump":
-        run.jump(command[2])
-        return command[1], paused
-    if kind == "ack":
-        run.acknowledge(command[1])
-    elif kind == "reset_peak":
-        run.reset_peak()
-    return paced, paused

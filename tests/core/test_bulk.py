@@ -21,7 +21,7 @@ from dash.core.log.parse import PARSER, parse_line
 from dash.core.views.records_json import dumps
 from dash.core.views.summary import summarize_records
 from dash.core.views.summary_feed import AlertFeed, Candidate
-from dash.sources import logread
+from dash.sources import logread, replay_read
 
 REPO = Path(__file__).resolve().parents[2]
 TS = "[2026-03-01 08:{m:02d}:{s:02d}] "
@@ -73,7 +73,7 @@ def naive_export(path: Path) -> bytes:
 
 def timeline_records(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list[Any]:
     _settings(monkeypatch, 300, parallel)
-    timeline = logread.load_timeline(path)
+    timeline = replay_read.load_timeline(path)
     assert list(timeline.times) == list(one_by_one(path).times), path.name
     return list(timeline.records)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -179,7 +180,7 @@ def test_stamp_times_equal_ts_to_epoch_across_clock_changes(
 
     from dash.core.log import timestamps
     from dash.core.log.timestamps import ts_to_epoch
-    from dash.core.state.timeline import stamp_epochs
+    from dash.core.state.stamp_times import stamp_epochs
 
     monkeypatch.setenv("TZ", zone)
     time.tzset()
@@ -226,3 +227,33 @@ def test_int_columns_widen_to_what_their_largest_value_needs() -> None:
     narrow = extend(array("B", [1]), array("H", [300]))
     assert narrow.typecode == "H" and list(narrow) == [1, 300]
     assert list(extend(array("I", [5]), array("B", [6]))) == [5, 6]
+
+
+def test_a_replay_run_obeys_the_screen_on_the_log_clock(tmp_path: Path) -> None:
+    """The replay's pure part, as its thread drives it: real time paced at a speed, pause,
+    a jump back to a saved state, and frames that say what changed."""
+    from dash.commands.replay import replay_config
+    from dash.core.config import Config
+    from dash.core.state.replay_run import ReplayRun, obey
+    from dash.sim import SimRun
+    from dash.sources.replay_read import load_timeline
+
+    t0 = 1_750_000_000.0
+    SimRun(tmp_path, "oom-crash-restart", start_epoch=t0).advance_to(420)
+    log = tmp_path / "server.log"
+    run = ReplayRun(replay_config(log, (), base=Config()), load_timeline(log))
+    first = run.frame()
+    assert first.now == t0 and first.fresh_pane and first.pane
+    paced, paused = obey(run, ("pace", 10.0), 0.0, False, 30.0)
+    assert run.cursor.now == t0 + 60.0 and (paced, paused) == (10.0, False)  # 2 s at most
+    paced, paused = obey(run, ("pause", 11.0, True), paced, paused, 30.0)
+    paced, paused = obey(run, ("pace", 20.0), paced, paused, 30.0)
+    assert run.cursor.now == t0 + 60.0 and paused
+    for _ in range(5):
+        paced, paused = obey(run, ("jump", 21.0, 60.0), paced, paused, 30.0)
+    assert "server_oom" in {a.id for a in run.frame().snapshot.alerts}
+    before = run.state
+    obey(run, ("jump", 22.0, -120.0), paced, paused, 30.0)
+    frame = run.frame()
+    assert run.state is not before and frame.fresh_pane and frame.now == t0 + 240.0
+    assert "server_oom" not in {a.id for a in frame.snapshot.alerts}

@@ -16,8 +16,10 @@ log time, and at most `MAX_CHECKPOINTS` are kept, thinned as the log goes on).
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import Config
@@ -34,6 +36,10 @@ PANE_SCAN = 50_000
 PANE_KEEP = 2000
 """Log-pane lines handed on per move, at most."""
 NO_GPUS = "replay of a log, no live GPUs"
+MAX_PACE_S = 2.0
+"""At most this much real time counts per pace (a stalled frame does not leap the clock)."""
+Command = tuple[Any, ...]
+"""What the screen asks of the replay (`obey`)."""
 
 
 def pane_lines(records: Iterable[Record]) -> list[str]:
@@ -132,3 +138,57 @@ class ReplayRun:
                             self.cursor.fraction, self.cursor.at_end)
         self._pane, self._fresh_pane = [], False
         return frame
+
+
+def hms(seconds: float) -> str:
+    """`01:02:03` for a duration (the position in a log without timestamps)."""
+    s = max(0, int(seconds))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def status_lines(frame: ReplayFrame, timeline: Timeline, speed: float,
+                 paused: bool) -> tuple[str, str]:
+    """(header title, bottom line) for a replay's position, in local time."""
+    if not timeline.records:
+        return "replay: no records", " replay: this log has no server records"
+    start, end = timeline.times[0], timeline.times[-1]
+    if timeline.timed:
+        at = time.strftime("%H:%M:%S", time.localtime(frame.now))
+        span = (f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start))} - "
+                f"{time.strftime('%H:%M:%S', time.localtime(end))}")
+    else:
+        at = "+" + hms(frame.now - start)
+        span = "no timestamps: line order at a nominal 1 record/s"
+    state = "end of log" if frame.at_end else "paused" if paused else ""
+    pct = f"{100 * frame.fraction:.0f}%"
+    title = f"replay {at} x{speed:g} {pct}" + (f" {state}" if state else "")
+    if len(title) > 30:
+        title = f"replay {at} {pct}" + (" end" if frame.at_end else " paused" if state else "")
+    cut = f"  (first {len(timeline.records):,} records only)" if timeline.cut else ""
+    line = (f" REPLAY {at} (x{speed:g}) {pct} {state.upper()}  [{span}]{cut}  "
+            "space pause  ←/→ 1 min  q quit  ? help  l log  a ack")
+    return title, line
+
+
+def obey(run: ReplayRun, command: Command, paced: float, paused: bool,
+          speed: float) -> tuple[float, bool]:
+    """Carry out one command of the screen's on the replay: ("pace", real now) moves the
+    log clock by the real time since the last, times `speed` (none while paused); ("pause",
+    real now, paused), ("jump", real now, log seconds), ("ack", key), ("reset_peak",).
+    (the real time paced from, paused) after it."""
+    kind = command[0]
+    if kind == "pace":
+        now = command[1]
+        if not paused:
+            run.advance(min(max(0.0, now - paced), MAX_PACE_S) * speed)
+        return now, paused
+    if kind == "pause":
+        return command[1], command[2]
+    if kind == "jump":
+        run.jump(command[2])
+        return command[1], paused
+    if kind == "ack":
+        run.acknowledge(command[1])
+    elif kind == "reset_peak":
+        run.reset_peak()
+    return paced, paused

@@ -9,18 +9,16 @@ steps feed what was passed; a step back asks the caller to rebuild its state fro
 
 from __future__ import annotations
 
-import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import accumulate, islice, repeat
-from math import inf, isnan, nan
+from math import inf, isnan
 
-from dash.core.log.timestamps import normalise_ts, ts_to_epoch
 from dash.core.snapshot import Record
 from dash.core.state.record_series import RecordSeries, SeriesPiece, piece_stamps
+from dash.core.state.stamp_times import epoch as _epoch
 
 MAX_RECORDS = 3_000_000
 """Records kept for a replay (about 60 bytes each as series); a longer log is cut there, and
@@ -33,62 +31,6 @@ ROLLOVER_S = 12 * 3600.0
 
 
 _MISSING = -1.0e300  # not yet in a piece's cache of stamp times
-
-
-def _epoch(ts: object, ref: float) -> float | None:
-    if not isinstance(ts, str) or not ts:
-        return None
-    try:
-        return ts_to_epoch(ts, ref)
-    except (ValueError, TypeError, OverflowError):
-        return None
-
-
-_DATED = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
-
-
-def stamp_epochs(texts: Iterable[str | None]) -> list[float]:
-    """The time of each stamp whose date is printed (-inf: none, or no real time), NaN for
-    one without a date (its time depends on the stamps before it). What `ts_to_epoch` gives:
-    a log prints each second's stamp once or a few times, and the local time of a minute is
-    worked out once (the seconds of a minute that a clock change falls in are worked out one
-    by one)."""
-    minutes: dict[str, float | None] = {}
-    out: list[float] = []
-    for ts in texts:
-        if not ts:
-            out.append(-inf)
-        elif ts[4:5] != "-":
-            out.append(nan)
-        else:
-            t = _dated(normalise_ts(ts), minutes)
-            out.append(-inf if t is None else t)
-    return out
-
-
-def _dated(ts: str, minutes: dict[str, float | None]) -> float | None:
-    m = _DATED.match(ts)
-    if m is None or int(m.group(6)) > 59:
-        return _epoch(ts, 0.0)
-    key = ts[:16]
-    if key not in minutes:
-        minutes[key] = _minute(*map(int, m.group(1, 2, 3, 4, 5)))
-    base = minutes[key]
-    if base is None:
-        return _epoch(ts, 0.0)
-    frac = m.group(7)
-    return base + int(m.group(6)) + (float("0." + frac) if frac else 0.0)
-
-
-def _minute(y: int, mo: int, d: int, h: int, mi: int) -> float | None:
-    """A minute's first second, local time; None when it names no real time or its seconds
-    are not one apart (a clock change)."""
-    try:
-        first = datetime(y, mo, d, h, mi, 0).timestamp()
-        last = datetime(y, mo, d, h, mi, 59).timestamp()
-    except (ValueError, OverflowError, OSError):
-        return None
-    return first if last - first == 59.0 else None
 
 
 class Timeline:
