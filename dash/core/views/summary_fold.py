@@ -49,10 +49,11 @@ class Stamps:
 
     def text_and_key(self, col: list[bytes]) -> tuple[list[str], list[str | None]]:
         texts, keys = self.texts, self.keys
-        for stamp in set(col).difference(texts):
-            texts[stamp] = normalise_ts(stamp.decode("ascii"))
         for stamp in set(col).difference(keys):
-            keys[stamp] = ts_key(texts[stamp])
+            text = texts.get(stamp)
+            if text is None:
+                text = texts[stamp] = normalise_ts(stamp.decode("ascii"))
+            keys[stamp] = ts_key(text)
         return list(map(texts.__getitem__, col)), list(map(keys.__getitem__, col))
 
 
