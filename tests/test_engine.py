@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.state.run import RunState
 from dash.sim.fake_nvml import FakeNvml
+from dash.sources import watch
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_processes
 
 DECODE = ("[2025-09-03 18:33:{s:02d} TP0] Decode batch. #running-req: 3, #token: 2740, "
@@ -90,16 +94,25 @@ def test_bad_globs_are_config_errors(tmp_path: Path, bad: str) -> None:
         Collector(_cfg(tmp_path, outputs=(bad,)))
 
 
-async def test_watch_wakes_on_a_write(tmp_path: Path) -> None:
+async def test_watch_wakes_on_a_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The safety tick (2 s) would wake the collector even if inotify never fired: pushed past
+    # the test's deadline, only the watch itself can.
+    monkeypatch.setattr(watch, "watch_changes",
+                        functools.partial(watch.watch_changes, safety_poll_s=3600.0))
     cfg = _cfg(tmp_path)
-    (tmp_path / "server.log").write_text("")
+    log = tmp_path / "server.log"
+    log.write_text("")
     col = Collector(cfg)
     stop = asyncio.Event()
     gen = col.watch(stop)
     first = asyncio.ensure_future(gen.__anext__())
-    await asyncio.sleep(0.5)
-    (tmp_path / "server.log").write_text("x\n")
-    await asyncio.wait_for(first, timeout=5.0)
+    deadline = time.monotonic() + 30
+    # Written again every half second: the watch may start after the first write.
+    while not first.done() and time.monotonic() < deadline:
+        with log.open("a") as fh:
+            fh.write("x\n")
+        await asyncio.wait([first], timeout=0.5)
+    assert first.done(), "no wake-up from the watch"
     stop.set()
     await gen.aclose()
     await col.aclose()
@@ -161,5 +174,62 @@ def test_an_output_that_became_a_directory_leaves_the_logs_read(tmp_path: Path) 
         with open(tmp_path / "server.log", "a") as fh:
             fh.write(DECODE.format(s=3, g=30.0))
         assert [r["gen_throughput"] for r in col.read_files().records if r] == [30.0]
+    finally:
+        col.close()
+
+
+def _wc_l(path: Path) -> int:
+    return int(subprocess.run(["wc", "-l"], stdin=path.open("rb"), capture_output=True,
+                              check=True).stdout.split()[0])
+
+
+def test_an_output_rewritten_larger_between_two_reads_counts_what_wc_l_says(
+        tmp_path: Path) -> None:
+    """23 long lines, then the client truncates the file and writes 60 shorter ones (more bytes
+    in all) before the next read: the count is 60, not 23 plus the newlines past the old
+    offset."""
+    out = tmp_path / "out"
+    out.mkdir()
+    part = out / "B1.jsonl"
+    part.write_text("".join(f'{{"id": {i}, "response": "{"t" * 20}"}}\n' for i in range(23)))
+    before = part.stat().st_size
+    cfg = _cfg(tmp_path, log=None, client_log=None, expect={"B1": 100})
+    col = Collector(cfg)
+    state = RunState(cfg)
+    try:
+        apply_files(state, col.read_files(), 1.0)
+        assert state.snapshot(1.0).partitions[0].done == 23
+        with open(part, "r+") as fh:
+            fh.truncate(0)
+            fh.write("".join(f'{{"id": {i}, "r": 1}}\n' for i in range(60)))
+        assert part.stat().st_size > before
+        apply_files(state, col.read_files(), 2.0)
+        assert state.snapshot(2.0).partitions[0].done == _wc_l(part) == 60
+    finally:
+        col.close()
+
+
+@pytest.mark.parametrize("grow", [0, 5000])
+def test_a_server_log_rewritten_to_its_old_size_or_larger_is_read_again(
+        tmp_path: Path, grow: int) -> None:
+    """A restarted server truncates its log and writes at least as much before the next read:
+    every decode line ends in the same bytes, yet each new line is read, once."""
+    log = tmp_path / "server.log"
+    old = "".join(DECODE.format(s=i % 60, g=100.0 + i % 7) for i in range(250))
+    log.write_text(old)
+    cfg = _cfg(tmp_path, client_log=None, outputs=())
+    col = Collector(cfg)
+    try:
+        first = col.read_files()
+        assert len([r for r in first.records if r]) == 250
+        new = [DECODE.format(s=(i + 30) % 60, g=200.0 + i % 5) for i in range(250 + grow // 100)]
+        with open(log, "r+") as fh:
+            fh.truncate(0)
+            fh.write("".join(new)[:len(old) + grow])
+        assert log.stat().st_size == len(old) + grow
+        read = col.read_files()
+        assert read.server is not None and read.server.events == ("truncated",)
+        got = [r["gen_throughput"] for r in read.records if r]
+        assert got == [200.0 + i % 5 for i in range(_wc_l(log))]
     finally:
         col.close()

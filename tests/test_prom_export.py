@@ -108,10 +108,10 @@ def test_mapping_names_values_and_units() -> None:
 def test_unknown_values_are_left_out_not_zero() -> None:
     v = _pure_values(busy_snapshot())
     # B2 has no total, rate or ETA; GPU 1 gave no utilization; the run total is unknown.
-    assert ("kdash_partition_total", (("partition", "B2"),)) not in v
+    assert ("kdash_partition_expected", (("partition", "B2"),)) not in v
     assert ("kdash_partition_eta_seconds", (("partition", "B2"),)) not in v
     assert ("kdash_gpu_utilization_ratio", (("gpu", "1"),)) not in v
-    assert ("kdash_run_total", ()) not in v
+    assert ("kdash_run_expected", ()) not in v
     empty = _pure_values(RunSnapshot(now=5.0))
     # Nothing polled yet: no HTTP or NVML verdict, no decode values, alert counts at zero.
     assert set(empty) == {("kdash_snapshot_timestamp_seconds", ()),
@@ -205,3 +205,23 @@ def test_grafana_dashboard_uses_only_exported_names() -> None:
     used = {n for e in exprs for n in re.findall(r"\bkdash_[a-z_]+", e)}
     exported = {f.name for f in families(busy_snapshot(), version="1")}
     assert used and used <= exported, sorted(used - exported)
+
+
+def test_every_family_passes_the_checks_of_promtool_check_metrics() -> None:
+    """Gauges never end in `_total` (Prometheus keeps that for counters), every family has
+    help and base units; checked with promlint's rules, and by promtool where installed."""
+    import dataclasses
+
+    from exposition_lint import lint, promtool_problems
+    from prometheus_client import generate_latest
+
+    from dash.sources.prom_export import build_registry
+
+    snap = busy_snapshot()  # every value known, so every family is in the text
+    snap = dataclasses.replace(snap, totals=dataclasses.replace(snap.totals, total=1100))
+    text = generate_latest(build_registry(lambda: snap, frozenset(
+        ("server_log", "http", "nvml", "client_log", "outputs")))).decode()
+    assert "kdash_run_expected 1100.0" in text and "kdash_partition_expected{" in text
+    assert lint(text) == []
+    checked = promtool_problems(text)
+    assert checked is None or checked[0] == 0, checked

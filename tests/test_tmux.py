@@ -1,7 +1,9 @@
-"""kdash in a real terminal: a detached 160x45 tmux session on a simulated run (`kdash demo`).
+"""kdash in a real terminal: a detached 160x45 tmux session on a simulated run (`kdash demo`),
+and `kdash replay` and the plain dashboard on the files of one.
 
 Reads the screen with `capture-pane`, presses keys with `send-keys`, and checks the exit status and
-that the terminal is restored (alternate screen off) after `q`, SIGTERM and SIGHUP.
+that the terminal is restored (alternate screen off) after `q` (exit 0) and after SIGTERM, SIGHUP
+and SIGINT (128 + the signal, as a shell expects of a process a signal ended).
 """
 
 from __future__ import annotations
@@ -26,26 +28,32 @@ pytestmark = [
 
 
 class Tmux:
-    """One detached tmux session running kdash under bash, which records the exit status."""
+    """One detached tmux session running kdash under bash, which records the exit status.
 
-    def __init__(self, tmp: Path) -> None:
+    `args`: kdash's arguments (default: the demo); `size`: the pane's; `env`: more variables.
+    """
+
+    def __init__(self, tmp: Path, args: str | None = None, size: tuple[int, int] = (160, 45),
+                 env: dict[str, str] | None = None) -> None:
         self.name = f"kdash-test-{uuid.uuid4().hex[:8]}"
         self.exit_file = tmp / "exit"
         self.pid_file = tmp / "pid"
         run_dir = tmp / "run"
-        kdash = f"{sys.executable} -m dash demo --speed 10 --dir {run_dir}"
+        kdash = f"{sys.executable} -m dash " + (args or f"demo --speed 10 --dir {run_dir}")
         # kdash runs in the foreground (it owns the terminal); bash records its exit status.
         script = (f"cd {REPO}; echo $$ > {self.pid_file}; {kdash}; echo $? > {self.exit_file}; "
                   "sleep 60")
         # pytest-xdist workers export COLUMNS=80 and LINES=24, which would override the pane's size.
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
-        env["TERM"] = "xterm-256color"
+        full = {k: v for k, v in os.environ.items()
+                if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
+        full["TERM"] = "xterm-256color"
+        full["XDG_STATE_HOME"] = str(tmp / "state")  # the alert history stays in the test's dir
+        full.update(env or {})
         # A server of its own (-L) with no user config (-f): another tmux server on the machine,
         # with its own sizes and options, cannot change what this test sees.
         self.base = ["tmux", "-L", self.name, "-f", "/dev/null"]
-        subprocess.run([*self.base, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
-                        "bash", "--norc", "-c", script], check=True, env=env)
+        subprocess.run([*self.base, "new-session", "-d", "-s", self.name, "-x", str(size[0]),
+                        "-y", str(size[1]), "bash", "--norc", "-c", script], check=True, env=full)
 
     def tmux(self, *args: str) -> str:
         out = subprocess.run([*self.base, *args], capture_output=True, text=True, check=False)
@@ -99,29 +107,39 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 def _ready(screen: str) -> bool:
-    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and (
-        "B2_opencodeinstruct" in screen
+    # The partition's row, not the client line's progress bar, which names it too.
+    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and any(
+        "B2_opencodeinstruct" in line and "/5000" in line and "%|" not in line
+        for line in screen.splitlines()
     )
 
 
-def _details_line(screen: str) -> str:
+def _details(screen: str) -> str | None:
     """The first line of the selected partition's details (it starts with the partition name)."""
     for line in screen.splitlines():
         body = line.lstrip("│")
         # "NAME  /path/to/output" (a long path is cut short at the panel's edge)
         if body.split(" ", 1)[0].startswith("B") and "  /" in body:
             return body
-    raise AssertionError(f"no partition details on screen:\n{screen}")
+    return None
+
+
+def _details_line(screen: str) -> str:
+    line = _details(screen)
+    if line is None:
+        raise AssertionError(f"no partition details on screen:\n{screen}")
+    return line
 
 
 def test_panels_keys_and_q(tmux: Tmux) -> None:
-    screen = tmux.wait_for(_ready)
+    # The details panel fills on the first output count, which a loaded machine can delay.
+    screen = tmux.wait_for(lambda s: _ready(s) and _details(s) is not None)
     assert "server" in screen and "memory" in screen
     assert _details_line(screen).startswith("B1_glaive")
     assert "GPU 0 memory" in screen
 
     tmux.keys("2", "g")
-    screen = tmux.wait_for(lambda s: "GPU 1 memory" in s)
+    screen = tmux.wait_for(lambda s: "GPU 1 memory" in s and (_details(s) or "").startswith("B2"))
     assert _details_line(screen).startswith("B2_opencodeinstruct")
 
     tmux.keys("q")
@@ -129,10 +147,58 @@ def test_panels_keys_and_q(tmux: Tmux) -> None:
     assert not tmux.alternate_screen()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_signals_exit_cleanly(tmux: Tmux, sig: signal.Signals) -> None:
+SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_signals_restore_the_terminal_and_exit_with_128_plus_the_signal(
+        tmux: Tmux, sig: signal.Signals) -> None:
     tmux.wait_for(_ready)
     assert tmux.alternate_screen()
     os.kill(tmux.kdash_pid(), sig)
-    assert tmux.exit_status() == 0
+    assert tmux.exit_status() == 128 + sig
     assert not tmux.alternate_screen()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files of a simulated run that has ended (a log to replay, outputs to count)."""
+    from dash.sim import SimRun
+
+    root = tmp_path_factory.mktemp("finished")
+    SimRun(root, "healthy").advance_to(300)
+    return root
+
+
+def _replay_ready(screen: str) -> bool:
+    return "replay" in screen and _files_ready(screen)
+
+
+def _files_ready(screen: str) -> bool:
+    return all(w in screen for w in ("partitions", "GPUs", "alerts", "B2_opencodeinstruct"))
+
+
+@pytest.mark.parametrize(("command", "stop", "status"), [
+    ("replay", "q", 0), ("replay", signal.SIGTERM, 143),
+    ("dashboard", "q", 0), ("dashboard", signal.SIGINT, 130),
+], ids=["replay-q", "replay-SIGTERM", "dashboard-q", "dashboard-SIGINT"])
+def test_replay_and_the_dashboard_exit_status(tmp_path: Path, finished_run: Path, command: str,
+                                              stop: str | signal.Signals, status: int) -> None:
+    outputs = f"'{finished_run / 'outputs' / '*.jsonl'}'"
+    if command == "replay":
+        args, ready = f"replay {finished_run / 'server.log'} --outputs {outputs}", _replay_ready
+    else:
+        args = f"--log {finished_run / 'server.log'} --outputs {outputs} --url ''"
+        ready = _files_ready
+    session = Tmux(tmp_path, args)
+    try:
+        session.wait_for(ready)
+        assert session.alternate_screen()
+        if isinstance(stop, str):
+            session.keys(stop)
+        else:
+            os.kill(session.kdash_pid(), stop)
+        assert session.exit_status() == status
+        assert not session.alternate_screen()
+    finally:
+        session.close()

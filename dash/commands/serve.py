@@ -1,10 +1,11 @@
 """`kdash serve`: the dashboard's sources and alerts without a UI, exported for Prometheus.
 
-One asyncio loop owns the run state. Blocking reads (files, NVML, processes) run in threads via
-`asyncio.to_thread` and only return observations; every observation is applied to the RunState on
-the loop thread, so trackers are never touched by two threads. Each refresh the loop ticks the
-alert rules, hands new alerts to the sinks, and publishes a frozen snapshot that the exporter's
-HTTP thread reads at scrape time. SIGTERM and SIGINT stop it cleanly (exit 0).
+One asyncio loop owns the run state. Blocking reads (files, NVML, processes) run in daemon
+threads (`dash.sources.blocking.run_blocking`: a hung NVML call cannot hold up the exit) and only
+return observations; every observation is applied to the RunState on the loop thread, so
+trackers are never touched by two threads. Each refresh the loop ticks the alert rules, hands
+new alerts to the sinks, and publishes a frozen snapshot that the exporter's HTTP thread reads at
+scrape time. SIGTERM, SIGHUP and SIGINT stop it cleanly, with the exit status 128 + the signal.
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ from collections.abc import Awaitable, Callable
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
+from dash.core.recent import RecentSet
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.run import RunState
 from dash.sources.alert_sinks import AlertDelivery
+from dash.sources.blocking import run_blocking
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
 
 Publish = Callable[[RunSnapshot], None]
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Each stops serve cleanly, with the exit status 128 + its number (what a shell expects)."""
+MAX_NOTED = 100
+"""Distinct delivery problems remembered as said (each is said once on stderr)."""
 
 
 class Latest:
@@ -61,22 +68,22 @@ class ServeLoop:
         self.collector = Collector(cfg, nvml_module=nvml_module)
         self.state = RunState(cfg)
         self.sinks = AlertDelivery.from_config(cfg)
-        self._noted: set[str] = set()
+        self._noted: RecentSet[str] = RecentSet(MAX_NOTED)
 
     async def files(self) -> None:
         # A backlog bigger than one read is drained at once, yielding to the loop between reads.
         while True:
-            read = await asyncio.to_thread(self.collector.read_files)
+            read = await run_blocking(self.collector.read_files, name="kdash-files")
             apply_files(self.state, read, self.clock.now())
             if not read.more:
                 return
 
     async def gpus(self) -> None:
-        reading = await asyncio.to_thread(self.collector.sample_gpus)
+        reading = await run_blocking(self.collector.sample_gpus, name="kdash-nvml")
         apply_gpus(self.state, reading, self.clock.now())
 
     async def processes(self) -> None:
-        procs = await asyncio.to_thread(self.collector.sample_processes)
+        procs = await run_blocking(self.collector.sample_processes, name="kdash-procs")
         apply_processes(self.state, procs, self.clock.now())
 
     async def http(self) -> None:
@@ -96,7 +103,7 @@ class ServeLoop:
         """Poll every source on its own interval until `stop` is set; then release them."""
         cfg = self.cfg
         steps = [(cfg.refresh, self.files), (cfg.nvml_interval, self.gpus)]
-        if cfg.url:
+        if cfg.http_enabled:
             steps.append((cfg.http_interval, self.http))
         if cfg.process:
             steps.append((cfg.nvml_process_interval, self.processes))
@@ -118,12 +125,13 @@ class ServeLoop:
             await self.close()
 
     async def close(self) -> None:
+        # The polls' threads may still be running (their tasks were cancelled): the collector
+        # waits for them, with a timeout, before closing what they read.
         await self.collector.aclose()
 
     def _note(self, text: str) -> None:
         """A delivery problem, said once on stderr (serve has no screen to show it on)."""
-        if text not in self._noted and len(self._noted) < 100:
-            self._noted.add(text)
+        if self._noted.add(text):
             print(f"kdash serve: {text}", file=sys.stderr, flush=True)
 
 
@@ -133,30 +141,38 @@ async def serve(cfg: Config, stop: asyncio.Event, publish: Publish, *,
     await ServeLoop(cfg, publish, clock=clock, nvml_module=nvml_module).run(stop)
 
 
-async def _main(cfg: Config, latest: Latest) -> None:
+async def _main(cfg: Config, latest: Latest) -> int:
+    """Serve until a signal; the exit status (128 + the signal that stopped it)."""
     stop = asyncio.Event()
+    received: list[int] = []
+
+    def on_signal(sig: int) -> None:
+        received.append(sig)
+        stop.set()
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    for sig in EXIT_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         await serve(cfg, stop, latest.publish)
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in EXIT_SIGNALS:
             loop.remove_signal_handler(sig)
+    return 128 + received[0] if received else 0
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    raise SystemExit(128 + signum)
 
 
 def run_serve(cfg: Config) -> int:
-    """`kdash serve`: exit 0 on SIGTERM/SIGINT, 2 when the metrics port cannot be opened."""
+    """`kdash serve`: 128 + the signal that stopped it; 2 when the metrics port cannot be opened."""
     from dash.sources.prom_export import ExporterError, start_exporter
 
     latest = Latest()
-    # Until the event loop installs its own handlers, a SIGTERM or SIGINT (a Ctrl+C at once,
-    # a supervisor stopping it while it starts) still means a clean stop, not a traceback.
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # Until the event loop installs its own handlers, a signal (a Ctrl+C at once, a supervisor
+    # stopping it while it starts) still means a clean stop, not a traceback.
+    for sig in EXIT_SIGNALS:
         signal.signal(sig, _exit_cleanly)
     try:
         handle = start_exporter(cfg, latest.get)
@@ -165,7 +181,6 @@ def run_serve(cfg: Config) -> int:
         return 2
     print(f"kdash serve: metrics on {handle.url}", file=sys.stderr, flush=True)
     try:
-        asyncio.run(_main(cfg, latest))
+        return asyncio.run(_main(cfg, latest))
     finally:
         handle.close()
-    return 0

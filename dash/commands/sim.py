@@ -9,6 +9,7 @@ import argparse
 import math
 import shlex
 import signal
+import sys
 from pathlib import Path
 from types import FrameType
 
@@ -44,15 +45,25 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--gpus", type=int, default=8, help="simulated GPUs (96 GB each)")
 
 
+def kdash_command() -> str:
+    """How to run the kdash that runs now, from any directory: its script's full path, or
+    `python -m dash` with this interpreter (quoted for a POSIX shell)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name not in ("__main__.py", "-c", "") and script.exists():
+        return shlex.quote(str(script.resolve()))
+    return f"{shlex.quote(sys.executable)} -m dash"
+
+
 def watch_command(run: object) -> str:
-    """The `kdash ...` command line that watches a SimRun."""
+    """The command line that watches a SimRun, runnable as printed."""
     from dash.sim.run import SimRun
 
     assert isinstance(run, SimRun)
     q = shlex.quote
-    return (f"kdash --log {q(str(run.server_log))} --outputs {q(str(run.outputs_dir / '*.jsonl'))}"
-            f" --inputs {q(str(run.inputs_dir / '*.jsonl'))} --client-log {q(str(run.client_log))}"
-            f" --url {run.url}")
+    return (f"{kdash_command()} --log {q(str(run.server_log.resolve()))}"
+            f" --outputs {q(str(run.outputs_dir.resolve() / '*.jsonl'))}"
+            f" --inputs {q(str(run.inputs_dir.resolve() / '*.jsonl'))}"
+            f" --client-log {q(str(run.client_log.resolve()))} --url {q(run.url)}")
 
 
 MAX_GPUS = 64
@@ -72,12 +83,24 @@ def check_arguments(ns: argparse.Namespace) -> str | None:
     return None
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+class _Stopped(Exception):
+    """A signal asked the simulation to stop."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def run_sim(ns: argparse.Namespace) -> int:
-    """Run only the simulator until Ctrl+C, SIGTERM or --duration; print how to watch it."""
+    """Run only the simulator until --duration (exit 0) or a signal (128 + the signal: SIGINT,
+    SIGTERM, SIGHUP); print how to watch it."""
     from dash.sim.run import SimRun
 
     problem = check_arguments(ns)
@@ -100,13 +123,15 @@ def run_sim(ns: argparse.Namespace) -> int:
           "GPUs or 'NVML unavailable'; `kdash demo` shows the simulated GPUs.", flush=True)
     if ns.speed != 1:
         print(f"Log timestamps run {ns.speed:g}x faster than the wall clock.", flush=True)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    status = 0
     try:
         while not run.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
+    except _Stopped as stopped:
+        status = 128 + stopped.signum
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         run.stop()
-    return 0
+    return status

@@ -4,7 +4,8 @@ The I/O side (`dash.sources.files.FileFollower`) stats the path and the open des
 `FollowState.decide` what happened, reads bytes and hands them to `FollowState.feed`. Everything
 that can go wrong with a followed file is decided here, testable without a disk:
 
-- truncation (size < offset, or the bytes just before the offset changed: a restart rewrote it),
+- truncation (size < offset, or the bytes that vouch for what was read changed: a restart
+  rewrote the file to the same size or larger; `dash.core.mark`),
 - replacement (the path names another inode: rotation or delete-and-recreate),
 - deletion (the path is gone), late creation (it was never there),
 - partial lines (held until their newline), overlong lines (capped, rest skipped, not buffered).
@@ -15,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from dash.core.mark import Mark
+
 MAX_LINE_BYTES = 64 * 1024
 """Longer lines are cut to this length; the rest of the line is skipped, never buffered."""
-
-SIG_BYTES = 16
-"""How many bytes before the offset are remembered to notice a rewrite that grew past it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +164,7 @@ def _first_break(data: bytes, *, cr: bool) -> int:
 class FollowState:
     """Offset, identity and partial line of one followed path."""
 
-    __slots__ = ("backfill", "ident", "offset", "seen_before", "sig", "skipping_head", "splitter")
+    __slots__ = ("backfill", "ident", "mark", "offset", "seen_before", "skipping_head", "splitter")
 
     def __init__(
         self,
@@ -178,15 +178,17 @@ class FollowState:
         self.ident: FileId | None = None
         self.offset = 0
         self.seen_before = False
-        self.sig = b""
+        self.mark = Mark()
+        """What vouches for the bytes read so far (its `end` is `offset`)."""
         self.skipping_head = False
         """True while the backfill window's first, partial, line is being skipped."""
         self.splitter = LineSplitter(cr_breaks=cr_breaks, max_line=max_line)
 
-    def decide(self, at_path: FileId | None, sig_now: bytes | None = None) -> Decision:
+    def decide(self, at_path: FileId | None,
+               readback: tuple[bytes, bytes] | None = None) -> Decision:
         """What happened since the last poll, from the stat of the path (None: absent).
 
-        `sig_now` is the bytes just before the offset as they are now, compared with what was
+        `readback` is what `mark.spans()` hold now (None: not read), compared with what was
         there when they were read: a restart that rewrote the file to the same size or larger
         is seen even though its size never dropped below the offset.
         """
@@ -196,7 +198,7 @@ class FollowState:
             return Decision.REPLACED
         if at_path.size < self.offset:
             return Decision.TRUNCATED
-        if sig_now is not None and self.sig and sig_now != self.sig:
+        if readback is not None and not self.mark.holds(*readback):
             return Decision.TRUNCATED
         if at_path.size == self.offset:
             return Decision.IDLE
@@ -206,40 +208,46 @@ class FollowState:
         """A file was opened: the offset to start reading at.
 
         The first file seen when following starts is read from its end minus the backfill;
-        any file that appears later (created, or the new file after a rotation) from 0.
+        any file that appears later (created, or the new file after a rotation) from 0. Reading
+        from inside the file, the I/O side gives `marked` the bytes `Mark.spans_at(offset)` hold.
         """
         self.ident = ident
         self.splitter.reset()
-        self.sig = b""
         first = not self.seen_before
         self.seen_before = True
         if first and self.backfill is not None and ident.size > self.backfill:
-            self.offset = ident.size - self.backfill
+            self._restart_at(ident.size - self.backfill)
             self.skipping_head = True
             return self.offset
-        self.offset = 0
-        self.skipping_head = False
+        self._restart_at(0)
         return 0
+
+    def marked(self, head: bytes, tail: bytes) -> None:
+        """The bytes of `Mark.spans_at(offset)`, read when reading starts inside the file."""
+        self.mark = Mark(self.offset, head, tail)
+
+    def _restart_at(self, offset: int) -> None:
+        self.offset = offset
+        self.mark = Mark(offset)
+        self.skipping_head = False
 
     def truncated(self) -> list[str]:
         """The file was cut or rewritten: read again from 0; a held partial line ends here."""
         tail = self.splitter.flush()
-        self.offset = 0
-        self.sig = b""
+        self._restart_at(0)
         return [tail] if tail is not None else []
 
     def closed(self) -> list[str]:
         """The open file was drained and closed (rotated or deleted)."""
         tail = self.splitter.flush()
         self.ident = None
-        self.offset = 0
-        self.sig = b""
+        self._restart_at(0)
         return [tail] if tail is not None else []
 
     def feed(self, data: bytes) -> list[str]:
         """Bytes read at the offset: advance, return the complete lines."""
         self.offset += len(data)
-        self.sig = (self.sig + data)[-SIG_BYTES:] if len(data) < SIG_BYTES else data[-SIG_BYTES:]
+        self.mark.advance(data)
         if self.skipping_head:
             # A backfill window starts mid-line: drop up to the first line break (a tqdm bar
             # redrawn with \r into a redirected stderr may never write a newline at all).
@@ -249,9 +257,3 @@ class FollowState:
             self.skipping_head = False
             data = data[nl + 1 :]
         return self.splitter.feed(data)
-
-    def sig_range(self) -> tuple[int, int] | None:
-        """(offset, length) of the bytes to read back for `decide`'s rewrite check."""
-        if not self.sig:
-            return None
-        return self.offset - len(self.sig), len(self.sig)

@@ -6,6 +6,8 @@ poller sees connection refused, as with a dead server; it comes back on the same
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,16 @@ Answer = Callable[[str], Response]
 class _Handler(BaseHTTPRequestHandler):
     server_version = "uvicorn"
     sys_version = ""
+    protocol_version = "HTTP/1.1"
+    """Connections stay open between requests, as uvicorn keeps them (a poller reuses one)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.connections.add(self.connection)  # type: ignore[attr-defined]
+
+    def finish(self) -> None:
+        self.server.connections.discard(self.connection)  # type: ignore[attr-defined]
+        super().finish()
 
     def do_GET(self) -> None:
         answer: Answer = self.server.answer  # type: ignore[attr-defined]
@@ -52,6 +64,7 @@ class SimHttpServer:
             server = ThreadingHTTPServer((self.host, self.port), _Handler)
             server.daemon_threads = True
             server.answer = self._answer  # type: ignore[attr-defined]
+            server.connections = set()  # type: ignore[attr-defined]
             self._server = server
             self.port = server.server_address[1]
         return self.port
@@ -77,3 +90,7 @@ class SimHttpServer:
             server.shutdown()
             thread.join(timeout=2)
         server.server_close()
+        # A dead server drops its kept-alive connections too: the poller must see it go.
+        for conn in list(server.connections):  # type: ignore[attr-defined]
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)

@@ -1,54 +1,75 @@
 """The I/O orchestration that the dashboard, `kdash --once` and `kdash serve` share.
 
-`Collector` builds every source from a Config. Its blocking methods run in a worker thread and
-return immutable observations; the `apply_*` functions fold an observation into a `RunState` on
-the one thread that owns the trackers. Server-log lines are parsed in the worker (pure, and off
-the UI thread), so the main thread only applies records.
+`Collector` builds every source from a Config and implements `dash.sources.observations.Sources`.
+Its blocking methods run in worker threads and return immutable observations; the `apply_*`
+functions fold an observation into a `RunState` on the one thread that owns the trackers.
+Server-log lines are parsed in the worker (pure, and off the UI thread), so the main thread only
+applies records.
+
+The collector closes what it opened: `close` waits for a read or an NVML poll still in progress
+(a lock per resource), so nothing is closed under a running poll, and `aclose` runs that wait
+in a daemon thread with a timeout, so a hung driver never blocks the event loop or the exit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import os
+import stat
+import threading
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.log.parse import PARSER, LineParser
-from dash.core.snapshot import ProcessInfo, Record
+from dash.core.snapshot import Record
+from dash.core.state.gpus import GpuReading
+from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
+from dash.core.state.server_url import UrlChoice, UrlFinder
+from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
-from dash.sources.files import FileFollower, FollowRead
+from dash.sources.files import FileFollower
+from dash.sources.loglines import LogLines
+from dash.sources.observations import FilesRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
 
 if TYPE_CHECKING:
-    import asyncio
-
-    from dash.core.state.gpus import GpuReading
-    from dash.core.state.http_state import HttpSample
     from dash.core.state.run import RunState
+    from dash.sources.http import HttpPoller
+    from dash.sources.nvml import NvmlSource
+
+__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "apply_files",
+           "apply_gpus", "apply_http", "apply_processes", "check_globs", "unreadable"]
 
 CLIENT_BACKFILL = 64 * 1024
 """Enough of the client log's end for its last progress bar and recent errors."""
+CLOSE_TIMEOUT_S = 3.0
+"""How long `aclose` waits for a poll in progress (and NVML's shutdown) before leaving them."""
 
 
-@dataclass(frozen=True, slots=True)
-class FilesRead:
-    """One read of every followed file (crosses from the worker thread to the main thread)."""
+def unreadable(path: Path) -> str | None:
+    """Why `path` can never be followed (a directory, no permission to read it), or None.
 
-    server: FollowRead | None = None
-    records: tuple[Record | None, ...] = ()
-    """The server log's new lines, parsed (None: a line of no interest)."""
-    client: FollowRead | None = None
-    outputs: tuple[OutputCount, ...] = ()
-    input_totals: Mapping[str, int] = field(default_factory=dict)
-    counting: bool = False
-    """A first count of a big output file is still running in the background."""
-    more: bool = False
-    """A followed file had more new bytes than one read takes: read again soon."""
-    errors: tuple[str, ...] = ()
-    """Output or prompt files that could not be counted this time ("path: reason")."""
+    A path that does not exist yet is fine: the server may not have started.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory; give the log file in it"
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def check_globs(cfg: Config) -> None:
@@ -74,41 +95,66 @@ class Collector:
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
         self._procs = ProcessSource(cfg.process) if cfg.process else None
         self._nvml_module = nvml_module
-        self._nvml: Any = None
-        self._http: Any = None
-        self._lineno = 0
+        self._nvml: NvmlSource | None = None
+        self._http: HttpPoller | None = None
+        self._log_lines = LogLines(self._server, parser) if self._server is not None else None
+        self._urls = UrlFinder(cfg.url)
+        self.url_choice: UrlChoice | None = self._urls.choice()
+        """The URL polled now: replaced whole (one assignment) when the log names another."""
+        self._log_read = cfg.log is None
+        """Whether the log has been read once (until then, its server_args are unknown)."""
+        self._output_paths: tuple[str, ...] = ()
+        # One lock per blocking resource: a poll in progress and the close of what it reads
+        # never overlap, whichever threads they run on.
+        self._files_lock = threading.Lock()
+        self._nvml_lock = threading.Lock()
 
     # -- blocking: call from a worker thread --------------------------------------------------
 
     def read_files(self) -> FilesRead:
         """Read what is new in the server log, the client log and the outputs."""
+        with self._files_lock:
+            return self._read_files()
+
+    def _read_files(self) -> FilesRead:
         server = self._server.poll() if self._server is not None else None
         records: tuple[Record | None, ...] = ()
-        if server is not None:
-            if any(e in ("truncated", "rotated", "deleted") for e in server.events):
-                self._lineno = 0
-            records = tuple(self._parse(server.lines))
+        window = None
+        if server is not None and self._log_lines is not None:
+            records = self._log_lines.parse(server)
+            window = self._log_lines.counted()
+            if records:
+                self._urls.feed(records)
+                self.url_choice = self._urls.choice()
+            self._log_read = True
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
+            self._output_paths = tuple(o.path for o in outputs)
         more = bool((server and server.more) or (client and client.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors)
+        counting |= self._log_lines is not None and self._log_lines.counting
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window)
 
-    def _parse(self, lines: tuple[str, ...]) -> list[Record | None]:
-        out: list[Record | None] = []
-        for text in lines:
-            self._lineno += 1
-            out.append(self._parser.parse(text, self._lineno))
+    def output_mtimes(self) -> dict[str, float]:
+        """The output files' modification times (for `--once`: when each was last written)."""
+        out: dict[str, float] = {}
+        for path in self._output_paths:
+            try:
+                out[path] = os.stat(path).st_mtime
+            except OSError:
+                continue
         return out
 
     @property
     def counting(self) -> bool:
-        """Whether a background first count is still running."""
-        return self._outputs is not None and self._outputs.busy
+        """Whether a background count (an output file's first, the lines before the server
+        log's backfill window) is still running."""
+        return ((self._outputs is not None and self._outputs.busy)
+                or (self._log_lines is not None and self._log_lines.counting))
 
     def wait_counts(self, timeout: float | None = None) -> bool:
         """Block until background counts finish (for --once); False on timeout."""
@@ -121,55 +167,78 @@ class Collector:
 
     def sample_gpus(self) -> GpuReading:
         """One NVML reading (a tuple of GpuSnapshot, or NvmlUnavailable); never raises."""
-        if self._nvml is None:
-            from dash.sources.nvml import NvmlSource
+        with self._nvml_lock:
+            if self._nvml is None:
+                from dash.sources.nvml import NvmlSource
 
-            self._nvml = NvmlSource(self.cfg.gpus, module=self._nvml_module,
-                                    process_interval=self.cfg.nvml_process_interval)
-        return self._nvml.sample(time.time())
+                self._nvml = NvmlSource(self.cfg.gpus, module=self._nvml_module,
+                                        process_interval=self.cfg.nvml_process_interval)
+            return self._nvml.sample(time.time())
 
-    def sample_processes(self) -> tuple[ProcessInfo, ...] | ProcessError | None:
+    def sample_processes(self) -> ProcessesReading:
         """The client processes, or None when no pattern is configured."""
         return self._procs.sample() if self._procs is not None else None
 
     # -- async ----------------------------------------------------------------------------------
 
     async def poll_http(self) -> HttpSample | None:
-        """One poll of the server (an HttpSample), or None when no URL is configured."""
-        if not self.cfg.url:
+        """One poll of the server (an HttpSample), or None when HTTP is off, or while the log's
+        first read, which may name the server's port, has not happened yet."""
+        choice = self.url_choice
+        if choice is None or not self._log_read:
             return None
+        if self._http is not None and self._http.url != choice.url.rstrip("/"):
+            await self._http.aclose()  # the log named another address: poll that one
+            self._http = None
         if self._http is None:
             from dash.sources.http import HttpPoller
 
-            self._http = HttpPoller(self.cfg.url)
-        return await self._http.poll(time.time())
+            self._http = HttpPoller(choice.url)
+        sample = await self._http.poll(time.time())
+        return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
+                                   url_why=choice.why, log_port=choice.log_port)
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
-        from dash.sources.watch import WatchTargets, watch_changes
+        from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 
         paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
         targets = WatchTargets(paths, self.cfg.outputs)
-        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll):
+        # The reader reads at most once a refresh: waking it more often on a busy log is work
+        # for nothing (each batch of changes is a thread round trip inside watchfiles).
+        debounce = max(DEBOUNCE_MS, round(1000 * self.cfg.refresh))
+        async for _ in watch_changes(targets, stop_event, poll=self.cfg.poll, debounce_ms=debounce):
             yield None
 
     def close(self) -> None:
-        """Release descriptors, background counts and NVML."""
-        for f in (self._server, self._client):
-            if f is not None:
-                f.close()
-        if self._outputs is not None:
-            self._outputs.close()
-        if self._nvml is not None:
-            self._nvml.shutdown()
-            self._nvml = None
+        """Release descriptors, background counts and NVML (blocks while a poll finishes)."""
+        with self._files_lock:
+            if self._log_lines is not None:
+                self._log_lines.close()
+            for f in (self._server, self._client):
+                if f is not None:
+                    f.close()
+            if self._outputs is not None:
+                self._outputs.close()
+        with self._nvml_lock:
+            if self._nvml is not None:
+                self._nvml.shutdown()
+                self._nvml = None
 
-    async def aclose(self) -> None:
-        """Close the HTTP client and everything `close` releases."""
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Close the HTTP client, then what `close` releases, never blocking the loop.
+
+        A poll that has not finished within `timeout` (default CLOSE_TIMEOUT_S; a hung NVML
+        call) is left to the exit: its resource is not closed under it.
+        """
         if self._http is not None:
             await self._http.aclose()
             self._http = None
-        self.close()
+        wait = CLOSE_TIMEOUT_S if timeout is None else timeout
+        try:
+            await run_blocking(self.close, timeout=wait, name="kdash-close")
+        except TimeoutError:
+            pass  # still closing in its daemon thread; the process exit releases the rest
 
 
 # -- appliers: run on the thread that owns the RunState -----------------------------------------
@@ -179,6 +248,8 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.server is not None:
         s = read.server
         state.feed_server_log(read.records, now, lines=len(s.lines))
+        if read.window is not None:
+            state.server_log.window_counted(read.window.base)
         message = s.message
         if s.status == "ok" and any(e != "opened" for e in s.events):
             message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
@@ -186,22 +257,22 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
-        state.client.note_file(c.size, now)
-    if read.outputs or read.input_totals:
+        state.client.note_file(c.size, now, c.status, c.message)
+    if read.outputs or read.input_totals or state.cfg.outputs:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
+    state.partitions.note_errors(read.errors)
     for error in read.errors:
         state.add_notice(error)
 
 
 def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:
-    """Fold one NVML reading into the GPU tracker."""
+    """Fold one NVML reading, taken at `now`, into the GPU tracker."""
     if reading is not None:
         state.gpus.apply(reading, now)
 
 
-def apply_processes(state: RunState, procs: tuple[ProcessInfo, ...] | ProcessError | None,
-                    now: float) -> None:
+def apply_processes(state: RunState, procs: ProcessesReading, now: float) -> None:
     """Fold one process listing into the client tracker (an error is a notice, not a crash)."""
     if isinstance(procs, ProcessError):
         state.add_notice(f"process listing failed: {procs.reason}")

@@ -1,130 +1,39 @@
 """Counting the complete lines of the partitions' output (and input) files, incrementally.
 
-Only appended bytes are read. A first count of a big file runs in the background (`wc -l` on our
-own read-only descriptor, niced; Python's `bytes.count` when there is no `wc`) and reports its
-progress, so the first frame never waits for it. `OutputsSource` finds the files by glob.
+Only appended bytes are read, after checking that the bytes already counted are still there
+(`dash.core.mark`: a file truncated and rewritten larger between two polls would otherwise keep
+its old count plus the bytes past the old offset). A first count of a big file runs in the
+background (`dash.sources.bgcount`) and reports its progress, so the first frame never waits for
+it. `OutputsSource` finds the files by glob.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import os
-import shutil
 import stat
-import subprocess
-import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from dash.core.mark import Mark
 from dash.core.state.globs import partition_name
 from dash.core.state.partitions import OutputCount
+from dash.sources.bgcount import CountJob, count_newlines
+from dash.sources.files import read_spans
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
-
-COUNT_CHUNK = 1024 * 1024
+SETTLED_NS = 3_000_000_000
+"""A file unchanged this long before a look has timestamps a later write must move: file
+timestamps move in kernel ticks (coarser on NFS), so a rewrite within the tick of the last look
+leaves them as they were, and then only the bytes tell (`dash.core.mark`)."""
 RESCAN_COST_FACTOR = 20.0
 """Globs are re-run no sooner than this many times the time their last run took."""
-
-
-def count_newlines(fd: int, start: int, end: int, job: _CountJob | None = None) -> tuple[int, int]:
-    """Newlines in [start, end) of fd, and where reading stopped (big reads, newlines deleted
-    and the lengths compared: `replace` jumps between them with `memchr`)."""
-    n = 0
-    pos = start
-    while pos < end:
-        data = os.pread(fd, min(COUNT_CHUNK, end - pos), pos)
-        if not data:
-            break
-        n += len(data) - len(data.replace(b"\n", b""))  # twice as quick as bytes.count
-        pos += len(data)
-        if job is not None:
-            if job.cancelled:
-                break
-            job.pos = pos
-    return n, pos
-
-
-class _CountJob:
-    """A first count running in a thread: `wc -l` reading our descriptor, else Python."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.pos = 0
-        self.result: tuple[int, int] | None = None
-        self.error: str | None = None
-        self.cancelled = False
-        self.finished = threading.Event()
-        self._lock = threading.Lock()
-        self._fd: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def progress(self) -> float:
-        with self._lock:
-            if self._fd is not None and self._proc is not None:
-                try:
-                    # wc shares our open file description: its offset is its progress.
-                    self.pos = os.lseek(self._fd, 0, os.SEEK_CUR)
-                except OSError:
-                    pass
-        return min(1.0, self.pos / self.size) if self.size else 1.0
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
-                self._proc.kill()
-
-    def run(self, path: Path, ident: tuple[int, int]) -> None:
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            self.finished.set()  # gone since the stat: the next poll sees it absent
-            return
-        except OSError as exc:
-            self.error = exc.strerror or str(exc)
-            self.finished.set()
-            return
-        try:
-            st = os.fstat(fd)
-            # Replaced while counting: no result and no error; the next poll counts the new file.
-            if (st.st_dev, st.st_ino) == ident:
-                with self._lock:
-                    self._fd = fd
-                self.result = self._wc(fd) or count_newlines(fd, 0, self.size, self)
-        except (OSError, ValueError) as exc:
-            self.error = str(exc)
-        finally:
-            with self._lock:
-                self._fd = None
-                self._proc = None
-                os.close(fd)
-            self.finished.set()
-
-    def _wc(self, fd: int) -> tuple[int, int] | None:
-        """`wc -l` on our descriptor: it counts at memory speed; where it stopped is exact."""
-        wc = shutil.which("wc")
-        if wc is None or self.cancelled:
-            return None
-        with self._lock:
-            # Niced: a first count must not slow the reads the screen waits for.
-            nice = shutil.which("nice")
-            argv = [nice, "-n", "10", wc, "-l"] if nice else [wc, "-l"]
-            self._proc = subprocess.Popen(
-                argv, stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "")},
-            )
-            proc = self._proc
-        out, _ = proc.communicate()
-        with self._lock:
-            self._proc = None
-        if proc.returncode != 0 or self.cancelled:
-            os.lseek(fd, 0, os.SEEK_SET)
-            return None
-        return int(out.split()[0]), os.lseek(fd, 0, os.SEEK_CUR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +59,11 @@ class LineCounter:
         self._ident: tuple[int, int] | None = None
         self.offset = 0
         self.lines = 0
+        self._mark = Mark()
+        self._settled: tuple[int, int, int] | None = None
+        """(size, mtime, ctime) of the last look, when the file had not changed for a while."""
         self._known = False
-        self._job: _CountJob | None = None
+        self._job: CountJob | None = None
         self._failed: tuple[tuple[tuple[int, int], int], str] | None = None
 
     @property
@@ -176,8 +88,17 @@ class LineCounter:
             # A background count of this very file failed: say so again, do not retry unchanged.
             return Count(None, exists=False, error=self._failed[1])
         self._failed = None
-        reset = False
-        if ident != self._ident or st.st_size < self.offset:
+        try:
+            return self._count(ident, st)
+        except FileNotFoundError:
+            return self._gone(None)  # gone between stat and open
+        except OSError as exc:
+            return self._gone(_reason(exc))
+
+    def _count(self, ident: tuple[int, int], st: os.stat_result) -> Count:
+        size, reset = st.st_size, False
+        looked = (size, st.st_mtime_ns, st.st_ctime_ns)
+        if ident != self._ident or size < self.offset or self._rewritten(ident, looked):
             reset = self._ident is not None
             self._restart(ident)
         if self._job is not None:
@@ -185,30 +106,31 @@ class LineCounter:
                 return Count(self.lines if self._known else None, True, self._job.progress(), reset)
             failed = self._take_job()
             if failed is not None:
-                self._failed = ((ident, st.st_size), failed)
+                self._failed = ((ident, size), failed)
                 return self._gone(failed)
-        if st.st_size - self.offset > self._big:
-            self._job = _CountJob(st.st_size)
+        if size - self.offset > self._big:
+            self._job = CountJob(size)
             self._pool.submit(self._job.run, self.path, ident)
             return Count(self.lines if self._known else None, True, 0.0, reset)
-        if st.st_size > self.offset:
-            failed = self._count_appended(ident, st.st_size, reset)
-            if failed is not None:
-                return failed
+        if size > self.offset and not self._read_more(ident, size):
+            # Replaced between stat and open: the next poll counts the new file.
+            return Count(self.lines if self._known else None, reset=reset)
         self._known = True
+        # Settled: the file's last change was long enough ago that any later write moves its
+        # ctime on; until the stat changes, the bytes counted need not be read back.
+        self._settled = looked if time.time_ns() - st.st_ctime_ns > SETTLED_NS else None
         return Count(self.lines, reset=reset)
 
-    def _count_appended(self, ident: tuple[int, int], size: int, reset: bool) -> Count | None:
-        """Count the appended bytes; the Count to report instead when they cannot be read."""
-        try:
-            if not self._read_more(ident, size):
-                # Replaced between stat and open: the next poll counts the new file.
-                return Count(self.lines if self._known else None, reset=reset)
-        except FileNotFoundError:
-            return self._gone(None)  # gone between stat and open
-        except OSError as exc:
-            return self._gone(_reason(exc))
-        return None
+    def _rewritten(self, ident: tuple[int, int], looked: tuple[int, int, int]) -> bool:
+        """Whether the bytes counted so far are no longer in the file (truncated and rewritten
+        to the same size or larger since the last poll)."""
+        if not self.offset or self._job is not None or looked == self._settled:
+            return False
+        with _open_regular(self.path) as fd:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ident:
+                return False  # replaced since the stat: the next poll sees the new file
+            return not self._mark.holds(*read_spans(fd, self._mark.spans()))
 
     def _gone(self, error: str | None) -> Count:
         """The file cannot be counted now: forget it (a later poll counts it afresh)."""
@@ -223,31 +145,30 @@ class LineCounter:
         self._ident = ident
         self.offset = 0
         self.lines = 0
+        self._mark = Mark()
+        self._settled = None
         self._known = False
 
     def _take_job(self) -> str | None:
         """Adopt a finished background count; its error, if it failed."""
         job, self._job = self._job, None
-        if job is not None and job.result is not None:
+        if job is not None and job.result is not None and job.mark is not None:
             # The job counted from 0 (a first count, or a big growth after a restart).
             self.lines, self.offset = job.result
+            self._mark = job.mark
             self._known = True
         return job.error if job is not None and job.result is None else None
 
     def _read_more(self, ident: tuple[int, int], size: int) -> bool:
         """Count [offset, size) of the file `ident`; False when another file is at the path."""
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
+        with _open_regular(self.path) as fd:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "not a regular file")
             if (st.st_dev, st.st_ino) != ident:
                 return False
             n, self.offset = count_newlines(fd, self.offset, size)
             self.lines += n
+            self._mark = Mark(self.offset, *read_spans(fd, Mark.spans_at(self.offset)))
             return True
-        finally:
-            os.close(fd)
 
     def close(self) -> None:
         if self._job is not None:
@@ -333,6 +254,18 @@ class OutputsSource:
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+@contextlib.contextmanager
+def _open_regular(path: Path) -> Iterator[int]:
+    """A read-only descriptor of the regular file at `path`, closed after use."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file")
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:

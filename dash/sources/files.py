@@ -2,7 +2,8 @@
 
 `FileFollower` follows one path by name (`dash.core.follow` decides what a stat means). Files
 are opened `O_RDONLY` and only ever `pread`: kdash never writes, locks, truncates or touches the
-mtime of a file it watches. A poll of an unchanged file is two stats, whatever its size.
+mtime of a file it watches. A poll of an unchanged file is two stats and two reads of at most
+4 KB (`dash.core.mark`: what tells a rewrite from the file that was read), whatever its size.
 Errors (permission denied, a directory where a file was expected) become a status value.
 """
 
@@ -14,19 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dash.core.follow import MAX_LINE_BYTES, Decision, FileId, FollowState
-
-# Output line counting lives in dash.sources.counts; these names stay importable from here.
-from dash.sources.counts import BIG_COUNT, Count, LineCounter, OutputsSource, count_newlines
-
-__all__ = ["BIG_COUNT", "CHUNK", "MAX_READ_PER_POLL", "Count", "FileFollower", "FollowRead",
-           "LineCounter", "OutputsSource", "count_newlines"]
+from dash.core.mark import Mark
 
 CHUNK = 64 * 1024
 """Bytes per read."""
 
-MAX_READ_PER_POLL = 16 * 1024 * 1024
+MAX_READ_PER_POLL = 2 * 1024 * 1024
 """A burst larger than this is read over several polls (`FollowRead.more`), so one poll of a
-file that jumped by gigabytes never blocks for long."""
+file that jumped by gigabytes never blocks for long, and what one read hands over (its lines and
+their records, some 15k of each) stays a few MB: a burst waits in the file, not in memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +45,10 @@ class FollowRead:
     """True when bytes were left for the next poll (a very large burst)."""
     bytes_read: int = 0
     offset: int = 0
+    starts: tuple[tuple[int, int], ...] = ()
+    """(index in `lines`, byte offset) wherever reading (re)started in this poll: a file opened
+    (at its start, or inside it for the backfill) or read again from 0 after a truncation.
+    Lines before an index belong to the reading before it (`dash.core.linenums`)."""
 
 
 def _stat_path(path: Path) -> FileId | None:
@@ -61,10 +62,18 @@ def _is_regular(mode: int) -> bool:
     return stat.S_ISREG(mode)
 
 
+def read_spans(fd: int, spans: tuple[tuple[int, int], tuple[int, int]]) -> tuple[bytes, bytes]:
+    """The bytes of a mark's two ranges as they are now (shorter where the file is)."""
+    (h_at, h_len), (t_at, t_len) = spans
+    return (os.pread(fd, h_len, h_at) if h_len else b"",
+            os.pread(fd, t_len, t_at) if t_len else b"")
+
+
 @dataclass(slots=True)
 class _Reading:
     lines: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    starts: list[tuple[int, int]] = field(default_factory=list)
     bytes_read: int = 0
     more: bool = False
     budget: int = MAX_READ_PER_POLL
@@ -98,12 +107,14 @@ class FileFollower:
             self._drop_fd()
             reason = exc.strerror or str(exc)
             return FollowRead(str(self.path), tuple(r.lines), "error", f"{self.path}: {reason}",
-                              None, tuple(r.events))
+                              None, tuple(r.events), starts=tuple(r.starts))
         if size is None:
             return FollowRead(str(self.path), tuple(r.lines), "waiting",
-                              f"{self.path}: not there yet", None, tuple(r.events))
+                              f"{self.path}: not there yet", None, tuple(r.events),
+                              starts=tuple(r.starts))
         return FollowRead(str(self.path), tuple(r.lines), "ok", None, size, tuple(r.events),
-                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset)
+                          self.state.splitter.partial, r.more, r.bytes_read, self.state.offset,
+                          tuple(r.starts))
 
     def close(self) -> None:
         """Close the descriptor and forget the file (a later poll starts it afresh)."""
@@ -138,7 +149,7 @@ class FileFollower:
         except FileNotFoundError:
             at_path = None
         self._reattach(at_path, r)
-        decision = self.state.decide(at_path, self._sig_now(at_path))
+        decision = self.state.decide(at_path, self._readback(at_path))
         if decision is Decision.REPLACED:
             left = self._drain_and_close(r, "rotated" if at_path is not None else "deleted")
             if left is not None:
@@ -152,8 +163,7 @@ class FileFollower:
             if not self._open(at_path, r):
                 return None
         elif decision is Decision.TRUNCATED:
-            r.events.append("truncated")
-            r.lines.extend(self.state.truncated())
+            self._truncated(r)
         elif decision is Decision.IDLE:
             return at_path.size
         assert self._fd is not None
@@ -161,14 +171,13 @@ class FileFollower:
         self._read_to(size, r)
         return size
 
-    def _sig_now(self, at_path: FileId | None) -> bytes | None:
-        """The bytes before the offset as they are now, when the same file grew."""
+    def _readback(self, at_path: FileId | None) -> tuple[bytes, bytes] | None:
+        """What the mark's ranges hold now, when the same file is no shorter than the offset."""
         st = self.state
-        rng = st.sig_range()
-        if (self._fd is None or rng is None or at_path is None or st.ident is None
+        if (self._fd is None or at_path is None or st.ident is None
                 or not st.ident.same_file(at_path) or at_path.size < st.offset):
             return None
-        return os.pread(self._fd, rng[1], rng[0])
+        return read_spans(self._fd, st.mark.spans())
 
     def _open(self, at_path: FileId, r: _Reading) -> bool:
         try:
@@ -180,9 +189,17 @@ class FileFollower:
             os.close(fd)
             raise IsADirectoryError("not a regular file")
         self._fd = fd
-        self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        offset = self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        if offset:
+            self.state.marked(*read_spans(fd, Mark.spans_at(offset)))
         r.events.append("opened")
+        r.starts.append((len(r.lines), offset))
         return True
+
+    def _truncated(self, r: _Reading) -> None:
+        r.events.append("truncated")
+        r.lines.extend(self.state.truncated())
+        r.starts.append((len(r.lines), 0))
 
     def _drain_and_close(self, r: _Reading, why: str) -> int | None:
         """The old file left the path: read what it still holds, then let it go.
@@ -194,9 +211,8 @@ class FileFollower:
         assert self._fd is not None
         st = os.fstat(self._fd)
         own = FileId(st.st_dev, st.st_ino, st.st_size)
-        if self.state.decide(own, self._sig_now(own)) is Decision.TRUNCATED:
-            r.events.append("truncated")
-            r.lines.extend(self.state.truncated())
+        if self.state.decide(own, self._readback(own)) is Decision.TRUNCATED:
+            self._truncated(r)
         self._read_to(own.size, r)
         if r.more:
             return own.size

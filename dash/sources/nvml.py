@@ -21,12 +21,14 @@ import psutil
 from dash.core.snapshot import GpuProcess, GpuSnapshot
 from dash.core.state.gpus import UNAVAILABLE_PREFIX, GpuReading, NvmlUnavailable
 
+_pynvml: ModuleType | None
 try:
-    import pynvml as _pynvml
+    import pynvml
 except ImportError as _exc:  # nvidia-ml-py is a dependency, but a broken install must not crash
     _pynvml = None
     _IMPORT_ERROR = str(_exc)
 else:
+    _pynvml = pynvml
     _IMPORT_ERROR = ""
 
 RETRY_INTERVAL_S = 5.0
@@ -98,6 +100,9 @@ class NvmlSource:
         self._binding_errors: tuple[type[BaseException], ...] = (
             (mismatch, AttributeError) if isinstance(mismatch, type) else (AttributeError,)
         )
+        # What a call into the library can raise besides NVMLError: a binding gap, an OSError.
+        self._call_errors: tuple[type[BaseException], ...] = (*self._binding_errors, OSError)
+        self._any_error: tuple[type[BaseException], ...] = (self._nvml_error, *self._call_errors)
         self._ready = False
         self._next_init = float("-inf")
         self._failure: NvmlUnavailable | None = None
@@ -158,13 +163,13 @@ class NvmlSource:
             self._m.nvmlInit()
         except self._nvml_error as exc:
             return str(exc)
-        except (*self._binding_errors, OSError) as exc:
+        except self._call_errors as exc:
             return f"{type(exc).__name__}: {exc}"
         self._ready = True
         self._reset_device_state()
         try:
             self._count = int(self._m.nvmlDeviceGetCount())
-        except (self._nvml_error, *self._binding_errors, OSError) as exc:
+        except self._any_error as exc:
             self._drop()
             return str(exc)
         return None
@@ -174,7 +179,7 @@ class NvmlSource:
         if self._ready:
             try:
                 self._m.nvmlShutdown()
-            except (self._nvml_error, *self._binding_errors, OSError):
+            except self._any_error:
                 pass  # the driver is already gone; nothing left to release
         self._ready = False
         self._reset_device_state()

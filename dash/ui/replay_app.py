@@ -38,7 +38,6 @@ from dash.core.state.partitions import OutputCount
 from dash.core.state.replay_run import Command, ReplayFrame, ReplayRun, obey, status_lines
 from dash.core.state.run import RunState
 from dash.core.state.timeline import Checkpoints, ReplayCursor, Timeline
-from dash.ui import apply
 from dash.ui.app import DashApp
 from dash.ui.widgets.help import HelpScreen, help_text
 from dash.ui.widgets.log_pane import LogPane
@@ -73,13 +72,15 @@ class ReplayHelpScreen(HelpScreen):
             yield Static(text, id="help-text")
 
 
-class _Shown:
-    """The app's view of the replay's state: the newest frame's snapshot. Keys that change
-    the state are sent to the replay thread, its only owner."""
+class _Shown(RunState):
+    """The app's view of the replay's state: the newest frame's snapshot (before the first,
+    this empty state's own). Keys that change the state are sent to the replay thread, the
+    state's only owner; nothing is fed to this one."""
 
-    def __init__(self, app: ReplayApp, first: RunSnapshot) -> None:
+    def __init__(self, app: ReplayApp, cfg: Config) -> None:
+        super().__init__(cfg)
         self.app = app
-        self.snap = first
+        self.snap = super().snapshot(0.0)
         self.changes = AlertChanges()
 
     def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
@@ -89,8 +90,9 @@ class _Shown:
     def snapshot(self, now: float) -> RunSnapshot:
         return self.snap
 
-    def acknowledge(self, key: str) -> None:
+    def acknowledge(self, key: str) -> bool:
         self.app.send("ack", key)
+        return True
 
     def reset_peak(self) -> None:
         self.app.send("reset_peak")
@@ -109,8 +111,7 @@ class ReplayApp(DashApp):
                  outputs: tuple[OutputCount, ...] = (), grammar: Grammar = GRAMMAR,
                  pacer: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         self.replay_clock = FakeClock(0.0)
-        first = RunState(cfg).snapshot(0.0)
-        super().__init__(cfg, state=_Shown(self, first), collector=None,
+        super().__init__(cfg, state=_Shown(self, cfg), collector=None,
                          clock=self.replay_clock, extra_title="replay: reading log", **kwargs)
         self.speed = speed
         self.grammar = grammar
@@ -277,16 +278,6 @@ class ReplayApp(DashApp):
     def action_replay_jump(self, direction: int) -> None:
         if self.run_ is not None:
             self.send("jump", self._pacer(), JUMP_S * direction)
-
-    def action_acknowledge(self) -> None:
-        if self.frame is None:
-            return
-        for alert in self.frame.snapshot.alerts:
-            if not alert.acknowledged:
-                self.send("ack", alert.key)
-
-    def action_reset_peak(self) -> None:
-        apply.reset_peak(self.state)
 
     def action_help(self) -> None:
         self.push_screen(ReplayHelpScreen())

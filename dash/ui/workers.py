@@ -1,140 +1,245 @@
-"""The source workers: each poll runs in one exclusive worker and only posts messages.
+"""The source workers: each source is polled by one loop that only posts messages.
 
-Blocking sources (files, NVML, processes) run in thread workers that loop until the app stops;
-HTTP and the file watcher run in async workers on the app's loop. None of them touches a widget or
-the run state: they post `dash.ui.messages` observations that the app applies on its main thread.
-A loop inside one exclusive worker means two polls of the same source can never overlap.
+Blocking sources (files, NVML, processes) run in `SourceThread`s that loop until the app stops;
+HTTP and the file watcher run in async workers on the app's loop. None of them touches a widget
+or the run state: they post `dash.ui.messages` observations that the app applies on its main
+thread. One loop per source means two polls of the same source can never overlap.
+
+Errors: an I/O error is a value inside the observation; one that escapes a source anyway
+(`OSError`) becomes a notice and the loop carries on. Anything else is a bug, and stops the app
+loudly (a traceback and exit 1, as Textual's `exit_on_error` does) instead of leaving a toast
+and stale data.
+
+Shutdown: `close_sources` stops the loops, waits for them (with a timeout), and only then has the
+collector close what it opened.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.message import Message
+from textual.worker import Worker, WorkerError
 
+from dash.core.alerts.model import AlertChanges
+from dash.core.clock import Clock
 from dash.core.config import Config
-from dash.ui.messages import FilesObserved, GpusSampled, HttpSampled, ProcessesSampled
+from dash.core.recent import RecentSet
+from dash.core.state.gpus import GpuSample
+from dash.sources.blocking import run_blocking
+from dash.sources.observations import Sources
+from dash.ui.messages import (
+    FilesObserved,
+    GpusSampled,
+    HttpSampled,
+    ProcessesSampled,
+    SourceFailed,
+    SourceTrouble,
+)
 
-BACKLOG = 20
-"""Messages waiting on the main thread beyond which the file reader slows down."""
+if TYPE_CHECKING:
+    from dash.sources.alert_sinks import AlertDelivery
+
+BACKLOG = 2
+"""Messages waiting on the main thread beyond which the file reader waits: each read of a burst
+holds some MB of lines and records until it is applied."""
 MIN_READ_GAP_S = 0.25
 """Reads never come closer than this, whatever the refresh period."""
 PROCESS_INTERVAL_S = 5.0
+IO_RETRY_S = 5.0
+"""After an I/O error that escaped a source, its loop waits this long before trying again."""
+JOIN_TIMEOUT_S = 3.0
+"""How long shutting down waits for the polls in progress (a read, an NVML call) to end and the
+sources to close, all together."""
+MIN_CLOSE_S = 0.5
+"""The sources always get this long to close, even when waiting for the loops took it all."""
+MAX_DELIVERY_ERRORS = 64
+"""Distinct alert-delivery errors remembered, so that each is shown once (they hold webhook
+answers, which can differ every time)."""
+
+
+class SourceThread:
+    """One source's loop, in a daemon thread of its own.
+
+    Not a Textual thread worker: those run in the event loop's default executor, which
+    `asyncio.run` joins without a timeout at exit, so one NVML call that never returns or a
+    read on a dead NFS mount would hold the process after `q` or SIGTERM. This thread can be
+    waited for with a timeout, and then left behind.
+    """
+
+    def __init__(self, name: str, step: Callable[[], None], stop: threading.Event,
+                 post: Callable[[Message], object]) -> None:
+        self.name = name
+        self._step = step
+        self._stop = stop
+        self._post = post
+        self._thread = threading.Thread(target=self._run, name=f"kdash-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(max(0.0, timeout))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._step()
+            except OSError as exc:
+                self._post(SourceTrouble(self.name, exc))
+                self._stop.wait(IO_RETRY_S)
+            except Exception as exc:  # a bug: handed to the main thread, which stops the app
+                self._post(SourceFailed(self.name, exc))
+                return
 
 
 class WorkerApp(App[int]):
     """The part of the app that runs the sources; `DashApp` adds the screen."""
 
-    def __init__(self, cfg: Config, collector: Any | None) -> None:
+    def __init__(self, cfg: Config, collector: Sources | None, clock: Clock) -> None:
         super().__init__()
         self.cfg = cfg
         self.collector = collector
-        """A `dash.sources.collector.Collector` (or a test double with the same methods); None: no sources."""
+        """The run's sources (a `dash.sources.collector.Collector`); None: no sources."""
+        self.clock = clock
+        """The run state's clock: what observations are applied at, samples stamped with."""
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._watching = False
-        self._failed: set[str] = set()
-        self._delivery: Any = None
-        self._delivery_errors: set[str] = set()
+        self._threads: list[SourceThread] = []
+        self._loop_workers: list[Worker[None]] = []
+        self._sources_closed = False
+        self._delivery: AlertDelivery | None = None
+        self._delivery_errors: RecentSet[str] = RecentSet(MAX_DELIVERY_ERRORS)
 
     def start_sources(self) -> None:
-        """Start one worker per configured source."""
-        if self.collector is None:
+        """Start one loop per configured source."""
+        sources = self.collector
+        if sources is None:
             return
-        self.files_loop()
-        self.nvml_loop()
+        loops: list[tuple[str, Callable[[], None]]] = [
+            ("files", lambda: self._read_files(sources)),
+            ("nvml", lambda: self._sample_gpus(sources)),
+        ]
         if self.cfg.process:
-            self.processes_loop()
-        if self.cfg.url and hasattr(self.collector, "poll_http"):
-            self.http_loop()
-        if not self.cfg.poll and hasattr(self.collector, "watch"):
+            loops.append(("procs", lambda: self._sample_processes(sources)))
+        for name, step in loops:
+            thread = SourceThread(name, step, self._stop, self.post_message)
+            self._threads.append(thread)
+            thread.start()
+        if self.cfg.http_enabled:
+            self._loop_workers.append(self.http_loop(sources))
+        if not self.cfg.poll:
             self._watching = True
-            self.watch_loop()
+            self._loop_workers.append(self.watch_loop(sources))
 
     def stop_sources(self) -> None:
-        """Ask the worker loops to end (they finish their current poll first)."""
+        """Ask the loops to end (each finishes its current poll first)."""
         self._stop.set()
         self._wake.set()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="files")
-    def files_loop(self) -> None:
+    async def close_sources(self, timeout: float = JOIN_TIMEOUT_S) -> tuple[str, ...]:
+        """Stop the loops, wait for them, then close the sources; the loops still running.
+
+        A loop still inside a poll after `timeout` is left behind (its thread is a daemon); the
+        collector does not close a resource while a poll of it is in progress either.
+        """
+        if self._sources_closed:
+            return tuple(t.name for t in self._threads if t.running)
+        self._sources_closed = True
+        self.stop_sources()
+        for worker in self._loop_workers:
+            worker.cancel()
+        deadline = time.monotonic() + timeout
+        for worker in self._loop_workers:
+            try:
+                await asyncio.wait_for(worker.wait(), max(0.0, deadline - time.monotonic()))
+            except (WorkerError, asyncio.TimeoutError):
+                pass  # cancelled as asked; a failure has already stopped the app
+
+        def join() -> None:
+            for thread in self._threads:
+                thread.join(deadline - time.monotonic())
+
+        await run_blocking(join, name="kdash-join")  # bounded by the deadline: off the loop
+        if self.collector is not None:
+            await self.collector.aclose(max(MIN_CLOSE_S, deadline - time.monotonic()))
+        return tuple(t.name for t in self._threads if t.running)
+
+    # -- one step of each loop (in its own thread) -------------------------------------------
+
+    def _read_files(self, sources: Sources) -> None:
         """Read new bytes of every followed file, on a watch wake-up or every refresh period."""
-        worker = get_current_worker()
-        while not worker.is_cancelled and not self._stop.is_set():
-            # With a watcher, the timeout is only a safety net; without one it is the poll rate.
-            idle = self.cfg.refresh * (3 if self._watching else 1)
-            # Wake-ups within one refresh period are merged into one read: on a busy log the
-            # watcher fires several times a second, and the screen shows nothing faster anyway.
-            gap = max(MIN_READ_GAP_S, self.cfg.refresh)
-            self._wake.clear()
-            reading = self.collector.read_files()  # type: ignore[union-attr]
-            self.post_message(FilesObserved(reading))
-            # Back off while the main thread is behind, so line batches never pile up unbounded.
-            backlog = self.message_queue_size > BACKLOG
-            more = getattr(reading, "more", False)  # more bytes waiting (a backlog): read again soon
-            self._stop.wait((MIN_READ_GAP_S if more else gap) * (8 if backlog else 1))
-            if not more:
-                self._wake.wait(max(0.0, idle - gap))
+        # With a watcher, the timeout is only a safety net; without one it is the poll rate.
+        idle = self.cfg.refresh * (3 if self._watching else 1)
+        # Wake-ups within one refresh period are merged into one read: on a busy log the
+        # watcher fires several times a second, and the screen shows nothing faster anyway.
+        gap = max(MIN_READ_GAP_S, self.cfg.refresh)
+        self._wake.clear()
+        reading = sources.read_files()
+        self.post_message(FilesObserved(reading))
+        # More bytes waiting (a backlog in the file): read again soon.
+        self._stop.wait(MIN_READ_GAP_S if reading.more else gap)
+        # Wait while the main thread is behind: a burst stays in the file, not in the queue.
+        while self.message_queue_size > BACKLOG and not self._stop.wait(MIN_READ_GAP_S / 5):
+            pass
+        if not reading.more:
+            self._wake.wait(max(0.0, idle - gap))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="nvml")
-    def nvml_loop(self) -> None:
+    def _sample_gpus(self, sources: Sources) -> None:
         """Sample the GPUs every `nvml_interval` seconds (NVML calls can stall: not on the loop)."""
-        worker = get_current_worker()
-        while not worker.is_cancelled and not self._stop.is_set():
-            self.post_message(GpusSampled(self.collector.sample_gpus()))  # type: ignore[union-attr]
-            self._stop.wait(self.cfg.nvml_interval)
+        reading = sources.sample_gpus()
+        self.post_message(GpusSampled(GpuSample(reading, self.clock.now())))
+        self._stop.wait(self.cfg.nvml_interval)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="procs")
-    def processes_loop(self) -> None:
+    def _sample_processes(self, sources: Sources) -> None:
         """Look for the client processes every few seconds (slow-changing and not free)."""
-        worker = get_current_worker()
-        while not worker.is_cancelled and not self._stop.is_set():
-            procs = self.collector.sample_processes()  # type: ignore[union-attr]
-            self.post_message(ProcessesSampled(procs))
-            self._stop.wait(PROCESS_INTERVAL_S)
+        self.post_message(ProcessesSampled(sources.sample_processes()))
+        self._stop.wait(PROCESS_INTERVAL_S)
 
-    @work(exclusive=True, exit_on_error=False, group="http")
-    async def http_loop(self) -> None:
+    # -- async loops -------------------------------------------------------------------------
+
+    @work(exclusive=True, group="http")
+    async def http_loop(self, sources: Sources) -> None:
         """Poll the server with the collector's one HTTP client; an error is a value."""
         while not self._stop.is_set():
-            sample = await self.collector.poll_http()  # type: ignore[union-attr]
-            self.post_message(HttpSampled(sample))
+            self.post_message(HttpSampled(await sources.poll_http()))
             await asyncio.sleep(self.cfg.http_interval)
 
-    @work(exit_on_error=False, group="alerts")
-    async def deliver_alerts(self, changes: Any, at: float) -> None:
+    @work(exclusive=True, group="watch")
+    async def watch_loop(self, sources: Sources) -> None:
+        """Wake the file reader as soon as a watched file changes."""
+        stop = asyncio.Event()
+        try:
+            async for _ in sources.watch(stop):
+                self._wake.set()
+                if self._stop.is_set():
+                    break
+        except OSError as exc:
+            self.post_message(SourceTrouble("watch", exc))
+        finally:
+            stop.set()
+            # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
+            self._watching = False
+            self._wake.set()
+
+    @work(group="alerts")
+    async def deliver_alerts(self, changes: AlertChanges, at: float) -> None:
         """Send new alerts to --on-alert, --webhook and the history file (errors: one notice)."""
         if self._delivery is None:
             from dash.sources.alert_sinks import AlertDelivery
 
             self._delivery = AlertDelivery.from_config(self.cfg)
         for error in await self._delivery.deliver(changes, at):
-            if error not in self._delivery_errors:
-                self._delivery_errors.add(error)
+            if self._delivery_errors.add(error):
                 self.notify(error, title="alert delivery", severity="warning")
-
-    @work(exclusive=True, exit_on_error=False, group="watch")
-    async def watch_loop(self) -> None:
-        """Wake the file reader as soon as a watched file changes."""
-        stop = asyncio.Event()
-        try:
-            async for _ in self.collector.watch(stop):  # type: ignore[union-attr]
-                self._wake.set()
-                if self._stop.is_set():
-                    break
-        finally:
-            stop.set()
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Say once when a source's worker died; the other sources keep going."""
-        worker = event.worker
-        if event.state != WorkerState.ERROR or worker.group in self._failed:
-            return
-        self._failed.add(worker.group)
-        if worker.group == "watch":
-            self._watching = False  # the reader falls back to polling at the refresh rate
-        self.notify(f"{worker.group}: {worker.error!r}", title="source stopped", severity="error")

@@ -129,16 +129,25 @@ def test_oom_is_crit_at_once_with_line_headroom_and_hint() -> None:
     assert {"id", "severity", "since", "message", "evidence", "hint"} <= set(doc)
 
 
-def test_oom_clears_after_a_restart_and_restart_is_info() -> None:
+def test_a_restart_clears_the_oom_at_once_and_keeps_it_in_the_incident_line() -> None:
     run = Run(clear_after_s=10)
     run.feed(ev("ready"), ev("oom"))
     run.tick()
     run.feed(ev("server_args", args={}))
     run.tick(5)
+    assert "server_oom" in run.cleared  # the restart is a confirmed end: no hysteresis
+    restarted = run.active()["server_restarted"]
+    assert restarted.severity == "warn" and "OOM" in restarted.message
+    assert "before it: oom" in restarted.evidence
+
+
+def test_a_plain_restart_is_info() -> None:
+    run = Run()
+    run.feed(ev("ready"))
+    run.tick()
+    run.feed(ev("server_args", args={}))
+    run.tick(5)
     assert run.active()["server_restarted"].severity == "info"
-    assert "before it: oom" in run.active()["server_restarted"].evidence
-    run.tick(20)
-    assert "server_oom" in run.cleared
 
 
 @pytest.mark.parametrize("reason", ["exception", "watchdog", "sigquit", "killed"])
@@ -258,23 +267,28 @@ def _part(name: str, done: int, at_start: int, last_write: float | None,
                              status=status, last_write=last_write)  # type: ignore[arg-type]
 
 
-def test_client_log_buffered_when_empty_and_an_output_grows() -> None:
+def test_client_log_buffered_when_empty_for_buffered_after_s_while_an_output_grows() -> None:
     run = Run()
-    run.extra["client"] = ClientSnapshot(log_path="/run/client.log", log_bytes=0)
+    run.extra["client"] = ClientSnapshot(log_path="/run/client.log", log_bytes=0,
+                                         log_still_since=T0)
     run.extra["partitions"] = (_part("B1", 1374, 1374, None),)
     run.tick()
     assert "client_log_buffered" not in run.active()
     run.extra["partitions"] = (_part("B1", 1399, 1374, T0 + 60),)
+    run.tick(60)  # an empty log waits as long as a still one: 120 s by default
+    assert "client_log_buffered" not in run.active()
+    run.extra["partitions"] = (_part("B1", 1420, 1374, T0 + 115),)
     run.tick(60)
     alert = run.active()["client_log_buffered"]
-    assert "0 bytes" in alert.message and "1374 -> 1399" in alert.message
+    assert "0 bytes" in alert.message and "1374 -> 1420" in alert.message
     assert "python -u" in alert.hint and "PYTHONUNBUFFERED=1" in alert.hint
 
 
 def test_growing_client_log_is_not_buffered() -> None:
     run = Run()
     for i in range(30):
-        run.extra["client"] = ClientSnapshot(log_path="c.log", log_bytes=100 * (i + 1))
+        run.extra["client"] = ClientSnapshot(log_path="c.log", log_bytes=100 * (i + 1),
+                                             log_still_since=run.now)
         run.extra["partitions"] = (_part("B1", 1374 + i, 1374, run.now),)
         run.tick(10)
     assert "client_log_buffered" not in run.fired
@@ -370,3 +384,35 @@ def test_rules_see_the_events_of_the_snapshot_they_run_on() -> None:
     run.feed(ev("oom", line=7))
     run.tick(1)
     assert "server_oom" in run.active()
+
+
+def test_a_stale_process_holding_the_gpu_is_named_with_what_it_holds() -> None:
+    """vLLM's startup `Free memory on device ... is less than desired`: the event's hint."""
+    from dash.core.log.parse import parse_line
+
+    rec = parse_line("ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is "
+                     "less than desired GPU memory utilization (0.9, 71.2 GiB).", 9)
+    assert rec is not None
+    run = Run()
+    run.feed(ev("server_args", args={}), rec)
+    run.tick()
+    oom = run.active()["server_oom"]
+    assert "another process holds it" in oom.message
+    assert "holds 76.0 GiB" in oom.hint and "nvidia-smi" in oom.hint
+
+
+@pytest.mark.parametrize(("reason", "words"), [("nccl_timeout", "NCCL"),
+                                                ("device_assert", "device-side assert"),
+                                                ("segfault", "segmentation fault")])
+def test_crash_alerts_say_what_happened(reason: str, words: str) -> None:
+    run = Run()
+    run.feed(ev("crash", reason=reason))
+    run.tick()
+    assert words in run.active()["server_crash"].message
+
+
+def test_a_crash_names_the_component_that_hit_the_exception() -> None:
+    run = Run()
+    run.feed(ev("crash", reason="exception", component="DetokenizerManager"))
+    run.tick()
+    assert "DetokenizerManager hit an exception" in run.active()["server_crash"].message

@@ -249,11 +249,12 @@ def test_a_replay_run_obeys_the_screen_on_the_log_clock(tmp_path: Path) -> None:
     paced, paused = obey(run, ("pause", 11.0, True), paced, paused, 30.0)
     paced, paused = obey(run, ("pace", 20.0), paced, paused, 30.0)
     assert run.cursor.now == t0 + 60.0 and paused
-    for _ in range(5):
+    for _ in range(4):
         paced, paused = obey(run, ("jump", 21.0, 60.0), paced, paused, 30.0)
+    assert run.cursor.now == t0 + 300.0  # the OOM's time
     assert "server_oom" in {a.id for a in run.frame().snapshot.alerts}
     before = run.state
     obey(run, ("jump", 22.0, -120.0), paced, paused, 30.0)
     frame = run.frame()
-    assert run.state is not before and frame.fresh_pane and frame.now == t0 + 240.0
+    assert run.state is not before and frame.fresh_pane and frame.now == t0 + 180.0
     assert "server_oom" not in {a.id for a in frame.snapshot.alerts}

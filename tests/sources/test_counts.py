@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dash.sources import counts as counts_module
+from dash.sources.bgcount import CountJob
 from dash.sources.counts import LineCounter, OutputsSource
 
 
@@ -44,7 +49,7 @@ def test_incremental_count_ignores_the_partial_last_line_and_sees_truncation(tmp
 def test_big_first_count_runs_in_the_background_with_progress(tmp_path: Path, use_wc: bool,
                                                               monkeypatch) -> None:
     if not use_wc:
-        monkeypatch.setattr("dash.sources.counts.shutil.which", lambda _name: None)
+        monkeypatch.setattr("dash.sources.bgcount.shutil.which", lambda _name: None)
     p = tmp_path / "big.jsonl"
     line = b'{"text": "' + b"y" * 90 + b'"}\n'
     p.write_bytes(line * 50_000 + b'{"partial')
@@ -201,3 +206,114 @@ def test_a_slow_glob_is_rerun_less_often(tmp_path: Path, monkeypatch: pytest.Mon
         assert len(calls) == 4
     finally:
         src.close()
+
+
+COUNT_OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("partial"), st.integers(1, 30)),
+    st.tuples(st.just("count"), st.just(0)),
+    st.tuples(st.just("rewrite_same_size"), st.just(0)),
+    st.tuples(st.just("rewrite_larger"), st.integers(1, 3000)),
+    st.tuples(st.just("rewrite_smaller"), st.integers(0, 100)),
+    st.tuples(st.just("replace"), st.integers(0, 20)),
+    st.tuples(st.just("delete"), st.just(0)),
+), max_size=30)
+
+
+def _jsonl(n0: int, size: int) -> bytes:
+    """Output lines numbered from `n0`, of varied lengths, `size` bytes of them, the last one
+    cut to fit (a partial line)."""
+    out = bytearray()
+    n = n0
+    while len(out) < size:
+        n += 1
+        out += b'{"id": %d, "response": "%s", "finish_reason": "stop"}\n' % (n, b"t" * (n % 37))
+    return bytes(out[:size])
+
+
+@pytest.mark.parametrize("big", [1 << 30, 512])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(ops=COUNT_OPS)
+def test_counts_equal_wc_l_after_every_step(ops: list[tuple[str, int]], big: int) -> None:
+    """Whatever happens to the file between two polls (appends, a partial line, a truncation
+    and rewrite to the same size, larger or smaller, a replacement, a deletion), the count is
+    what `wc -l` says. `big=512` sends most counts to the background (`wc -l` itself)."""
+    with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(1) as pool:
+        p = Path(d) / "B1.jsonl"
+        p.write_bytes(b"")
+        c = LineCounter(p, pool, big=big)
+        n = 0
+        for op, k in ops:
+            n += 1000  # every write has lines of its own: a rewrite never repeats the old bytes
+            old = p.read_bytes() if p.exists() else b""
+            if op == "append":
+                with open(p, "ab") as fh:
+                    fh.write(b"".join(b'{"id": %d}\n' % (n + i) for i in range(k)))
+            elif op == "partial":
+                with open(p, "ab") as fh:
+                    fh.write(b'{"id": %d, "resp' % (n + k))
+            elif op == "count":
+                got = _wait_counted(c)
+                assert got.lines == (old.count(b"\n") if p.exists() else None)
+            elif op.startswith("rewrite") and p.exists():
+                size = {"rewrite_same_size": len(old), "rewrite_larger": len(old) + k,
+                        "rewrite_smaller": len(old) * k // 101}[op]
+                with open(p, "r+b") as fh:  # the same inode, truncated and written again
+                    fh.truncate(0)
+                    fh.write(_jsonl(n, size))
+            elif op == "replace":
+                (Path(d) / "new").write_bytes(_jsonl(n, k * 60))
+                os.replace(Path(d) / "new", p)
+            elif op == "delete" and p.exists():
+                p.unlink()
+        got = _wait_counted(c)
+        assert got.lines == (p.read_bytes().count(b"\n") if p.exists() else None)
+        c.close()
+
+
+@pytest.mark.parametrize("use_wc", [True, False])
+def test_an_exact_count_stops_at_its_end_while_the_file_grows_past_it(
+        tmp_path: Path, use_wc: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines before a backfill window: `wc -l` reads to the end of the file; what lies past
+    the window's start is taken off again."""
+    if not use_wc:
+        monkeypatch.setattr("dash.sources.bgcount.shutil.which", lambda _name: None)
+    p = tmp_path / "server.log"
+    p.write_bytes(b"a line\n" * 1000 + b"half a li" + b"ne\n" * 500)
+    end = 7 * 1000 + 4
+    job = CountJob(end, exact=True)
+    st_ = p.stat()
+    job.run(p, (st_.st_dev, st_.st_ino))
+    assert job.result == (p.read_bytes()[:end].count(b"\n"), end) == (1000, end)
+    assert job.error is None
+
+
+def test_a_settled_file_is_not_read_back_until_its_stat_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a file's last change lies a while back, a poll that finds the same size, mtime and
+    ctime opens nothing; any write moves them, and the bytes are checked again."""
+    monkeypatch.setattr(counts_module, "SETTLED_NS", 0)  # every look counts as settled
+    opened: list[Path] = []
+    real = counts_module._open_regular
+
+    def spy(path: Path):  # type: ignore[no-untyped-def]
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(counts_module, "_open_regular", spy)
+    p = tmp_path / "B1.jsonl"
+    p.write_bytes(_jsonl(0, 3000))
+    with ThreadPoolExecutor(1) as pool:
+        c = LineCounter(p, pool)
+        assert c.count().lines == p.read_bytes().count(b"\n")
+        opened.clear()
+        for _ in range(3):
+            c.count()
+        assert opened == []
+        time.sleep(0.05)  # past a timestamp tick
+        with open(p, "r+b") as fh:
+            fh.truncate(0)
+            fh.write(_jsonl(5000, 3000))
+        got = c.count()
+        assert opened and got.lines == p.read_bytes().count(b"\n") and got.reset

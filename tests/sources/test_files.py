@@ -22,9 +22,13 @@ OPS = st.lists(
         st.tuples(st.just("copytruncate"), st.just(0)),
         st.tuples(st.just("delete"), st.just(0)),
         st.tuples(st.just("recreate"), st.just(0)),
+        st.tuples(st.just("rewrite_same_size"), st.just(0)),
+        st.tuples(st.just("rewrite_larger"), st.integers(40, 300)),
     ),
     max_size=40,
 )
+SUFFIX = ", gen throughput (token/s): 84.20"
+"""Every line ends alike, as decode lines do: only a wide window tells a rewrite apart."""
 
 
 class Writer:
@@ -45,7 +49,7 @@ class Writer:
         lines = []
         for _ in range(k):
             self.n += 1
-            lines.append(f"line {self.n} " + "x" * (self.n % 7))
+            lines.append(f"line {self.n} " + "x" * (self.n % 7) + SUFFIX)
         # A held partial line is finished by the first newline.
         text = "\n".join(lines) + "\n"
         self.written.append(self.partial + lines[0])
@@ -58,6 +62,20 @@ class Writer:
         piece = f"part{self.pieces}-{k}-"
         self.partial += piece
         self._append(piece)
+
+    def rewrite(self, size: int) -> None:
+        """Truncate the file and write numbered lines, `size` bytes of them (a restarted server
+        writing over its old log: the same size, or larger)."""
+        text = ""
+        while len(text.encode()) < size:
+            self.n += 1
+            text += f"{self.n} rewritten" + SUFFIX + "\n"  # a line cut to fit keeps its number
+        if size and len(text.encode()) > size:  # cut the last line to fit, newline kept
+            text = text.encode()[:size - 1].decode() + "\n"
+        with open(self.path, "r+", encoding="utf-8") as fh:
+            fh.truncate(0)
+            fh.write(text)
+        self.written.extend(text.splitlines())
 
     def finish_partial(self) -> None:
         """Loggers write whole lines before a file is rotated; finish the one in progress."""
@@ -108,6 +126,11 @@ def _run(ops: list[tuple[str, int]], tmp: Path, *, late: bool,
             poll()  # bytes written after the copy's last poll are in the copy, not here
             shutil.copyfile(path, tmp / "server.log.1")
             os.truncate(path, 0)
+        elif op in ("rewrite_same_size", "rewrite_larger") and path.exists():
+            w.finish_partial()
+            poll()  # what was there is read; the rewrite comes between this poll and the next
+            size = path.stat().st_size
+            w.rewrite(size + (k if op == "rewrite_larger" else 0))
         elif op == "recreate":
             w.finish_partial()
             if path.exists():

@@ -10,6 +10,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+from dash.core.alerts.model import AlertChanges
+from dash.core.config import Config
 from dash.core.series import SeriesView
 from dash.core.snapshot import (
     Alert,
@@ -18,6 +20,7 @@ from dash.core.snapshot import (
     GpuProcess,
     GpuSnapshot,
     GpusSnapshot,
+    HistoryEntry,
     HttpSnapshot,
     PartitionSnapshot,
     Peak,
@@ -26,6 +29,7 @@ from dash.core.snapshot import (
     RunTotals,
     ServerLogSnapshot,
 )
+from dash.core.state.run import RunState
 
 NOW = 1_750_010_800.0
 """The fixture's instant (the clock is frozen here)."""
@@ -166,6 +170,29 @@ def alerts() -> tuple[Alert, ...]:
     )
 
 
+def history() -> tuple[HistoryEntry, ...]:
+    """Alerts that came and went: two of the day before (the history file), and this session's."""
+    day = 86400.0
+    oom = Alert("server_oom", "crit", NOW - day - 7200.0,
+                "CUDA out of memory in the server after a prefill of 32768 new tokens",
+                "OOM at about 2025-06-14T16:06:40 (line 90211); avail mem after CUDA graph 0.82 GB, "
+                "mem_fraction_static 0.93",
+                "Lower --mem-fraction-static (now 0.93; try 0.88) to leave more headroom outside "
+                "the KV cache; the server usually needs a restart after an OOM.",
+                line="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
+    restarted = Alert("server_restarted", "warn", NOW - day - 7020.0,
+                      "16:06 OOM (mem fraction 0.93, 0.82 GB after CUDA graph) -> restarted 16:09 "
+                      "with 0.88", "restart #1 at 2025-06-14T16:09:40 (line 90240)",
+                      "The server came back after an OOM.")
+    plateau, kv = alerts()[0], alerts()[1]
+    return (
+        HistoryEntry(oom, NOW - day - 7200.0, NOW - day - 7020.0, earlier=True),
+        HistoryEntry(restarted, NOW - day - 7020.0, NOW - day - 3400.0, earlier=True),
+        HistoryEntry(plateau, NOW - 2100.0),
+        HistoryEntry(kv, NOW - 900.0),
+    )
+
+
 def client() -> ClientSnapshot:
     return ClientSnapshot(
         log_path="/data/run7/client.log", log_bytes=18_442_113, log_last_growth=NOW - 3.0,
@@ -176,6 +203,15 @@ def client() -> ClientSnapshot:
         process_pattern="run_inference",
         processes=(ProcessInfo(41822, "python", "python run_inference.py --resume", START + 40.0),),
     )
+
+
+def settled(snap: RunSnapshot) -> RunSnapshot:
+    """`snap` with what RunState derives from its parts: liveness and incidents."""
+    from dash.core.alerts.incidents import group_incidents
+    from dash.core.state.liveness import liveness
+
+    live = liveness(snap.server, snap.http, snap.now, live_s=60.0)
+    return dataclasses.replace(snap, liveness=live, incidents=group_incidents(snap.alerts))
 
 
 def snapshot(**changes: object) -> RunSnapshot:
@@ -189,9 +225,9 @@ def snapshot(**changes: object) -> RunSnapshot:
         partitions=parts,
         totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8,
                          eta_s=51200.0, last_to_finish="B4_deepseek"),
-        client=client(), gpus=gpus(), alerts=alerts(),
+        client=client(), gpus=gpus(), alerts=alerts(), history=history(),
     )
-    return dataclasses.replace(snap, **changes)  # type: ignore[arg-type]
+    return settled(dataclasses.replace(snap, **changes))  # type: ignore[arg-type]
 
 
 SERVER_LINES = (
@@ -208,27 +244,33 @@ CLIENT_LINES = (
 )
 
 
-class FrozenState:
-    """Stands in for `RunState`: the fixture snapshot, plus the effects of `a` and `r`."""
+class FrozenState(RunState):
+    """A `RunState` whose picture is the fixture snapshot, plus the effects of `a` and `r`.
+
+    Alert rules are not evaluated (the fixture's alerts are the picture); what is fed to its
+    trackers is kept but not shown.
+    """
 
     def __init__(self, snap: RunSnapshot | None = None) -> None:
+        super().__init__(Config())
         self.snap = snap or snapshot()
         self.ticks = 0
         self.acknowledged: list[str] = []
 
-    def tick_and_snapshot(self, now: float) -> tuple[None, RunSnapshot]:
+    def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
         self.ticks += 1
-        return None, self.snap
+        return AlertChanges(), self.snap
 
     def snapshot(self, now: float) -> RunSnapshot:
         return self.snap
 
-    def acknowledge(self, key: str) -> None:
+    def acknowledge(self, key: str) -> bool:
         self.acknowledged.append(key)
         alerts = tuple(
             dataclasses.replace(a, acknowledged=True) if a.key == key else a for a in self.snap.alerts
         )
-        self.snap = dataclasses.replace(self.snap, alerts=alerts)
+        self.snap = settled(dataclasses.replace(self.snap, alerts=alerts))
+        return True
 
     def reset_peak(self) -> None:
         self.snap = dataclasses.replace(

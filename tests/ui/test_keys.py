@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 from collections.abc import Callable
 
-from textual.widgets import Input, RichLog
+import pytest
+from textual.widgets import Input
 
 from dash.core.snapshot import GpusSnapshot
 from dash.ui.app import DashApp
 from dash.ui.widgets.chart import BrailleChart
 from dash.ui.widgets.gpus import GpuTable
 from dash.ui.widgets.help import HelpScreen
-from dash.ui.widgets.log_pane import LogPane
+from dash.ui.widgets.log_pane import LogPane, LogView
 from dash.ui.widgets.partitions import PartitionTable
 from ui.fake_run import CLIENT_LINES, SERVER_LINES, FrozenState, screen_text, snapshot
 
@@ -32,6 +35,20 @@ async def test_ctrl_c_quits_with_zero(make_app: MakeApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+c")
     assert app.return_code == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
+async def test_a_signal_ends_the_app_with_128_plus_the_signal(make_app: MakeApp,
+                                                             sig: signal.Signals) -> None:
+    app = make_app(handle_signals=True)
+    async with app.run_test(size=SIZE) as pilot:
+        os.kill(os.getpid(), sig)
+        for _ in range(50):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+    assert app.return_code == 128 + sig
 
 
 async def test_question_mark_opens_help_and_any_key_closes_it(make_app: MakeApp) -> None:
@@ -129,13 +146,13 @@ async def test_slash_filters_live_enter_keeps_escape_clears(make_app: MakeApp) -
         box = app.query_one("#log-filter", Input)
         assert box.display and app.focused is box
         await pilot.press(*"prefill")
-        assert len(app.query_one("#log-view", RichLog).lines) == 1
+        assert app.query_one("#log-view", LogView).count == 1
         assert "q" not in pane.filter  # letters typed into the filter are not keys
         await pilot.press("enter")
         assert pane.filter == "prefill" and not box.display and app.is_running
         await pilot.press("slash", "escape")
         assert pane.filter == ""
-        assert len(app.query_one("#log-view", RichLog).lines) == len(SERVER_LINES)
+        assert app.query_one("#log-view", LogView).count == len(SERVER_LINES)
 
 
 async def test_d_toggles_dimmed_decode_lines(make_app: MakeApp) -> None:

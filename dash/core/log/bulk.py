@@ -42,19 +42,21 @@ _VALUE: dict[str, Any] = {"int": int, "float": float, "bool": BOOLS.__getitem__}
 
 
 def literal_keywords(parser: LineParser) -> tuple[bytes, ...] | None:
-    """The parser's prefilter as byte strings, when it is what the parser runs (a plain,
-    case-sensitive search for any of them); None otherwise, and every other line is parsed."""
+    """What the parser's prefilter looks for, as byte strings, when the prefilter is what the
+    parser runs (`keyword_pattern` of `interest_words`: a plain, case-sensitive search for any
+    of them, their outer spaces left out); None otherwise, and every other line is parsed."""
     interest = parser.interest
-    if interest.pattern != keyword_pattern(parser.keywords) or interest.flags != re.UNICODE:
+    words = getattr(parser, "interest_words", parser.keywords)
+    if interest.pattern != keyword_pattern(words) or interest.flags != re.UNICODE:
         return None
+    texts = [w.strip() for w in words if w.strip()]
     try:
-        words = tuple(k.encode("utf-8") for k in parser.keywords)
+        coded = tuple(t.encode("utf-8") for t in texts)
     except UnicodeEncodeError:
         return None
-    if not words or any(not w or b"\n" in w or "\ufffd" in k
-                        for w, k in zip(words, parser.keywords, strict=True)):
+    if not coded or any(b"\n" in w or "\ufffd" in t for w, t in zip(coded, texts, strict=True)):
         return None
-    return words
+    return coded
 
 
 def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
@@ -74,14 +76,18 @@ def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
 
 
 class _Keywords:
-    """Which of the parser's keywords a text holds, mostly by one-byte searches."""
+    """Where in a text the parser's keywords are: a keyword one of whose bytes the text lacks
+    is not there (`bytes.find` of one byte runs at memory speed); the others are searched for
+    together, with one pattern of them all."""
 
     def __init__(self, words: tuple[bytes, ...]) -> None:
         self.words = words
         # per keyword its distinct bytes, the one that was missing last time first
         self.probes = [list(dict.fromkeys(w)) for w in words]
+        self._patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
 
-    def present(self, text: bytes) -> list[bytes]:
+    def _unruled(self, text: bytes) -> tuple[bytes, ...]:
+        """The keywords whose every byte is in `text`."""
         missing: dict[int, bool] = {}
         out = []
         for word, probes in zip(self.words, self.probes, strict=True):
@@ -94,22 +100,29 @@ class _Keywords:
                         probes.insert(0, probes.pop(i))
                     break
             else:
-                if word in text:
-                    out.append(word)
-        return out
+                out.append(word)
+        return tuple(out)
 
-
-def keyword_lines(text: bytes, words: list[bytes]) -> list[int]:
-    """Offsets of the lines of `text` that hold one of `words`, in order; every line of
-    `text` follows a newline and ends with one."""
-    starts: set[int] = set()
-    for word in words:
-        at = text.find(word)
-        while at >= 0:
-            starts.add(text.rfind(b"\n", 0, at) + 1)
-            stop = text.find(b"\n", at)
-            at = text.find(word, stop) if stop >= 0 else -1
-    return sorted(starts)
+    def lines(self, text: bytes) -> list[int]:
+        """Offsets of the lines of `text` that hold a keyword, in order; every line of `text`
+        follows a newline and ends with one."""
+        words = self._unruled(text)
+        if not words:
+            return []
+        pattern = self._patterns.get(words)
+        if pattern is None:
+            if len(self._patterns) > 64:
+                self._patterns.clear()
+            pattern = self._patterns[words] = re.compile(
+                keyword_pattern(tuple(w.decode("utf-8") for w in words)).encode("utf-8"))
+        starts, at = [], 0
+        while (m := pattern.search(text, at)) is not None:
+            starts.append(text.rfind(b"\n", 0, m.start()) + 1)
+            stop = text.find(b"\n", m.end())
+            if stop < 0:
+                break
+            at = stop
+        return starts
 
 
 def all_lines(text: bytes) -> list[int]:
@@ -224,7 +237,7 @@ class BlockReader:
         if self._keywords is None:
             starts = all_lines(text)
         else:
-            starts = keyword_lines(text, self._keywords.present(text))
+            starts = self._keywords.lines(text)
         if self._skip_tries and not self._skips and len(text) > 1 << 16:
             self._learn_skips(text)
         if starts:

@@ -35,6 +35,14 @@ UNAVAILABLE_PREFIX = "NVML unavailable: "
 GpuReading = tuple[GpuSnapshot, ...] | NvmlUnavailable
 """One poll of NVML: every selected GPU, or the reason there are none."""
 
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One reading and when it was taken: applied late (a busy UI), it keeps its own time."""
+
+    reading: GpuReading
+    at: float
+
 DEFAULT_HISTORY = 3600
 """Points kept per GPU and per series: an hour at one poll a second."""
 

@@ -136,7 +136,7 @@ def _partitions(b: _Builder, snap: RunSnapshot) -> None:
     lab = ("partition",)
     b.many("kdash_partition_done", "Finished samples (lines) in the partition's output file.",
            lab, [((p.name,), p.done) for p in parts])
-    b.many("kdash_partition_total", "Expected samples in the partition (when known).",
+    b.many("kdash_partition_expected", "Expected samples in the partition (when known).",
            lab, [((p.name,), p.total) for p in parts])
     b.many("kdash_partition_rate_per_second", "Samples finished per second, recent rate.",
            lab, [((p.name,), _per_s(p.rate_per_min)) for p in parts])
@@ -145,7 +145,7 @@ def _partitions(b: _Builder, snap: RunSnapshot) -> None:
     t = snap.totals
     if parts:
         b.add("kdash_run_done", "Finished samples over all partitions.", t.done)
-        b.add("kdash_run_total", "Expected samples over all partitions (when all are known).",
+        b.add("kdash_run_expected", "Expected samples over all partitions (when all are known).",
               t.total)
         b.add("kdash_run_rate_per_second", "Samples finished per second over all partitions.",
               _per_s(t.rate_per_min))

@@ -21,7 +21,7 @@ from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
-KEEP = frozenset({"new_token", "cached_token", "gen_throughput"})
+KEEP = frozenset({"new_token", "cached_token", "gen_throughput", "accept_len", "accept_rate"})
 """The values the summary takes a column at a time (`BlockReader(keep=...)`)."""
 
 
@@ -62,7 +62,8 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
     counts = [batch.count(s) for s in range(len(batch.shapes))]
     decode = [s for s, shape in enumerate(batch.shapes) if shape.family.kind == "decode"
               and counts[s]]
-    other_decode = any(r["kind"] == "decode" for r in batch.others)
+    # acceptance figures from the parser's records too: folded in file order, record by record
+    other_decode = any(r["kind"] in ("decode", "spec") for r in batch.others)
     if len(decode) > 1 or (decode and other_decode):
         part = PartBuilder().feed_all(records(batch, stamps))
         part.lines = batch.lines
@@ -104,6 +105,8 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     part.candidates = [Candidate(lines[j], keys[j], made[j]) for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
     part.last_decode = made[n - 1]
+    part.accepts = list(map(float, batch.column(s, "accept_len") or []))
+    part.accept_rates = list(map(float, batch.column(s, "accept_rate") or []))
     if gens_col is None:
         return
     part.gens = gens

@@ -12,9 +12,20 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.binding import Binding
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+SCROLL_BINDINGS = [
+    Binding("up", "scroll_up", show=False),
+    Binding("down", "scroll_down", show=False),
+    Binding("pageup", "page_up", show=False),
+    Binding("pagedown", "page_down", show=False),
+    Binding("home", "scroll_home", show=False),
+    Binding("end", "scroll_end", show=False),
+]
+"""The keys of a focused scrolling view (the log pane, the full-screen alert views)."""
 
 
 def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
@@ -29,6 +40,17 @@ def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: in
 
 def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
     """One line of text (no newline in it) as the Strips of its screen rows."""
+    plain = line.plain
+    if plain and "\t" not in plain and (line.cell_len <= width or not wrap):
+        # One row: the text's own segments (cut with an ellipsis), without Rich's layout pass,
+        # which costs several times more and is most of a changed row's cost.
+        if line.cell_len > width:
+            line = line.copy()
+            line.truncate(width, overflow="ellipsis")
+        segments = line.render(console)
+        if line.style:  # the line's own style, under its spans' (as Rich's layout applies it)
+            segments = Segment.apply_style(segments, console.get_style(line.style))
+        return [Strip(list(segments))]
     options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
                                      highlight=False, markup=False)
     if wrap and 0 < indent < width // 2 and line.cell_len > width:
@@ -103,8 +125,10 @@ class Panel(ScrollView, can_focus=False):
             self.virtual_size = Size(width, len(new))
             self.refresh()
             return
-        for y in rows:
-            self.refresh_line(y)
+        if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
+            scroll_y = self.scroll_offset.y
+            row_width = max(self.virtual_size.width, self.size.width)
+            self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
 
     def _render(self, width: int, full: bool) -> list[Strip]:
@@ -151,6 +175,10 @@ class Panel(ScrollView, can_focus=False):
         if self._base is None:
             self._base = self.rich_style
         return self._base
+
+    def row_of_line(self, index: int) -> int:
+        """The screen row (in the scrolled content) where line `index` of the text starts."""
+        return sum(len(self._lines[i][1]) for i in range(index) if i in self._lines)
 
     @property
     def plain(self) -> str:

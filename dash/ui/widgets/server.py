@@ -8,6 +8,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
@@ -27,9 +28,12 @@ FACTS: tuple[tuple[str, str, str], ...] = (
 EVENT_LEVEL = {"oom": "crit", "crash": "crit", "error": "crit", "restart": "warn", "retract": "warn",
                "shutdown": "warn", "ready": "ok"}
 SHOWN_EVENTS = 6
+SPARK_POINTS = 24
 
 
 def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
+    if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
+        return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
     if value is None:
         return "-"
@@ -63,13 +67,41 @@ class ServerPanel(Panel):
         if srv.status != "ok":
             t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
                      self._st("warn"))
+        if len(srv.accept_len):
+            self._accept(t, srv.accept_len)
+        self._http(t, snap)
         if snap.http.disagreement:
-            t.append(f"\n{'http':>12} {fmt.clean(snap.http.disagreement, 80)}",
+            t.append(f"\n{'':>12} {fmt.clean(snap.http.disagreement, 80)}",
                      self._st("warn"))
         t.append("\n")
         for ev in srv.events[-SHOWN_EVENTS:]:
             self._event(t, ev)
         self.show_text(t)
+
+    def _accept(self, t: Text, series: SeriesView) -> None:
+        """Speculative decoding's acceptance length over time: the drafter's quality."""
+        recent = series.downsample(SPARK_POINTS).v[-SPARK_POINTS:]
+        mean = sum(series.v) / len(series.v)
+        t.append(f"\n{'accept len':>12} ", self._st("dim"))
+        t.append(f"{series.v[-1]:.2f} ")
+        t.append(fmt.spark(recent), self._st("ok"))
+        t.append(f" mean {mean:.2f}", self._st("dim"))
+
+    def _http(self, t: Text, snap: RunSnapshot) -> None:
+        """Which URL is polled, and why that one (or that HTTP is off)."""
+        http = snap.http
+        t.append(f"\n{'http':>12} ", self._st("dim"))
+        if snap.liveness.http == "off":
+            t.append("off (--no-http)", self._st("dim"))
+            return
+        if http.url is None:
+            t.append("not polled yet", self._st("dim"))
+            return
+        t.append(fmt.clean(http.url, 60))
+        if http.url_why and http.url_source != "flag":
+            t.append(f"  from {fmt.clean(http.url_why, 70)}", self._st("dim"))
+        state = {"up": "ok", "down": "crit", "degraded": "warn"}.get(http.state, "dim")
+        t.append(f"  {http.state}", self._st(state))
 
     def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))

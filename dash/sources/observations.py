@@ -1,0 +1,80 @@
+"""The seam between the sources and whoever owns the run state: observations, and `Sources`.
+
+Every poll of a source gives an immutable observation (it crosses from a worker thread to the
+thread that owns the `RunState`): a `FilesRead`, a `GpuReading`, a `ProcessesReading`, an
+`HttpSample`. `Sources` is what the dashboard's workers call to get them; `Collector` is the
+real one, and tests' doubles implement the same protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from dash.core.linenums import WindowCounted
+from dash.core.snapshot import ProcessInfo, Record
+from dash.core.state.gpus import GpuReading
+from dash.core.state.http_state import HttpSample
+from dash.core.state.partitions import OutputCount
+from dash.sources.files import FollowRead
+from dash.sources.procs import ProcessError
+
+ProcessesReading = tuple[ProcessInfo, ...] | ProcessError | None
+"""The matching client processes, why they could not be listed, or None (no pattern set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesRead:
+    """One read of every followed file."""
+
+    server: FollowRead | None = None
+    records: tuple[Record | None, ...] = ()
+    """The server log's new lines, parsed (None: a line of no interest)."""
+    client: FollowRead | None = None
+    outputs: tuple[OutputCount, ...] = ()
+    input_totals: Mapping[str, int] = field(default_factory=dict)
+    counting: bool = False
+    """A first count of a big output file is still running in the background."""
+    more: bool = False
+    """A followed file had more new bytes than one read takes: read again soon."""
+    errors: tuple[str, ...] = ()
+    """Output or prompt files that could not be counted this time ("path: reason")."""
+    window: WindowCounted | None = None
+    """The lines before the server log's backfill window were just counted (once)."""
+
+
+class Sources(Protocol):
+    """The sources of one run, as the dashboard's workers use them.
+
+    The blocking methods are called from one worker thread each (never two at once for the
+    same method); `poll_http` and `watch` run on the event loop. None of them raises for an I/O
+    problem: it comes back inside the observation. `aclose` releases everything the sources
+    opened, waiting for a poll still in progress, and never blocks the event loop.
+    """
+
+    def read_files(self) -> FilesRead:
+        """What is new in the server log, the client log and the output files."""
+        ...
+
+    def sample_gpus(self) -> GpuReading:
+        """One NVML reading."""
+        ...
+
+    def sample_processes(self) -> ProcessesReading:
+        """The client processes."""
+        ...
+
+    async def poll_http(self) -> HttpSample | None:
+        """One poll of the server; None when no URL is configured."""
+        ...
+
+    def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
+        """Yield whenever a followed file may have changed, until `stop_event` is set."""
+        ...
+
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Release what the sources opened (after the workers that use them have stopped),
+        waiting `timeout` seconds at most (None: the sources' own default)."""
+        ...

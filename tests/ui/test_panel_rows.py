@@ -1,0 +1,35 @@
+"""A changed row is drawn from the text's own segments, without Rich's layout pass: the same
+strips, cell for cell and style for style, as the layout gives."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from dash.ui.widgets.panel import line_strips
+
+STYLES = st.sampled_from(["", "bold", "dim", "bold red", Style(color="green"),
+                          Style(bold=True, dim=True), Style(italic=True, color="yellow")])
+PIECES = st.sampled_from(["client log", " 9.6 KB", "█▏", "│", "über", "日本語", "  ", "x" * 30,
+                          "-", "[bold]", " ", "…", "42%|████▏"])
+
+
+def _laid_out(console: Console, line: Text, width: int, wrap: bool) -> list[Strip]:
+    options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
+                                     highlight=False, markup=False)
+    return [Strip(row) for row in console.render_lines(line, options, pad=False, new_lines=False)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=STYLES, pieces=st.lists(st.tuples(PIECES, STYLES), max_size=8),
+       width=st.integers(1, 80), wrap=st.booleans())
+def test_a_row_is_what_rich_would_lay_out(base, pieces, width: int, wrap: bool) -> None:
+    console = Console(width=200)
+    line = Text(style=base)
+    for text, style in pieces:
+        line.append(text, style)
+    assert line_strips(console, line, width, wrap) == _laid_out(console, line, width, wrap)
