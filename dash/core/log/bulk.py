@@ -82,26 +82,40 @@ class _Keywords:
 
     def __init__(self, words: tuple[bytes, ...]) -> None:
         self.words = words
-        # per keyword its distinct bytes, the one that was missing last time first
+        # per keyword its distinct bytes, the one that was missing last time first; keywords
+        # grouped by that byte, so that one search rules out every keyword of a group
         self.probes = [list(dict.fromkeys(w)) for w in words]
+        self._groups: dict[int, list[int]] | None = None
         self._patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
 
     def _unruled(self, text: bytes) -> tuple[bytes, ...]:
         """The keywords whose every byte is in `text`."""
+        if self._groups is None:
+            self._groups = {}
+            for i, probes in enumerate(self.probes):
+                self._groups.setdefault(probes[0], []).append(i)
         missing: dict[int, bool] = {}
-        out = []
-        for word, probes in zip(self.words, self.probes, strict=True):
-            for i, byte in enumerate(probes):
-                gone = missing.get(byte)
-                if gone is None:
-                    gone = missing[byte] = text.find(byte) < 0
-                if gone:
-                    if i:
-                        probes.insert(0, probes.pop(i))
-                    break
-            else:
-                out.append(word)
-        return tuple(out)
+        out, moved = [], False
+        for first, group in self._groups.items():
+            if text.find(first) < 0:
+                continue  # every keyword of the group lacks it
+            missing[first] = False
+            for i in group:
+                probes = self.probes[i]
+                for k in range(1, len(probes)):
+                    byte = probes[k]
+                    gone = missing.get(byte)
+                    if gone is None:
+                        gone = missing[byte] = text.find(byte) < 0
+                    if gone:
+                        probes.insert(0, probes.pop(k))
+                        moved = True
+                        break
+                else:
+                    out.append(i)
+        if moved:
+            self._groups = None
+        return tuple(self.words[i] for i in sorted(out))
 
     def lines(self, text: bytes) -> list[int]:
         """Offsets of the lines of `text` that hold a keyword, in order; every line of `text`
