@@ -117,12 +117,35 @@ class _Keywords:
             self._groups = None
         return tuple(self.words[i] for i in sorted(out))
 
-    def lines(self, text: bytes) -> list[int]:
-        """Offsets of the lines of `text` that hold a keyword, in order; every line of `text`
-        follows a newline and ends with one."""
+    def lines(self, text: bytes, interest: re.Pattern[bytes]) -> list[int]:
+        """Offsets of the lines of `text` that hold a keyword, in order (`interest`: the
+        parser's prefilter); every line of `text` follows a newline and ends with one.
+
+        A keyword whose bytes are all there is looked for where one of its bytes is rare in
+        the text (the few lines that hold it are tried with the prefilter: an odd line among
+        access lines), else with one pattern of all such keywords over the text."""
         words = self._unruled(text)
         if not words:
             return []
+        found: dict[int, list[int] | None] = {}
+        tried: set[int] = set()
+        hard = []
+        for word in words:
+            for byte in dict.fromkeys(word):
+                at = found.get(byte, ...)
+                if at is ...:
+                    at = found[byte] = _few(text, byte)
+                if at is not None:
+                    tried.update(text.rfind(b"\n", 0, a) + 1 for a in at)
+                    break
+            else:
+                hard.append(word)
+        starts = {a for a in tried if interest.search(text, a, text.find(b"\n", a))}
+        if hard:
+            starts.update(self._search(text, tuple(hard)))
+        return sorted(starts)
+
+    def _search(self, text: bytes, words: tuple[bytes, ...]) -> list[int]:
         pattern = self._patterns.get(words)
         if pattern is None:
             if len(self._patterns) > 64:
@@ -137,6 +160,17 @@ class _Keywords:
                 break
             at = stop
         return starts
+
+
+def _few(text: bytes, byte: int, most: int = 32) -> list[int] | None:
+    """Where `byte` is in `text`, if it is there at most `most` times."""
+    out, at = [], text.find(byte)
+    while at >= 0:
+        if len(out) == most:
+            return None
+        out.append(at)
+        at = text.find(byte, at + 1)
+    return out
 
 
 def all_lines(text: bytes) -> list[int]:
@@ -191,6 +225,7 @@ class BlockReader:
         self.stamps: dict[bytes, str] = {}
         words = literal_keywords(parser)
         self._keywords = _Keywords(words) if words is not None else None
+        self._interest = re.compile(parser.interest.pattern.encode("utf-8"))
         self._skips: list[bytes] = []
         self._skip_tries = 3
         self._cold = True
@@ -251,7 +286,7 @@ class BlockReader:
         if self._keywords is None:
             starts = all_lines(text)
         else:
-            starts = self._keywords.lines(text)
+            starts = self._keywords.lines(text, self._interest)
         if self._skip_tries and not self._skips and len(text) > 1 << 16:
             self._learn_skips(text)
         if starts:
