@@ -33,6 +33,8 @@ from ui.fake_run import (  # noqa: E402
     NOW,
     SERVER_LINES,
     FrozenState,
+    dp_snapshot,
+    pd_snapshot,
     server,
     snapshot,
 )
@@ -81,6 +83,8 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
     "alerts-focused-80x24": ((80, 24), None, ("down", "down"), _focus_alerts),
     "alert-history": ((160, 45), None, ("h",), None),
     "log-pane-scrolled-back": ((160, 45), None, ("l", "tab", "tab", "pageup"), _scroll_back),
+    "ranks": ((160, 45), dp_snapshot(), ("R",), None),
+    "pd-servers": ((160, 45), pd_snapshot(), ("s",), None),
 }
 
 

@@ -26,7 +26,7 @@ def run_demo(ns: argparse.Namespace) -> int:
         raise UsageError(f"demo: {problem}")
     temp = ns.dir is None
     where = Path(tempfile.mkdtemp(prefix="kdash-demo-")) if temp else Path(ns.dir).expanduser()
-    run = SimRun(where, ns.scenario, speed=ns.speed, gpus=ns.gpus)
+    run = SimRun(where, ns.scenario, speed=ns.speed, gpus=ns.gpus, dp=ns.dp)
     try:
         run.start()
         from dash.ui.app import run_dashboard

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 
-from dash.core.snapshot import Liveness, RunSnapshot
+from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot
+from dash.core.state.log_clock import clock_text
 
 
 def _dur(seconds: float | None) -> str:
@@ -38,10 +39,28 @@ def liveness_text(live: Liveness) -> str:
 
 
 def _server_lines(snap: RunSnapshot) -> list[str]:
-    s, h, live = snap.server, snap.http, snap.liveness
-    lines = [f"server      {liveness_text(live)}"]
+    lines: list[str] = []
+    for i in range(max(1, len(snap.servers))):
+        lines += _one_server(snap.for_server(i))
+    if snap.total is not None:
+        n = snap.total
+        lines.append(f"all servers gen {_num(n.gen_throughput)} tok/s, running "
+                     f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}")
+    h = snap.http
+    if h.url:
+        why = f" ({h.url_why})" if h.url_why and h.url_source != "flag" else ""
+        lines.append(f"server http {h.url}{why} [{h.state}]"
+                     + (f" {h.reason}" if h.reason else "")
+                     + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))
+    return lines
+
+
+def _one_server(snap: RunSnapshot) -> list[str]:
+    s, live = snap.server, snap.liveness
+    name = f"{s.name}: " if s.name else ""
+    lines = [f"server      {name}{liveness_text(live)}"]
     if s.path:
-        lines.append(f"server log  {s.path} [{s.status}]"
+        lines.append(f"server log  {s.path} [{s.status}]" + (f" {s.role}" if s.role else "")
                      + (f" {s.status_message}" if s.status_message else ""))
     d = s.last_decode
     if d:
@@ -50,15 +69,32 @@ def _server_lines(snap: RunSnapshot) -> list[str]:
                      f"{d.get('running_req', '?')}, queue {d.get('queue_req', '?')}, "
                      f"token usage {_num(d.get('token_usage'), '{:.2f}')}  "
                      f"({d.get('ts') or '-'}{old})")
+    lines += _rank_lines(s)
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
+    clock = clock_text(s.clock)
+    if clock:
+        age = None if s.clock.last_line_at is None else max(0.0, snap.now - s.clock.last_line_at)
+        lines.append(f"  clock        {clock}; last line {_dur(age)} ago")
     for ev in s.events[-5:]:
         lines.append(f"  event        {ev.get('event')}: {str(ev.get('message', ''))[:120]}")
-    if h.url:
-        why = f" ({h.url_why})" if h.url_why and h.url_source != "flag" else ""
-        lines.append(f"server http {h.url}{why} [{h.state}]"
-                     + (f" {h.reason}" if h.reason else "")
-                     + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))
+    return lines
+
+
+def _rank_lines(s: ServerLogSnapshot) -> list[str]:
+    """The whole server's figures and each DP rank's, when it has several."""
+    n = s.now
+    if n is None or not n.multi:
+        return []
+    lines = [f"  server       gen {_num(n.gen_throughput)} tok/s, running "
+             f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}, token "
+             f"usage {_num(n.token_usage, '{:.2f}')} (mean {_num(n.token_usage_mean, '{:.2f}')})"
+             f" over {n.live_ranks} of {len(n.ranks)} ranks"]
+    for r in n.ranks:
+        lines.append(f"    {r.rank or '-':<10} gen {_num(r.gen_throughput)} tok/s, running "
+                     f"{_num(r.running_req, '{:.0f}')}, queue {_num(r.queue_req, '{:.0f}')}, "
+                     f"token usage {_num(r.token_usage, '{:.2f}')}"
+                     + ("" if r.live else "  (stopped printing)"))
     return lines
 
 

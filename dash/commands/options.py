@@ -6,6 +6,7 @@ One-line errors: the parser raises `UsageError` instead of printing usage and ex
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -32,7 +33,9 @@ class Parser(argparse.ArgumentParser):
 
 def add_source_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to watch")
-    g.add_argument("--log", metavar="PATH", help="server log (SGLang or vLLM output)")
+    g.add_argument("--log", metavar="PATH", action="append",
+                   help="server log (SGLang or vLLM output), or a glob; repeat for several "
+                        "servers (PD prefill and decode, nodes)")
     g.add_argument("--url", metavar="URL",
                    help="server base URL (default: host and port from the log's server_args, "
                         "else the engine's default port, 30000 for SGLang, 8000 for vLLM)")
@@ -99,7 +102,8 @@ def check_sources(cfg: Config) -> None:
     from dash.sources.collector import check_globs, unreadable
 
     check_globs(cfg)
-    for flag, path in (("--log", cfg.log), ("--client-log", cfg.client_log)):
+    logs = [("--log", p) for p in cfg.logs if not glob.has_magic(str(p))]
+    for flag, path in (*logs, ("--client-log", cfg.client_log)):
         why = unreadable(path) if path is not None else None
         if why:
             raise UsageError(f"{flag} {path}: {why}")

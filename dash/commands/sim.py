@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--speed", type=float, default=speed,
                         help=f"simulated seconds per real second (default {speed:g})")
     parser.add_argument("--gpus", type=int, default=8, help="simulated GPUs (96 GB each)")
+    parser.add_argument("--dp", type=int, default=None, metavar="N",
+                        help="data-parallel (DP attention) ranks, each printing its own stats "
+                             "lines (default: the scenario's, 1 for most)")
 
 
 def kdash_command() -> str:
@@ -77,6 +80,9 @@ def check_arguments(ns: argparse.Namespace) -> str | None:
     port = getattr(ns, "port", 0)
     if port is not None and not 0 <= port <= 65535:
         return f"--port must be 0-65535, got {port}"
+    dp = getattr(ns, "dp", None)
+    if dp is not None and not (1 <= dp <= ns.gpus and ns.gpus % dp == 0):
+        return f"--dp must divide --gpus ({ns.gpus}), got {dp}"
     duration = getattr(ns, "duration", None)
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         return f"--duration must be a positive number of seconds, got {duration:g}"
@@ -108,7 +114,7 @@ def run_sim(ns: argparse.Namespace) -> int:
         raise UsageError(f"sim: {problem}")
     run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
                  gpus=ns.gpus, log_format=resolve_family(ns.log_format), port=ns.port,
-                 duration=ns.duration)
+                 duration=ns.duration, dp=ns.dp)
     try:
         run.prepare()
     except OSError as exc:

@@ -77,7 +77,9 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         + "".join(f"  {k} {n:,}" for k, n in rec.items()
                   if k not in ("decode", "prefill", "event", "unparsed")),
         f"  gen tok/s   peak {_fmt(peak.get('gen_throughput'))} at {_fmt(peak.get('ts'))} "
-        f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines",
+        f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines"
+        + (f"; {len(doc['ranks'])} ranks summed ({', '.join(doc['ranks'][:8])}"
+           f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else ""),
         f"  prefix hit  {_fmt(None if pre['cache_hit_ratio'] is None else pre['cache_hit_ratio'] * 100)}%"
         f" of {pre['cached_tokens'] + pre['new_tokens']:,} prefill tokens",
     ]

@@ -33,7 +33,10 @@ class Config:
     """What to watch and how. Every field can be set in TOML under the same name."""
 
     log: Path | None = None
-    """The server log (SGLang or vLLM stdout/stderr redirected to a file)."""
+    """The server log (SGLang or vLLM stdout/stderr redirected to a file), or a glob of them;
+    in TOML also a list. The first when there are several (`logs` has them all)."""
+    more_logs: tuple[Path, ...] = ()
+    """The logs after the first: each is a server of its own (PD prefill and decode, nodes)."""
     url: str | None = None
     """The server's base URL. None: host and port from the log's server_args, else the engine's
     default port; an empty string (`--no-http`) turns HTTP polling off."""
@@ -73,6 +76,11 @@ class Config:
     alerts: Mapping[str, Any] = field(default_factory=dict)
     """Alert thresholds by name (see README "Alerts")."""
 
+    @property
+    def logs(self) -> tuple[Path, ...]:
+        """Every server log (or glob) configured, in the order given."""
+        return (self.log, *self.more_logs) if self.log is not None else self.more_logs
+
     def is_empty(self) -> bool:
         """True when nothing to watch is configured."""
         return not (self.log or self.url or self.client_log or self.outputs or self.process)
@@ -89,7 +97,10 @@ _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_inte
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}
 _BOOL_FIELDS = {"poll", "bell", "alert_history"}
 _STR_FIELDS = {"url", "process", "metrics_host", "on_alert", "webhook"}
-FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config))
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config)) - {"more_logs"}
+"""The settings a file or a flag may name (`log` sets `more_logs` too)."""
+MAX_LOGS = 32
+"""Server logs one kdash follows (a glob matching more is cut there, and says so)."""
 
 
 def finite_number(value: Any) -> float | None:
@@ -127,6 +138,10 @@ def _coerce(name: str, value: Any, where: str) -> Any:
 
     if value is None:
         return None
+    if name == "log" and isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(v, (str, Path)) and str(v) for v in value):
+            raise bad("a path, a glob or a list of them")
+        return tuple(Path(os.path.expanduser(str(v))) for v in value)
     if name in _PATH_FIELDS:
         if not isinstance(value, (str, Path)):
             raise bad("a path")
@@ -255,6 +270,14 @@ class AlertConfig:
     """`kv_saturated`: how long saturation with a growing queue must hold."""
     kv_window_s: float = 120.0
     """`kv_saturated`: window for the usage median and the queue trend."""
+    rank_imbalance_usage: float = 0.90
+    """`rank_imbalance`: one DP rank's token usage at or above this (median over `rank_window_s`)..."""
+    rank_imbalance_gap: float = 0.40
+    """`rank_imbalance`: ...while the other ranks' median usage is at least this much lower."""
+    rank_imbalance_after_s: float = 180.0
+    """`rank_imbalance`: how long the imbalance must hold before the alert fires."""
+    rank_window_s: float = 120.0
+    """`rank_imbalance`: the window of each rank's usage median."""
     retract_window_s: float = 600.0
     """`retractions`: the window retraction events are counted over."""
     retract_min_events: int = 3
@@ -330,6 +353,12 @@ def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
             coerced = _coerce(name, value, where)
             if name in ("expect", "alerts") and name in merged:
                 coerced = {**merged[name], **coerced}
+            if name == "log":  # one path, or several: the first and the rest
+                paths = coerced if isinstance(coerced, tuple) else (coerced,)
+                if len(paths) > MAX_LOGS:
+                    raise ConfigError(f"{where}: at most {MAX_LOGS} server logs, got {len(paths)}")
+                merged["more_logs"] = tuple(p for p in dict.fromkeys(paths[1:]) if p != paths[0])
+                coerced = paths[0]
             merged[name] = coerced
     cfg = Config(**merged)
     if cfg.refresh < MIN_REFRESH_S:

@@ -7,7 +7,7 @@ its most recent `maxlen` points, and `window`/`downsample` give a chart what fit
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -83,6 +83,12 @@ class Series:
             return
         self._t.append(t)
         self._v.append(v)
+        self._view = None
+
+    def remap(self, fn: Callable[[float], float]) -> None:
+        """Move every point's time by `fn` (an increasing map: the clock they were placed on
+        turned out to be another one)."""
+        self._t = deque(map(fn, self._t), maxlen=self._t.maxlen)
         self._view = None
 
     def clear(self) -> None:

@@ -8,6 +8,7 @@ contract that scripts rely on; see README "JSON output").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,6 +31,96 @@ class Peak:
     """Clock time (epoch seconds) of the record that set it."""
     ts: str | None
     """The record's own timestamp text, as printed in the log."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankNow:
+    """One data-parallel rank's latest stats line (an SGLang `DP3` tag, a vLLM `Engine 003:`)."""
+
+    rank: str | None
+    """The rank as kdash names it: `DP3`, `engine 3`; None for a server without ranks."""
+    at: float
+    """Clock time of its latest decode or prefill line."""
+    ts: str | None = None
+    gen_throughput: float | None = None
+    running_req: float | None = None
+    queue_req: float | None = None
+    token_usage: float | None = None
+    tokens: float | None = None
+    interval_s: float | None = None
+    """Its logging interval: the median gap between its decode lines (None: not known yet)."""
+    live: bool = True
+    """Its latest line is recent enough (a few intervals) to count in the server's figures."""
+    lines: int = 0
+    """Stats lines seen from it."""
+    token_usage_history: SeriesView = SeriesView()
+
+
+@dataclass(frozen=True, slots=True)
+class ServerNow:
+    """The whole server from its ranks' latest lines: throughput, running and queued requests
+    summed over the live ranks, token usage the highest live rank's (the one that runs out
+    first) with the mean beside it. A server without ranks has one, named None."""
+
+    at: float | None = None
+    """Clock time of the newest line these figures include."""
+    gen_throughput: float | None = None
+    running_req: float | None = None
+    queue_req: float | None = None
+    token_usage: float | None = None
+    token_usage_mean: float | None = None
+    tokens: float | None = None
+    ranks: tuple[RankNow, ...] = ()
+    """Every rank seen since the server started, live or dropped, in rank order."""
+
+    @property
+    def live_ranks(self) -> int:
+        return sum(1 for r in self.ranks if r.live)
+
+    @property
+    def multi(self) -> bool:
+        """More than one rank prints stats (data parallelism, several vLLM engines)."""
+        return len(self.ranks) > 1
+
+    def as_record(self) -> Record:
+        """The figures under a decode record's keys (what compares with /metrics)."""
+        return {"gen_throughput": self.gen_throughput, "running_req": self.running_req,
+                "queue_req": self.queue_req, "token_usage": self.token_usage,
+                "tokens": self.tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class LogClockView:
+    """How a log's stamps relate to kdash's clock, as learned from lines as they arrived.
+
+    A stamp read as the box's local time, plus `offset_s`, is the clock time the line was
+    written (a server in a container stamping UTC on a box in Tokyo: +9 h). A log whose stamps
+    run faster than the clock (a simulator at 10x) maps by `rate` instead."""
+
+    offset_s: float = 0.0
+    """Clock minus stamp, a whole number of quarter hours (rate 1)."""
+    rate: float = 1.0
+    """Log seconds per clock second; 1 for a real server."""
+    zoned: bool = False
+    """The stamps carry their zone (RFC 3339): nothing to learn."""
+    learned: bool = False
+    """At least one line told the offset (or the rate)."""
+    last_line_at: float | None = None
+    """Clock time of the last stamped line."""
+    box_utc_offset_s: float | None = None
+    """The box's own zone at that time (seconds east of UTC)."""
+
+    @property
+    def log_utc_offset_s(self) -> float | None:
+        """The zone the log's stamps are in (seconds east of UTC), when it follows."""
+        if self.box_utc_offset_s is None or self.rate != 1.0:
+            return None
+        return self.box_utc_offset_s - self.offset_s
+
+    @property
+    def differs(self) -> bool:
+        """The log's clock is not the box's: an offset, or a rate."""
+        return self.rate != 1.0 or self.offset_s != 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +160,22 @@ class ServerLogSnapshot:
     status: str = "ok"
     """Source status: "ok", "waiting" (file absent), "error"."""
     status_message: str | None = None
+    name: str | None = None
+    """What kdash calls this server when it watches several (the log file's name)."""
+    role: str | None = None
+    """"prefill" or "decode" for a PD-disaggregated server, from its stats lines or args."""
+    now: ServerNow | None = None
+    """The whole server's figures now (None before its first stats line)."""
+    clock: LogClockView = LogClockView()
+
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """The server's current figures under a decode record's keys: the ranks' sums where
+        there are several, else the last decode line itself (as printed); a server that
+        prints no decode lines (a PD prefill server) has its last stats line's levels."""
+        if self.now is not None and (self.now.multi or self.last_decode is None):
+            return self.now.as_record()
+        return self.last_decode or {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +444,29 @@ class RunSnapshot:
     """The active alerts grouped by cause, the one to act on first (see `alerts` for each)."""
     history: tuple[HistoryEntry, ...] = ()
     """Every alert of this session and the last ones of earlier sessions, oldest first."""
+    servers: tuple[ServerLogSnapshot, ...] = ()
+    """Every server log watched, `server` (the first) included; empty in hand-made snapshots."""
+    total: ServerNow | None = None
+    """Figures summed over the servers where there are several (None: `server.now` is it)."""
+    server_liveness: tuple[Liveness, ...] = ()
+    """Each server's liveness where there are several (`liveness` is the first's)."""
+
+    def for_server(self, index: int) -> RunSnapshot:
+        """The run as one of its servers sees it: `server` that one, its liveness, the HTTP
+        figures only for the first (the one URL polled). Itself when there is one server."""
+        if len(self.servers) < 2:
+            return self
+        i = index % len(self.servers)
+        server = self.servers[i]
+        http = self.http if i == 0 else HttpSnapshot()
+        live = self.server_liveness[i] if i < len(self.server_liveness) else self.liveness
+        return dataclasses.replace(self, server=server, servers=(server,), total=None, http=http,
+                                   liveness=live, server_liveness=())
+
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """The run's current server figures: summed over the servers where there are several."""
+        return self.total.as_record() if self.total is not None else self.server.figures
 
     @property
     def facts(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from dash.sim.engine import CONTEXT_LEN, MAX_RUNNING, MODEL, Simulation
+from dash.sim.scenarios import Load
 
 _CURRENT_ONLY = ("/server_info", "/model_info", "/ready")
 _LABELS = f'engine_type="unified",model_name="{MODEL}",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
@@ -37,7 +38,7 @@ def server_info(sim: Simulation, t: float) -> dict[str, object]:
     tokens = life.max_total_num_tokens if life else 0
     load = sim.counters.reported
     return {
-        "model_path": MODEL, "served_model_name": MODEL, "tp_size": sim.tp, "dp_size": 1,
+        "model_path": MODEL, "served_model_name": MODEL, "tp_size": sim.tp, "dp_size": sim.dp,
         "pp_size": 1, "mem_fraction_static": life.mem_fraction if life else None,
         "kv_cache_dtype": life.kv_dtype if life else None, "context_length": CONTEXT_LEN,
         "max_running_requests": MAX_RUNNING, "chunked_prefill_size": 8192,
@@ -61,29 +62,45 @@ def model_info() -> dict[str, object]:
             "model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]}
 
 
-def metrics_text(sim: Simulation, t: float) -> str:
-    """Prometheus text with `sglang:` names (labels sorted, as multiprocess mode writes them)."""
-    life = sim.life_at(t)
-    c = sim.counters
-    load = c.reported
-    gauges = {
+def _rank_labels(dp_rank: int, tp_rank: int) -> str:
+    """A DP rank's scheduler's labels (sorted), as SGLang's multiprocess metrics write them."""
+    return (f'dp_rank="{dp_rank}",engine_type="unified",model_name="{MODEL}",moe_ep_rank="0",'
+            f'pp_rank="0",tp_rank="{tp_rank}"')
+
+
+def _rank_gauges(sim: Simulation, load: Load | None, tokens: int) -> dict[str, float]:
+    return {
         "num_running_reqs": load.running if load else 0,
         "num_queue_reqs": load.queue if load else 0,
-        "num_used_tokens": int(load.usage * life.max_total_num_tokens) if load and life else 0,
+        "num_used_tokens": int(load.usage * tokens) if load else 0,
         "token_usage": round(load.usage, 2) if load else 0.0,
         "gen_throughput": load.gen if load else 0.0,
         "cache_hit_rate": 0.0,
-        "max_total_num_tokens": life.max_total_num_tokens if life else 0,
-        "new_token_ratio": c.new_token_ratio,
+        "max_total_num_tokens": tokens,
+        "new_token_ratio": sim.counters.new_token_ratio,
     }
+
+
+def metrics_text(sim: Simulation, t: float) -> str:
+    """Prometheus text with `sglang:` names (labels sorted, as multiprocess mode writes them).
+    With DP ranks each rank's scheduler publishes its own gauges, with its `dp_rank`."""
+    life = sim.life_at(t)
+    c = sim.counters
+    tokens = life.max_total_num_tokens if life else 0
+    if sim.dp == 1:
+        per_rank = [(_LABELS, _rank_gauges(sim, c.reported, tokens))]
+    else:
+        loads: list[Load | None] = list(c.ranks) if c.reported and c.ranks else [None] * sim.dp
+        per_rank = [(_rank_labels(d, sim.dp_head(d)), _rank_gauges(sim, load, tokens))
+                    for d, load in enumerate(loads)]
     counters = {
         "prompt_tokens": c.prompt_tokens, "generation_tokens": c.generation_tokens,
         "num_requests": c.requests, "num_retracted_requests": c.retractions,
     }
     out: list[str] = []
-    for name, value in gauges.items():
-        out += [f"# HELP sglang:{name} {name.replace('_', ' ')}.", f"# TYPE sglang:{name} gauge",
-                f"sglang:{name}{{{_LABELS}}} {float(value)}"]
+    for name in per_rank[0][1]:
+        out += [f"# HELP sglang:{name} {name.replace('_', ' ')}.", f"# TYPE sglang:{name} gauge"]
+        out += [f"sglang:{name}{{{labels}}} {float(gauges[name])}" for labels, gauges in per_rank]
     for name, value in counters.items():
         out += [f"# HELP sglang:{name}_total {name.replace('_', ' ')}.",
                 f"# TYPE sglang:{name}_total counter",

@@ -46,6 +46,8 @@ class Counters:
     reported: Load | None = None
     """The state as of the last decode line (what /metrics and /server_info report)."""
     last_decode_at: float | None = None
+    ranks: tuple[Load, ...] = ()
+    """Each DP rank's figures as its last decode line printed them (one without DP)."""
     prompt_tokens: int = 0
     generation_tokens: int = 0
     requests: int = 0
@@ -58,12 +60,16 @@ class Simulation:
 
     def __init__(self, scenario: Scenario, *, seed: int = 0, start_epoch: float,
                  log_format: str = "0.5.12", gpus: int = 8, port: int = 30000,
-                 inputs_dir: str = "inputs") -> None:
+                 inputs_dir: str = "inputs", dp: int | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
         self.epoch0 = float(start_epoch)
         self.fmt = LogFormat(log_format)
         self.tp = gpus
+        self.dp = scenario.dp if dp is None else dp
+        """DP-attention ranks: each prints its own stats lines (1: none)."""
+        if self.dp < 1 or gpus % self.dp:
+            raise ValueError(f"dp must divide the number of GPUs ({gpus}), got {self.dp}")
         self.port = port
         self.inputs_dir = inputs_dir
         self.client = ClientModel(stall=scenario.stall)
@@ -127,7 +133,11 @@ class Simulation:
                 " retrying in 10 s")
 
     def _line(self, out: StepOutput, t: float, text: str, rank: int | None = 0) -> None:
-        out.server.append(f"{self.fmt.prefix(self.epoch0 + t, rank, self.tp)}{text}\n")
+        out.server.append(f"{self.fmt.prefix(self.epoch0 + t, rank, self.tp, self.dp)}{text}\n")
+
+    def dp_head(self, d: int) -> int:
+        """The TP rank that prints DP rank d's stats (its attention group's first)."""
+        return d * (self.tp // self.dp)
 
     def _startup(self, life: Life, t: float, out: StepOutput) -> None:
         """The startup lines that fall in second t of this life."""
@@ -138,7 +148,7 @@ class Simulation:
         if dt == 0:
             self.counters = Counters()
             self._line(out, t, f.server_args(MODEL, self.tp, life.mem_fraction, life.kv_dtype,
-                                            MAX_RUNNING, CONTEXT_LEN, self.port), None)
+                                            MAX_RUNNING, CONTEXT_LEN, self.port, self.dp), None)
         elif dt == 3:
             self._line(out, t, f.load_weight_begin(avail0))
         elif dt == 8:
@@ -184,16 +194,29 @@ class Simulation:
             c.prompt_tokens += prompt
             tps = prompt / max(1.0, t - self._last_prefill)
             self._last_prefill = t
-            self._line(out, t, self.fmt.prefill(n, prompt - cached, cached, load.usage,
-                                                load.running, load.queue, load.queue * 1100, tps))
+            d = self._req % self.dp  # the rank these requests went to
+            r = rank_loads(load, self.dp, self.scenario.hot_rank)[d]
+            self._line(out, t, self.fmt.prefill(n, prompt - cached, cached, r.usage,
+                                                r.running, r.queue, r.queue * 1100, tps),
+                       self.dp_head(d))
         c.generation_tokens += int(load.gen)
         self._acc_steps += load.gen / max(1, load.running)
         while self._acc_steps >= DECODE_LOG_INTERVAL:
             self._acc_steps -= DECODE_LOG_INTERVAL
             c.last_decode_at = t
             c.reported = Load(load.running, load.queue, round(load.usage, 2), round(load.gen, 2))
-            self._line(out, t, self.fmt.decode(load.running, tokens, load.usage, load.gen,
-                                               load.queue))
+            if self.dp == 1:
+                c.ranks = (c.reported,)
+                self._line(out, t, self.fmt.decode(load.running, tokens, load.usage, load.gen,
+                                                   load.queue))
+                continue
+            ranks = rank_loads(load, self.dp, self.scenario.hot_rank)
+            c.ranks = tuple(Load(r.running, r.queue, round(r.usage, 2), round(r.gen, 2))
+                            for r in ranks)
+            for d, r in enumerate(ranks):  # every rank prints at the same decode step
+                self._line(out, t, self.fmt.decode(
+                    r.running, int(r.usage * life.max_total_num_tokens), r.usage, r.gen,
+                    r.queue), self.dp_head(d))
 
     def _complete(self, n: int, t: float, rng: random.Random, out: StepOutput) -> None:
         """n requests finished: access lines, and the client's outputs and progress."""
@@ -241,3 +264,27 @@ class Simulation:
                          f"INFO:     Finished server process [{self.pid(life)}]"):
                 self._line(out, t, text, None)
         self.counters.load = self.counters.reported = None
+
+
+def _split(total: int, n: int) -> list[int]:
+    return [total // n + (1 if d < total % n else 0) for d in range(n)]
+
+
+def rank_loads(load: Load, dp: int, hot: int | None = None) -> list[Load]:
+    """The server's load as its DP ranks see it: requests split evenly (the round-robin
+    balancer), throughput in proportion with a fixed spread; each rank's KV pool as full as the
+    server's. With a `hot` rank, that one holds the long requests: its pool nearly full and
+    the queue, while the others sit at a fifth."""
+    if dp == 1:
+        return [load]
+    weights = [1.0 + 0.04 * ((d * 37) % 7 - 3) for d in range(dp)]
+    scale = load.gen / sum(weights)
+    running, queue = _split(load.running, dp), _split(load.queue, dp)
+    out = []
+    for d in range(dp):
+        usage, q = load.usage, queue[d]
+        if hot is not None:
+            usage = min(0.97, 0.9 + 0.1 * load.usage) if d == hot else 0.2 * load.usage + 0.1
+            q = load.queue if d == hot else 0
+        out.append(Load(running[d], q, usage, weights[d] * scale))
+    return out

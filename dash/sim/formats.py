@@ -43,11 +43,16 @@ class LogFormat:
         return self.family != "0.5.12"
 
     # -- prefix ------------------------------------------------------------------------------
-    def prefix(self, epoch: float, tp_rank: int | None, tp_size: int) -> str:
-        """`[YYYY-MM-DD HH:MM:SS TP0] `; main-process lines pass tp_rank=None (no tag)."""
+    def prefix(self, epoch: float, tp_rank: int | None, tp_size: int,
+               dp_size: int = 1) -> str:
+        """`[YYYY-MM-DD HH:MM:SS TP0] `; main-process lines pass tp_rank=None (no tag). With DP
+        attention (`dp_size` > 1) every scheduler is `DP{d} TP{t} EP{t}`, `d = t // (tp / dp)`
+        (SGLang's `configure_scheduler_process` order: DP, TP, EP)."""
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
         tag = ""
-        if tp_rank is not None and (tp_size > 1 or self.family == "0.4.3"):
+        if tp_rank is not None and dp_size > 1:
+            tag = f" DP{tp_rank // (tp_size // dp_size)} TP{tp_rank} EP{tp_rank}"
+        elif tp_rank is not None and (tp_size > 1 or self.family == "0.4.3"):
             tag = f" TP{tp_rank}"
         return f"[{stamp}{tag}] "
 
@@ -88,7 +93,7 @@ class LogFormat:
 
     # -- startup -----------------------------------------------------------------------------
     def server_args(self, model: str, tp: int, mem_fraction: float, kv_dtype: str,
-                    max_running: int, context: int, port: int) -> str:
+                    max_running: int, context: int, port: int, dp: int = 1) -> str:
         """The one long `server_args=ServerArgs(...)` line."""
         return (f"server_args=ServerArgs(model_path='{model}', tokenizer_path='{model}', "
                 f"tokenizer_mode='auto', skip_tokenizer_init=False, load_format='auto', "
@@ -101,7 +106,8 @@ class LogFormat:
                 f"schedule_policy='fcfs', schedule_conservativeness=1.0, tp_size={tp}, "
                 f"stream_interval=1, random_seed=42, log_level='info', "
                 f"log_requests=False, show_time_cost=False, enable_metrics=True, "
-                f"decode_log_interval=40, dp_size=1, load_balance_method='round_robin', "
+                f"decode_log_interval=40, dp_size={dp}, load_balance_method='round_robin', "
+                f"enable_dp_attention={dp > 1}, "
                 f"disable_radix_cache=False, disable_cuda_graph=False, "
                 f"enable_torch_compile=False, watchdog_timeout=300)")
 

@@ -24,6 +24,12 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   t=638, then ~1050 tok/s with the queue draining.
 - `stalled-output`: as healthy, but from t=240 B2_opencodeinstruct's output stops growing while
   the server keeps decoding and serving requests.
+- `dp-imbalance`: as healthy, on 8 DP-attention ranks (`DP0 TP0 EP0` ... `DP7 TP7 EP7`), but
+  rank DP5 holds the long requests: its token usage ~0.95 and the whole queue while the other
+  ranks sit at ~0.21.
+
+Any scenario runs with data-parallel ranks with `dp` (`kdash sim --dp 8`): each rank prints its
+own decode and prefill lines with its share of the requests and throughput.
 """
 
 from __future__ import annotations
@@ -84,6 +90,10 @@ class Scenario:
     stall: tuple[str, float] | None = None
     """(partition, t): from t that partition's output stops growing."""
     buffered_client: bool = False
+    dp: int = 1
+    """DP-attention ranks the server runs with unless told otherwise (`--dp`)."""
+    hot_rank: int | None = None
+    """A DP rank that gets the long requests (its KV cache fills while the others idle)."""
     notes: dict[str, float] = field(default_factory=dict)
     """Named times (simulated seconds) that tests and alert tests key on."""
 
@@ -160,6 +170,7 @@ def _build() -> dict[str, Scenario]:
                    "ready_again": 638.0}),
         Scenario("stalled-output", healthy, stall=("B2_opencodeinstruct", 240.0),
                  notes={"ready": 18.0, "stall": 240.0}),
+        Scenario("dp-imbalance", healthy, dp=8, hot_rank=5, notes={"ready": 18.0}),
     )}
 
 

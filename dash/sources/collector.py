@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.log.parse import PARSER, LineParser
-from dash.core.snapshot import Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
@@ -34,16 +33,16 @@ from dash.core.state.server_url import UrlChoice, UrlFinder
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower
-from dash.sources.loglines import LogLines
-from dash.sources.observations import FilesRead, ProcessesReading
+from dash.sources.observations import FilesRead, LogRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
+from dash.sources.server_logs import ServerLogs
 
 if TYPE_CHECKING:
     from dash.core.state.run import RunState
     from dash.sources.http import HttpPoller
     from dash.sources.nvml import NvmlSource
 
-__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "apply_files",
+__all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "LogRead", "apply_files",
            "apply_gpus", "apply_http", "apply_processes", "check_globs", "unreadable"]
 
 CLIENT_BACKFILL = 64 * 1024
@@ -89,7 +88,7 @@ class Collector:
         check_globs(cfg)
         self.cfg = cfg
         self._parser = parser  # the grammar's parser, as every command reads with
-        self._server = FileFollower(cfg.log, backfill=cfg.backfill_bytes) if cfg.log else None
+        self._logs = ServerLogs(cfg.logs, parser, cfg.backfill_bytes)
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
@@ -97,11 +96,10 @@ class Collector:
         self._nvml_module = nvml_module
         self._nvml: NvmlSource | None = None
         self._http: HttpPoller | None = None
-        self._log_lines = LogLines(self._server, parser) if self._server is not None else None
         self._urls = UrlFinder(cfg.url)
         self.url_choice: UrlChoice | None = self._urls.choice()
         """The URL polled now: replaced whole (one assignment) when the log names another."""
-        self._log_read = cfg.log is None
+        self._log_read = not cfg.logs
         """Whether the log has been read once (until then, its server_args are unknown)."""
         self._output_paths: tuple[str, ...] = ()
         # One lock per blocking resource: a poll in progress and the close of what it reads
@@ -117,27 +115,27 @@ class Collector:
             return self._read_files()
 
     def _read_files(self) -> FilesRead:
-        server = self._server.poll() if self._server is not None else None
-        records: tuple[Record | None, ...] = ()
-        window = None
-        if server is not None and self._log_lines is not None:
-            records = self._log_lines.parse(server)
-            window = self._log_lines.counted()
-            if records:
-                self._urls.feed(records)
-                self.url_choice = self._urls.choice()
-            self._log_read = True
+        logs = self._logs.read()
+        # The URL comes from the first log's server_args: HTTP is the primary server's.
+        first = next((log for log in logs if log.records), None)
+        if first is not None and first.path == self._logs.primary_path:
+            self._urls.feed(first.records)
+            self.url_choice = self._urls.choice()
+        self._log_read = True
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
             self._output_paths = tuple(o.path for o in outputs)
-        more = bool((server and server.more) or (client and client.more))
+        more = any(log.follow.more for log in logs) or bool(client and client.more)
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
-        counting |= self._log_lines is not None and self._log_lines.counting
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window)
+        cut = self._logs.notice()
+        if cut is not None:
+            errors = (*errors, cut)
+        counting |= self._logs.counting
+        return FilesRead(logs, client, outputs, totals, counting, more, errors)
 
     def output_mtimes(self) -> dict[str, float]:
         """The output files' modification times (for `--once`: when each was last written)."""
@@ -153,8 +151,7 @@ class Collector:
     def counting(self) -> bool:
         """Whether a background count (an output file's first, the lines before the server
         log's backfill window) is still running."""
-        return ((self._outputs is not None and self._outputs.busy)
-                or (self._log_lines is not None and self._log_lines.counting))
+        return (self._outputs is not None and self._outputs.busy) or self._logs.counting
 
     def wait_counts(self, timeout: float | None = None) -> bool:
         """Block until background counts finish (for --once); False on timeout."""
@@ -202,8 +199,8 @@ class Collector:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
         from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 
-        paths = [p for p in (self.cfg.log, self.cfg.client_log) if p is not None]
-        targets = WatchTargets(paths, self.cfg.outputs)
+        paths = [*self._logs.literal_paths, *([self.cfg.client_log] if self.cfg.client_log else [])]
+        targets = WatchTargets(paths, (*self.cfg.outputs, *self._logs.globs))
         # The reader reads at most once a refresh: waking it more often on a busy log is work
         # for nothing (each batch of changes is a thread round trip inside watchfiles).
         debounce = max(DEBOUNCE_MS, round(1000 * self.cfg.refresh))
@@ -213,11 +210,9 @@ class Collector:
     def close(self) -> None:
         """Release descriptors, background counts and NVML (blocks while a poll finishes)."""
         with self._files_lock:
-            if self._log_lines is not None:
-                self._log_lines.close()
-            for f in (self._server, self._client):
-                if f is not None:
-                    f.close()
+            self._logs.close()
+            if self._client is not None:
+                self._client.close()
             if self._outputs is not None:
                 self._outputs.close()
         with self._nvml_lock:
@@ -245,15 +240,8 @@ class Collector:
 
 def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     """Fold one read of the files into the run's trackers."""
-    if read.server is not None:
-        s = read.server
-        state.feed_server_log(read.records, now, lines=len(s.lines))
-        if read.window is not None:
-            state.server_log.window_counted(read.window.base)
-        message = s.message
-        if s.status == "ok" and any(e != "opened" for e in s.events):
-            message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
-        state.server_log.note_file(s.status, message, now)
+    for log in read.logs:
+        _apply_log(state, log, now)
     if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
@@ -264,6 +252,20 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     state.partitions.note_errors(read.errors)
     for error in read.errors:
         state.add_notice(error)
+
+
+def _apply_log(state: RunState, log: LogRead, now: float) -> None:
+    s = log.follow
+    # The file's end was reached: its newest line was written when the file last was.
+    written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
+    state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
+                      pattern=log.pattern, last_stamp=log.last_stamp)
+    if log.window is not None:
+        state.server(log.path).window_counted(log.window.base)
+    message = s.message
+    if s.status == "ok" and any(e != "opened" for e in s.events):
+        message = f"{s.path}: {', '.join(e for e in s.events if e != 'opened')}"
+    state.server(log.path).note_file(s.status, message, now)
 
 
 def apply_gpus(state: RunState, reading: GpuReading | None, now: float) -> None:

@@ -49,6 +49,8 @@ class FollowRead:
     """(index in `lines`, byte offset) wherever reading (re)started in this poll: a file opened
     (at its start, or inside it for the backfill) or read again from 0 after a truncation.
     Lines before an index belong to the reading before it (`dash.core.linenums`)."""
+    mtime: float | None = None
+    """When the file was last written (wall clock, from fstat), when lines were read."""
 
 
 def _stat_path(path: Path) -> FileId | None:
@@ -76,6 +78,7 @@ class _Reading:
     starts: list[tuple[int, int]] = field(default_factory=list)
     bytes_read: int = 0
     more: bool = False
+    mtime: float | None = None
     budget: int = MAX_READ_PER_POLL
     """Bytes this poll may still read, the rotated file's remainder and the new file together."""
 
@@ -114,7 +117,7 @@ class FileFollower:
                               starts=tuple(r.starts))
         return FollowRead(str(self.path), tuple(r.lines), "ok", None, size, tuple(r.events),
                           self.state.splitter.partial, r.more, r.bytes_read, self.state.offset,
-                          tuple(r.starts))
+                          tuple(r.starts), r.mtime if r.lines else None)
 
     def close(self) -> None:
         """Close the descriptor and forget the file (a later poll starts it afresh)."""
@@ -167,9 +170,10 @@ class FileFollower:
         elif decision is Decision.IDLE:
             return at_path.size
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        self._read_to(size, r)
-        return size
+        st = os.fstat(self._fd)
+        r.mtime = st.st_mtime  # when the last of the lines read was written
+        self._read_to(st.st_size, r)
+        return st.st_size
 
     def _readback(self, at_path: FileId | None) -> tuple[bytes, bytes] | None:
         """What the mark's ranges hold now, when the same file is no shorter than the offset."""

@@ -26,12 +26,32 @@ ProcessesReading = tuple[ProcessInfo, ...] | ProcessError | None
 
 
 @dataclass(frozen=True, slots=True)
+class LogRead:
+    """One server log's new lines."""
+
+    path: str
+    """The log's path (for a glob that matches nothing yet: the glob)."""
+    follow: FollowRead
+    records: tuple[Record | None, ...] = ()
+    """Its new lines, parsed (None: a line of no interest)."""
+    written_ago_s: float | None = None
+    """How long ago (wall clock seconds) the file was last written, when lines were read: the
+    newest of them was written then."""
+    pattern: str | None = None
+    """The `--log` glob this file matched (None: a path given as it is)."""
+    window: WindowCounted | None = None
+    """The lines before its backfill window were just counted (once)."""
+    last_stamp: str | None = None
+    """The stamp of the last stamped line read (any line: an HTTP access line too), as a
+    record's `ts` would carry it."""
+
+
+@dataclass(frozen=True, slots=True)
 class FilesRead:
     """One read of every followed file."""
 
-    server: FollowRead | None = None
-    records: tuple[Record | None, ...] = ()
-    """The server log's new lines, parsed (None: a line of no interest)."""
+    logs: tuple[LogRead, ...] = ()
+    """Every server log, in the order configured (a glob's files in name order)."""
     client: FollowRead | None = None
     outputs: tuple[OutputCount, ...] = ()
     input_totals: Mapping[str, int] = field(default_factory=dict)
@@ -41,8 +61,21 @@ class FilesRead:
     """A followed file had more new bytes than one read takes: read again soon."""
     errors: tuple[str, ...] = ()
     """Output or prompt files that could not be counted this time ("path: reason")."""
-    window: WindowCounted | None = None
-    """The lines before the server log's backfill window were just counted (once)."""
+
+    @property
+    def server(self) -> FollowRead | None:
+        """The first server log's read (the only one, usually)."""
+        return self.logs[0].follow if self.logs else None
+
+    @property
+    def records(self) -> tuple[Record | None, ...]:
+        """The first server log's records."""
+        return self.logs[0].records if self.logs else ()
+
+    @property
+    def window(self) -> WindowCounted | None:
+        """The first server log's counted window, when it was just counted."""
+        return self.logs[0].window if self.logs else None
 
 
 class Sources(Protocol):

@@ -45,6 +45,7 @@ from dash.ui.widgets.help import HelpScreen
 from dash.ui.widgets.keyed_table import KeyedTable
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
+from dash.ui.widgets.ranks import RanksScreen
 from dash.ui.widgets.server import ServerPanel
 from dash.ui.workers import WorkerApp
 
@@ -52,9 +53,10 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  1-9 partition  g/G GPU  "
-             "l log  c client/server  / filter  p pause  a ack  +/- window  r reset peak")
-COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history v chart l log a ack"
+KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  R ranks  s server  "
+             "1-9 partition  g/G GPU  l log  c client/server  / filter  p pause  a ack  "
+             "+/- window  r reset peak")
+COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history R ranks v chart l log a ack"
 """The key line at 80 columns: the keys that reach what the small screen hides."""
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
@@ -78,6 +80,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         *[Binding(str(n), f"partition({n})", show=False) for n in range(1, 10)],
         Binding("g", "gpu(1)", "next GPU"),
         Binding("G", "gpu(-1)", "previous GPU"),
+        Binding("R", "ranks", "ranks"),
+        Binding("s", "server", "next server", show=False),
         Binding("l", "toggle_log", "log"),
         Binding("c", "switch_log", "client/server log"),
         Binding("slash", "filter", "filter"),
@@ -122,6 +126,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self.paused = False
         self.window = 1
         self.gpu_index: int | None = None
+        self.server_index = 0
+        """The server the charts and the server panel follow (several logs: `s` steps)."""
         self.partition: str | None = None
         self.compact = False
         self.chart_first = 0
@@ -221,14 +227,17 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
                 self.query_one("#gpus", GpuPanel).show(snap)
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
-            self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)
+            self.query_one("#charts", ChartsRow).show(snap.for_server(self.server_index),
+                                                      self.window, self.gpu_index)
             self._follow_table_selection()
             self.query_one("#part-details", PartitionDetails).show(snap, self.partition,
                                                                    self.cfg.outputs)
-            self.query_one("#server", ServerPanel).show(snap)
+            self.query_one("#server", ServerPanel).show(snap, self.server_index)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
             # At 80x24 an alert needs the room for its hint more than the tables need theirs.
             self.screen.set_class(self.compact and bool(snap.alerts), "-alerting")
+        if isinstance(self.screen, RanksScreen):
+            self.screen.show(snap)
 
     def _announce(self, notices: tuple[str, ...]) -> None:
         """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
@@ -311,12 +320,22 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         key = event.key
         self.gpu_index = int(key) if key is not None else None
         if self.snap is not None:
-            self.query_one("#charts", ChartsRow).show(self.snap, self.window, self.gpu_index)
+            self.query_one("#charts", ChartsRow).show(self.snap.for_server(self.server_index),
+                                                      self.window, self.gpu_index)
 
     # -- actions ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(), self._back)
+
+    def action_ranks(self) -> None:
+        if self.snap is not None and not isinstance(self.screen, RanksScreen):
+            self.push_screen(RanksScreen(self.snap))
+
+    def action_server(self) -> None:
+        if self.snap is not None and len(self.snap.servers) > 1:
+            self.server_index = (self.server_index + 1) % len(self.snap.servers)
+            self.render_snapshot()
 
     async def action_quit(self) -> None:
         self.stop_sources()

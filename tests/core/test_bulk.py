@@ -205,12 +205,14 @@ _NOISY = [
 
 @st.composite
 def _line(draw: st.DrawFn, noisy: bool) -> str:
-    m, s = draw(st.integers(0, 59)), draw(st.integers(0, 59))
+    m, s, dp = draw(st.integers(0, 59)), draw(st.integers(0, 59)), draw(st.integers(0, 3))
     f = {"r": draw(_num), "t": draw(_num), "u": draw(st.integers(0, 99)), "q": draw(_num),
          "g": draw(_gen), "c": draw(_num)}
     prefix = draw(st.sampled_from([TS.format(m=m, s=s), TS.format(m=m, s=s), "",
                                    f"[08:{m:02d}:{s:02d} TP0] ", "(APIServer pid=1) ",
                                    f"[2026-03-01 08:{m:02d}:{s:02d} DP1 TP3] ",
+                                   # several DP ranks: their throughput is summed
+                                   f"[2026-03-01 08:{m:02d}:{s:02d} DP{dp} TP{dp} EP{dp}] ",
                                    # stamp-wide brackets that are not stamps
                                    f"[2026-03-01T08:{m:02d}:{s:02d}] ", "[a]bcdefghijklmnopqr] "]))
     body = draw(st.sampled_from(_CLEAN + _NOISY if noisy else _CLEAN))

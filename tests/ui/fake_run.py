@@ -25,9 +25,11 @@ from dash.core.snapshot import (
     PartitionSnapshot,
     Peak,
     ProcessInfo,
+    RankNow,
     RunSnapshot,
     RunTotals,
     ServerLogSnapshot,
+    ServerNow,
 )
 from dash.core.state.run import RunState
 
@@ -290,3 +292,51 @@ def screen_text(app: object) -> str:
     screen = app.screen  # type: ignore[attr-defined]
     console.print(screen._compositor.render_update(full=True, screen_stack=app._background_screens))  # type: ignore[attr-defined]
     return console.export_text()
+
+
+def _rank(d: int, usage: float, running: int, queue: int, gen: float,
+          live: bool = True) -> RankNow:
+    return RankNow(rank=f"DP{d}", at=NOW - (2.0 if live else 95.0), ts="2025-06-15T17:46:37",
+                   gen_throughput=gen, running_req=float(running), queue_req=float(queue),
+                   token_usage=usage, tokens=usage * 155_648, interval_s=3.0, live=live,
+                   lines=3100)
+
+
+def dp_snapshot() -> RunSnapshot:
+    """The fixture server as 8 DP-attention ranks: DP5 holds the long requests (its KV cache
+    95 % full, the queue), DP6 stopped printing a minute and a half ago."""
+    ranks = tuple(
+        _rank(d, 0.95, 22, 212, 71.2) if d == 5 else
+        _rank(d, 0.21 + 0.01 * (d % 3), 15 + d % 2, 0, 76.0 + d, live=d != 6)
+        for d in range(8))
+    live = [r for r in ranks if r.live]
+    now = ServerNow(at=NOW - 2.0, gen_throughput=sum(r.gen_throughput or 0 for r in live),
+                    running_req=sum(r.running_req or 0 for r in live),
+                    queue_req=sum(r.queue_req or 0 for r in live), token_usage=0.95,
+                    token_usage_mean=sum(r.token_usage or 0 for r in live) / len(live),
+                    tokens=sum(r.tokens or 0 for r in live), ranks=ranks)
+    srv = dataclasses.replace(server(), now=now, facts={**server().facts, "dp_size": 8})
+    imbalance = Alert("rank_imbalance", "warn", NOW - 420.0,
+                      "DP5's KV cache is 95% full while the other 6 ranks sit at 22%",
+                      "median token usage over 2 min: DP5 0.95, the others 0.21-0.23 (median "
+                      "0.22); DP5 running 22, queue 212; the others running 15 (median)",
+                      "Requests are not spread evenly over the data-parallel ranks.")
+    return snapshot(server=srv, servers=(srv,), alerts=(imbalance, *alerts()[:2]))
+
+
+def pd_snapshot() -> RunSnapshot:
+    """Two server logs: a PD prefill server and its decode server (the primary is prefill)."""
+    base = server()
+    prefill = dataclasses.replace(
+        base, path="/data/run7/prefill.log", name="prefill", role="prefill",
+        last_decode=None, peak=None, gen_throughput=SeriesView(),
+        now=ServerNow(at=NOW - 1.0, running_req=0.0, queue_req=3.0, token_usage=0.12,
+                      token_usage_mean=0.12, ranks=(RankNow(None, NOW - 1.0),)))
+    decode = dataclasses.replace(
+        base, path="/data/run7/decode.log", name="decode", role="decode",
+        now=ServerNow(at=NOW - 2.0, gen_throughput=606.41, running_req=128.0, queue_req=212.0,
+                      token_usage=0.97, token_usage_mean=0.97, tokens=1_221_377,
+                      ranks=(RankNow(None, NOW - 2.0, gen_throughput=606.41),)))
+    total = ServerNow(at=NOW - 1.0, gen_throughput=606.41, running_req=128.0, queue_req=215.0,
+                      token_usage=0.97)
+    return snapshot(server=prefill, servers=(prefill, decode), total=total)

@@ -18,7 +18,7 @@ from dash.core.snapshot import HttpSnapshot as Http
 from dash.ui.app import DashApp
 from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.log_pane import LogPane
-from ui.fake_run import NOW, SERVER_LINES, server, snapshot
+from ui.fake_run import NOW, SERVER_LINES, dp_snapshot, pd_snapshot, server, snapshot
 
 SnapCompare = Callable[..., bool]
 MakeApp = Callable[..., DashApp]
@@ -84,3 +84,15 @@ def test_log_pane_scrolled_back(snap_compare: SnapCompare, make_app: MakeApp) ->
 
     assert snap_compare(make_app(), terminal_size=(160, 45), run_before=feed,
                         press=["l", "pageup"])
+
+
+def test_ranks_of_a_dp_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(dp_snapshot()), terminal_size=(160, 45), press=["R"])
+
+
+def test_ranks_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(dp_snapshot()), terminal_size=(80, 24), press=["R"])
+
+
+def test_a_prefill_and_a_decode_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(pd_snapshot()), terminal_size=(160, 45), press=["s"])

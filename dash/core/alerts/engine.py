@@ -13,8 +13,11 @@ which sample for seconds) fires every finding at once instead of after its durat
 
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
 http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
-kv_saturated, retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate,
-partition_done.
+kv_saturated, retractions, rank_imbalance, gpu_headroom_low, output_stalled, client_missing,
+client_duplicate, partition_done.
+
+With several server logs the rules about one server run once per server, each on a snapshot
+whose `server` is that one; their alerts name it as their subject (`server_silent:decode`).
 """
 
 from __future__ import annotations
@@ -24,11 +27,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
+from dash.core.alerts.rules_ranks import RANK_RULES
 from dash.core.alerts.rules_run import RUN_RULES
-from dash.core.alerts.rules_server import SERVER_RULES
+from dash.core.alerts.rules_server import SERVER_RULES, rule_down, rule_http_unreachable
 from dash.core.alerts.rules_throughput import THROUGHPUT_RULES
 from dash.core.config import AlertConfig
 from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
+
+PER_SERVER: frozenset[Rule] = frozenset(
+    (*(r for r in SERVER_RULES if r not in (rule_down, rule_http_unreachable)),
+     *THROUGHPUT_RULES, *RANK_RULES))
+"""Rules about one server's log (HTTP is the one URL's: `server_down` and `http_unreachable`
+are the run's)."""
 
 
 @dataclass
@@ -47,8 +57,8 @@ class AlertEngine:
     immediate: bool = False
     """Fire a finding as soon as it holds (a short sample, where durations cannot pass)."""
     _tracks: dict[str, _Track] = field(default_factory=dict)
-    _memory: dict[int, dict[str, Any]] = field(default_factory=dict)
-    _events: ServerEvents | None = None
+    _memory: dict[tuple[int, str | None], dict[str, Any]] = field(default_factory=dict)
+    _events: dict[str | None, ServerEvents] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.rules is None:
@@ -59,20 +69,30 @@ class AlertEngine:
         active = frozenset(k for k, t in self._tracks.items() if t.alert is not None)
         acked = frozenset(k for k, t in self._tracks.items()
                           if t.alert is not None and t.alert.acknowledged)
-        events = snap.server.events
-        if self._events is None or self._events.all is not events:
-            self._events = ServerEvents(events)
+        scopes = _scopes(snap)
         findings: dict[str, Finding] = {}
         resolved: set[str] = set()
         for i, rule in enumerate(self.rules or ()):
-            ctx = RuleContext(snap, now, self.config, active, self._memory.setdefault(i, {}),
-                              self._events, acked, resolved)
-            for f in rule(ctx):
-                findings.setdefault(f.key, f)
+            for scope, view in (scopes if rule in PER_SERVER else [(None, snap)]):
+                ctx = RuleContext(view, now, self.config, active,
+                                  self._memory.setdefault((i, scope), {}),
+                                  self._indexed(scope, view), acked, resolved, scope)
+                for f in rule(ctx):
+                    if scope is not None:
+                        f = dataclasses.replace(f, subject="/".join(
+                            p for p in (scope, f.subject) if p))
+                    findings.setdefault(f.key, f)
         new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
         cleared = [a for k in list(self._tracks) if k not in findings
                    if (a := self._absent(k, now, k in resolved)) is not None]
         return AlertChanges(tuple(new), tuple(cleared))
+
+    def _indexed(self, scope: str | None, view: RunSnapshot) -> ServerEvents:
+        """The server's events, indexed once per list (snapshots share it until one arrives)."""
+        index = self._events.get(scope)
+        if index is None or index.all is not view.server.events:
+            index = self._events[scope] = ServerEvents(view.server.events)
+        return index
 
     def _present(self, f: Finding, now: float) -> Alert | None:
         track = self._tracks.get(f.key)
@@ -117,7 +137,15 @@ class AlertEngine:
 
 def default_rules() -> tuple[Rule, ...]:
     """Every rule, server first."""
-    return SERVER_RULES + THROUGHPUT_RULES + RUN_RULES
+    return SERVER_RULES + THROUGHPUT_RULES + RANK_RULES + RUN_RULES
+
+
+def _scopes(snap: RunSnapshot) -> list[tuple[str | None, RunSnapshot]]:
+    """(server name, the snapshot as that server sees it) for each server; one, unnamed, when
+    there is one. HTTP is the first server's (the one URL)."""
+    if len(snap.servers) < 2:
+        return [(None, snap)]
+    return [(s.name or s.path, snap.for_server(i)) for i, s in enumerate(snap.servers)]
 
 
 def _alert(f: Finding, since: float, acknowledged: bool) -> Alert:

@@ -113,7 +113,7 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
                           "start.", since=at)
         return
     if age > max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s) \
-            and "server_restarted" in ctx.acknowledged:
+            and ctx.key("server_restarted") in ctx.acknowledged:
         ctx.resolve("server_restarted")  # seen, and old: put away now
         return
     evidence += f"; before it: {cause.get('event')} {where(cause)}"

@@ -20,7 +20,7 @@ from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
 RULE_IDS = (
     "server_oom", "server_crash", "server_down", "http_unreachable", "server_restarted",
     "server_silent",
-    "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions",
+    "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions", "rank_imbalance",
     "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
 )
 
@@ -97,13 +97,28 @@ class RuleContext:
     resolved: set[str] = field(default_factory=set)
     """Keys a rule saw recover for certain (the server answers again, a stats line arrived):
     the engine clears those at once instead of waiting out the hysteresis."""
+    scope: str | None = None
+    """The server a per-server rule looks at when kdash watches several (its name); its
+    findings get it as their subject."""
 
     def __post_init__(self) -> None:
         if self.events is None or self.events.all is not self.snap.server.events:
             self.events = ServerEvents(self.snap.server.events)
 
+    def key(self, rule_id: str, subject: str | None = None) -> str:
+        """The key this rule's alert has (for this server, and `subject`)."""
+        parts = [p for p in (self.scope, subject) if p]
+        return f"{rule_id}:{'/'.join(parts)}" if parts else rule_id
+
+    def is_active(self, rule_id: str, subject: str | None = None) -> bool:
+        """Whether this rule's alert (for this server, and `subject`) is active: hysteresis."""
+        return self.key(rule_id, subject) in self.active
+
     def resolve(self, key: str) -> None:
-        """Say that `key`'s condition is over for certain (a confirmed recovery)."""
+        """Say that `key`'s condition is over for certain (a confirmed recovery); a rule about
+        one of several servers resolves that server's alert."""
+        if self.scope and ":" not in key:
+            key = self.key(key)
         if key in self.active:
             self.resolved.add(key)
 

@@ -8,7 +8,7 @@ from typing import Any
 from dash.core.alerts.incidents import rule_restarted
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
 from dash.core.linenums import line_order
-from dash.core.snapshot import Record, Severity
+from dash.core.snapshot import Record, ServerLogSnapshot, Severity
 
 _CRASH_TEXT = {
     "exception": "the scheduler hit an exception",
@@ -127,8 +127,7 @@ def _down_evidence(ctx: RuleContext) -> list[str]:
     if live.log == "crashed":
         crash = ctx.events.since_start_of("oom", "crash")
         return [f"the log shows a {'CUDA OOM' if crash and crash[0].get('event') == 'oom' else 'crash'}"]
-    last = _latest_stats(s.last_decode, s.last_prefill)
-    running = last.get("running_req") if last else None
+    running = _running(s)
     if live.log == "quiet" and isinstance(running, (int, float)) and running > 0 \
             and live.log_age_s is not None:
         return [f"the log has been silent for {fmt_duration(live.log_age_s)} with "
@@ -188,7 +187,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     if last is None or s.last_record_at is None:
         return
     quiet = ctx.now - s.last_record_at
-    running = last.get("running_req")
+    running = _running(s)
     if quiet < ctx.cfg.silent_after_s:
         ctx.resolve("server_silent")  # a stats line arrived: the server speaks again
         return
@@ -228,6 +227,14 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
                   "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
                   "memory (fp8 KV cache, hierarchical cache).",
                   line=text_of(events[-1]), since=events[0].get("at"))
+
+
+def _running(s: ServerLogSnapshot) -> Any:
+    """Requests running by the last stats lines: the DP ranks' sum, else the last line's."""
+    if s.now is not None and s.now.multi:
+        return s.now.running_req
+    last = _latest_stats(s.last_decode, s.last_prefill)
+    return last.get("running_req") if last else None
 
 
 def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | None:

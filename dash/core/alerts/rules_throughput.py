@@ -3,7 +3,8 @@
 Both read medians over a window of decode lines, never single lines: SGLang's per-line throughput
 jumps by tens of percent from one line to the next, and a rule on raw lines would flap. Windows
 end at the series' last point (the log's own time), so a log stamped in another time zone still
-reads right.
+reads right. The series are the whole server's (its DP ranks summed, usage the highest rank's);
+KV capacity is per rank, so the concurrency estimate counts the ranks.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     if cur >= 0.95 * peak["value"]:
         mem["high_at"] = end  # still at the peak: the fall starts after this
     # Hysteresis: once fired, it stays until throughput is back within (drop - 10 points).
-    drop = cfg.plateau_drop - (0.10 if "throughput_plateau" in ctx.active else 0.0)
+    drop = cfg.plateau_drop - (0.10 if ctx.is_active("throughput_plateau") else 0.0)
     if peak["value"] < cfg.plateau_min_peak or cur > peak["value"] * (1 - drop):
         mem.pop("low", None)
         return
@@ -118,18 +119,29 @@ def _cause(ctx: RuleContext, peak: dict[str, Any], running: float | None,
             "Compare prompt lengths and output lengths now with those at the peak.")
 
 
+def _ranks(snap: RunSnapshot) -> int:
+    """The DP ranks whose KV pools the server's figures add up (1 without DP)."""
+    now = snap.server.now
+    return now.live_ranks if now is not None and now.multi else 1
+
+
 def kv_hint(snap: RunSnapshot) -> str:
     """Max concurrency ~ max_total_num_tokens / tokens per request, and the ways to raise it."""
     facts = snap.server.facts
-    total = facts.get("max_total_num_tokens")
-    last = snap.server.last_decode or {}
-    tokens, running = last.get("tokens"), last.get("running_req")
+    total = facts.get("max_total_num_tokens")  # per rank: each DP rank has a pool of its own
+    figures = snap.server.figures
+    tokens, running = figures.get("tokens"), figures.get("running_req")
+    ranks = _ranks(snap)
     estimate = ""
     if isinstance(tokens, (int, float)) and isinstance(running, (int, float)) and running > 0:
         per_req = tokens / running
         estimate = f" ({tokens:g} tokens / {running:g} running = {per_req:.0f} per request"
         if isinstance(total, (int, float)) and per_req > 0:
-            estimate += f"; {total:g} / {per_req:.0f} = ~{total / per_req:.0f} requests"
+            if ranks > 1:
+                estimate += (f"; {ranks} ranks x {total:g} / {per_req:.0f} = "
+                             f"~{ranks * total / per_req:.0f} requests")
+            else:
+                estimate += f"; {total:g} / {per_req:.0f} = ~{total / per_req:.0f} requests"
         estimate += ")"
     return ("max concurrency ~ max_total_num_tokens / tokens per request" + estimate +
             ". To fit more: fp8 KV cache (--kv-cache-dtype fp8_e5m2), hierarchical cache "
@@ -143,7 +155,7 @@ def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     usage_view = s.token_usage
     if len(usage_view) < 3 or len(s.queue_req) < 3:
         return
-    active = "kv_saturated" in ctx.active
+    active = ctx.is_active("kv_saturated")
     usage = window_median(usage_view, cfg.kv_window_s, min_points=3)
     threshold = cfg.kv_usage - (0.03 if active else 0.0)
     if usage is None or usage < threshold:
@@ -156,8 +168,10 @@ def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     yield Finding("kv_saturated", "warn",
                   f"KV cache {usage:.0%} full and the queue grew {q0:.0f} -> {q1:.0f} "
                   f"in {fmt_duration(cfg.kv_window_s)}",
-                  f"median token usage {usage:.2f}; max_total_num_tokens "
-                  f"{s.facts.get('max_total_num_tokens', '?')}",
+                  f"median token usage {usage:.2f}"
+                  + (f" (the highest of {_ranks(ctx.snap)} ranks)" if _ranks(ctx.snap) > 1 else "")
+                  + f"; max_total_num_tokens {s.facts.get('max_total_num_tokens', '?')}"
+                  + (" per rank" if _ranks(ctx.snap) > 1 else ""),
                   kv_hint(ctx.snap)[0].upper() + kv_hint(ctx.snap)[1:],
                   fire_after=cfg.kv_after_s)
 

@@ -139,6 +139,10 @@ class Batch:
         """Shape s's stamps (bracket form)."""
         return self._col(s, self._groups[s][1][0], value=False)
 
+    def tags(self, s: int) -> list[bytes]:
+        """Shape s's rank tags as printed (bracket form; empty where none)."""
+        return self._col(s, self._groups[s][1][1], value=False)
+
     def rows(self, s: int) -> list[tuple[bytes, ...]]:
         if not self.count(s):
             return []

@@ -19,6 +19,7 @@ from dash.core.log.timestamps import ts_to_epoch
 from dash.core.recent import RecentSet
 from dash.core.snapshot import (
     Alert,
+    HttpSnapshot,
     Record,
     RunSnapshot,
 )
@@ -28,6 +29,7 @@ from dash.core.state.http_state import HttpTracker
 from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.server_log import ServerLogTracker
+from dash.core.state.servers import Servers, combine
 
 MAX_NOTICES = 100
 """Distinct notices remembered (so that each is said once); the oldest are forgotten first."""
@@ -42,7 +44,8 @@ class RunState:
         """`sample_s`: the state of a short sample of this many seconds (`--once`, `check`):
         alerts fire as soon as their condition holds, and rates are measured over the sample."""
         self.cfg = cfg
-        self.server_log = ServerLogTracker(str(cfg.log) if cfg.log else None)
+        self.servers = Servers(str(p) for p in cfg.logs)
+        self._no_log = ServerLogTracker(None)
         self.http = HttpTracker(cfg.url or None)
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg, sample_s)
@@ -52,20 +55,45 @@ class RunState:
         self.history = AlertHistory()
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
+    @property
+    def server_log(self) -> ServerLogTracker:
+        """The primary server's tracker: the first log configured (or one without a file)."""
+        return self.servers.primary or self._no_log
+
+    def server(self, path: str, pattern: str | None = None) -> ServerLogTracker:
+        """The tracker of the server log at `path` (a glob's new file gets one)."""
+        return self.servers.get(path, pattern)
+
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
         self.notices.add(text)
 
     def reset_peak(self) -> None:
         """Forget the throughput peak (after a deliberate change, e.g. a restart with new flags)."""
-        self.server_log.reset_peak()
+        for tracker in self._trackers():
+            tracker.reset_peak()
+
+    def _trackers(self) -> list[ServerLogTracker]:
+        return self.servers.all() or [self._no_log]
 
     def feed_server_log(self, records: Iterable[Record | None], now: float,
                         lines: int | None = None) -> None:
-        """Feed server-log records; a server restart also restarts the partitions' rates."""
-        before = self.server_log.restarts
-        self.server_log.feed(records, now, lines)
-        if self.server_log.restarts != before:
+        """Feed the primary server's records; a restart also restarts the partitions' rates."""
+        self._feed(self.server_log, records, now, lines, None)
+
+    def feed_server(self, path: str, records: Iterable[Record | None], now: float, *,
+                    lines: int | None = None, written_at: float | None = None,
+                    pattern: str | None = None, last_stamp: str | None = None) -> None:
+        """Feed one server log's records as a follower read them (`written_at`: when the file
+        was last written, `last_stamp` the last line's stamp: they teach the log's clock)."""
+        self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp)
+
+    def _feed(self, tracker: ServerLogTracker, records: Iterable[Record | None], now: float,
+              lines: int | None, written_at: float | None,
+              last_stamp: str | None = None) -> None:
+        before = tracker.restarts
+        tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp)
+        if tracker.restarts != before:
             self.partitions.note_restart(now)
 
     def tick(self, now: float) -> AlertChanges:
@@ -95,15 +123,24 @@ class RunState:
         return self._with_alerts(self._compose(now))
 
     def _compose(self, now: float) -> RunSnapshot:
-        server = self.server_log.snapshot(now)
-        http = self.http.snapshot(now, server.last_decode, last_decode_at=server.last_record_at)
-        live = liveness(server, http, now, live_s=self.alert_config.log_live_s,
-                        http_enabled=self.cfg.http_enabled)
+        servers = tuple(t.snapshot(now) for t in self._trackers())
+        server = servers[0]
+        # /metrics speaks for the whole server: compare it with the ranks' sums, not one line.
+        figures = server.now.as_record() if server.now is not None and server.now.multi \
+            else server.last_decode
+        http = self.http.snapshot(now, figures, last_decode_at=server.last_record_at)
+        # Each server's own liveness; HTTP is the first's (the one URL).
+        lives = tuple(liveness(s, http if i == 0 else HttpSnapshot(), now,
+                               live_s=self.alert_config.log_live_s,
+                               http_enabled=self.cfg.http_enabled and i == 0)
+                      for i, s in enumerate(servers))
         return RunSnapshot(now=now, server=server, http=http,
                            partitions=self.partitions.snapshot(now),
                            totals=self.partitions.totals(now), client=self.client.snapshot(now),
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
-                           liveness=live, unmatched_globs=self.partitions.unmatched())
+                           liveness=lives[0], unmatched_globs=self.partitions.unmatched(),
+                           servers=servers, total=combine(servers),
+                           server_liveness=lives if len(servers) > 1 else ())
 
 
 def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:

@@ -2,23 +2,28 @@
 
 `ServerLogTracker.feed` takes parser records (`dash.core.log.parse.parse_line` output) in file order.
 Series are stamped with each record's own time where the line has one, so a backfilled log draws
-its real history; records without a timestamp take `now`. Everything is bounded (ring buffers, a
-capped event deque), so a days-long log costs constant memory.
+its real history; records without a timestamp take `now`. A live follower also says when the
+file was last written (`written_at`): from that the tracker learns the log's clock
+(`dash.core.state.log_clock`), and every time it keeps is on kdash's clock, whatever zone or
+rate the stamps are in. The figures are the whole server's, its data-parallel ranks summed
+(`dash.core.state.server_stats`). Everything is bounded (ring buffers, a capped event deque),
+so a days-long log costs constant memory.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from dash.core.linenums import WINDOW_KEY, resolved
-from dash.core.log.timestamps import ts_to_epoch
-from dash.core.series import Series
-from dash.core.snapshot import Peak, Record, ServerLogSnapshot
+from dash.core.snapshot import Record, ServerLogSnapshot
+from dash.core.state.log_clock import LogTimes
+from dash.core.state.server_stats import SERIES, ServerStats
 
-SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage", "accept_len")
+__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker"]
+
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
@@ -57,13 +62,15 @@ class ServerLogTracker:
     """Mutable state of one server log; `snapshot()` freezes it. Use from one thread only."""
 
     def __init__(self, path: str | None = None, *, history: int = 4096,
-                 max_events: int = 200) -> None:
+                 max_events: int = 200, name: str | None = None) -> None:
         self.path = path
-        self._series = {name: Series(history) for name in SERIES}
+        self.name = name
+        """What the screen calls this server among several (None: the only one)."""
+        self._stats = ServerStats(history)
+        self._times = LogTimes()
         self._events: deque[Record] = deque(maxlen=max_events)
         self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
-        self._peak: Peak | None = None
         self._last_decode: Record | None = None
         self._last_prefill: Record | None = None
         self._last_record_at: float | None = None
@@ -84,11 +91,19 @@ class ServerLogTracker:
         self._status = "ok"
         self._status_message: str | None = None
 
-    def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None) -> None:
+    def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None, *,
+             written_at: float | None = None, last_stamp: str | None = None) -> None:
         """Apply records in file order. None items are lines of no interest (counted as lines).
 
         `lines`: the number of raw lines these records came from, when the caller counted them.
+        `written_at`: when the file was last written (clock time), when these records are the
+        file's end as a follower read it: its last stamp was "now" on the log's clock then.
+        `last_stamp`: that stamp, the last line's (of interest or not); without it, the last
+        record's, when the last line is a stamped record.
         """
+        if written_at is not None:
+            records = records if isinstance(records, (list, tuple)) else list(records)
+            self._learn_clock(records, written_at, now, last_stamp)
         count = 0
         self._feeds += 1
         stats_before = self._records_stats
@@ -129,21 +144,46 @@ class ServerLogTracker:
 
     def reset_peak(self) -> None:
         """Forget the peak (the user pressed reset, or the server restarted)."""
-        self._peak = None
+        self._stats.peak = None
+
+    def _learn_clock(self, records: Sequence[Record | None], written_at: float,
+                     now: float, last_stamp: str | None) -> None:
+        """The last stamp of a read against when the file was written: the log's clock.
+
+        Only the last line's stamp will do: an idle server's log ends in HTTP access lines (a
+        health check every few seconds), and its last stats line may be hours old."""
+        ts = last_stamp
+        if ts is None and records and isinstance(records[-1], Mapping):
+            ts = records[-1].get("ts")
+        if isinstance(ts, str) and ts:
+            moved = self._times.learn(ts, written_at, now)
+            if moved is not None:
+                self._remap(moved)
+
+    def _remap(self, fn: Callable[[float], float]) -> None:
+        """Move every time kept so far onto the log's newly learned clock."""
+        self._stats.remap(fn)
+        for name in ("_last_record_at", "_started_at"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, fn(value))
+        if self._last_stamp is not None:
+            self._last_stamp = (fn(self._last_stamp[0]), self._last_stamp[1])
+        self._events = deque(({**e, "at": fn(e["at"])} if isinstance(e.get("at"), float) else e
+                              for e in self._events), maxlen=self._events.maxlen)
+        self._frozen_events = None
 
     def _time(self, rec: Mapping[str, Any], now: float) -> float:
-        """The record's own time, else `now`; an event line without a stamp (a traceback's
-        last line) takes the time of the stamped line before it, which is when it happened."""
+        """The record's own time on kdash's clock (the log's clock as learned), else `now`; an
+        event line without a stamp (a traceback's last line) takes the time of the stamped line
+        before it, which is when it happened."""
         ts = rec.get("ts")
         if not isinstance(ts, str) or not ts:
             if rec.get("kind") == "event" and self._stamp_fresh():
                 assert self._last_stamp is not None
                 return self._last_stamp[0]
             return now
-        try:
-            t = ts_to_epoch(ts, ref=now)
-        except (ValueError, TypeError, OverflowError):
-            t = None
+        t = self._times.time_of(ts, now)
         if t is None:
             return now
         self._last_stamp = (t, ts)
@@ -176,7 +216,7 @@ class ServerLogTracker:
         """Speculative decoding's acceptance length: on SGLang's decode lines, vLLM's spec lines."""
         length = _num(rec, "accept_len")
         if length is not None:
-            self._series["accept_len"].append(t, length)
+            self._stats.series["accept_len"].append(t, length)
 
     def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
         self._busy = True
@@ -184,18 +224,9 @@ class ServerLogTracker:
         record = dict(rec)
         if kind == "decode":
             self._last_decode = record
-            gen = _num(rec, "gen_throughput")
-            if gen is not None:
-                self._series["gen_throughput"].append(t, gen)
-                if self._peak is None or gen > self._peak.gen_throughput:
-                    ts = rec.get("ts")
-                    self._peak = Peak(gen, t, ts if isinstance(ts, str) else None)
         else:
             self._last_prefill = record
-        for name in ("running_req", "queue_req", "token_usage"):
-            value = _num(rec, name)
-            if value is not None:
-                self._series[name].append(t, value)
+        self._stats.add(rec, kind, t)
         # A log stamped ahead of our clock (another time zone) must not look fresher than now.
         self._last_record_at = min(t, now)
         self._stamps_ahead = t > now + AHEAD_S
@@ -243,7 +274,7 @@ class ServerLogTracker:
         self._restarts += 1
         self._ready = self._busy = False
         self._started_at = t
-        self._peak = None
+        self._stats.restart()
         # What the server that ended ran with: the incident line after a crash names it, and the
         # new start's lines replace these facts.
         before = {k: v for k, v in self._facts.items() if k in _BEFORE_KEYS}
@@ -267,6 +298,7 @@ class ServerLogTracker:
                 self._facts[fact] = value
         if event == "server_args" and isinstance(rec.get("args"), Mapping):
             self._facts.setdefault("model", rec["args"].get("model_path"))
+            _args_facts(self._facts, rec["args"])
         if event == "kv_cache" and "kv_size_gb" not in rec:
             k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
             if k is not None and v is not None:
@@ -293,15 +325,28 @@ class ServerLogTracker:
 
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
-        views = {name: s.view() for name, s in self._series.items()}
+        views = self._stats.views()
         if self._frozen_events is None:
             self._frozen_events = tuple(self._events)
+        role = self._facts.get("disaggregation_mode") or self._stats.role
         return ServerLogSnapshot(
+            name=self.name, role=role if isinstance(role, str) else None, now=self._stats.now(),
+            clock=self._times.view(now),
             path=self.path, engine=self._engine, last_decode=self._last_decode,
-            last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
+            last_prefill=self._last_prefill, peak=self._stats.peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
             last_record_arrived_at=self._arrived_at, stamps_ahead=self._stamps_ahead,
             lines=self._lines, records=self._records, unparsed=self._unparsed,
             restarts=self._restarts, started_at=self._started_at, status=self._status,
             status_message=self._status_message, **views,
         )
+
+
+def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
+    """Parallelism and PD role from a server-args dump (its top-level keys cover the rest)."""
+    mode = args.get("disaggregation_mode")
+    if mode in ("prefill", "decode"):
+        facts["disaggregation_mode"] = mode
+    attn_dp = args.get("attn_dp_size")  # 0.5.22+: DP attention's group count
+    if isinstance(attn_dp, int) and attn_dp > 1:
+        facts["dp_size"] = attn_dp

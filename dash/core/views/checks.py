@@ -73,7 +73,7 @@ def ok_line(snap: RunSnapshot, sample: str) -> str:
     running = sum(1 for p in snap.partitions if p.status == "running")
     if snap.partitions:
         parts.append(f"{len(snap.partitions)} partitions ({running} running)")
-    gen = (snap.server.last_decode or {}).get("gen_throughput")
+    gen = snap.figures.get("gen_throughput")  # the whole server's (its DP ranks summed)
     if isinstance(gen, (int, float)) and not snap.liveness.stale:
         parts.append(f"{gen:.0f} tok/s")
     return "OK kdash: " + ", ".join(p for p in parts if p) + f" ({sample})"

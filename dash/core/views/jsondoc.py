@@ -5,7 +5,10 @@ Keys scripts rely on (see README "JSON output"): `server` {`last_decode`, `peak`
 [{`name`, `path`, `done`, `total`, `at_start`, `rate_per_min`, `eta_s`, `status`}], `client`
 {`log_bytes`, `last_progress`, `processes`}, `gpus` (a list per GPU, or {"available": false,
 "reason"}), `alerts`. Added: `server.liveness` (the log's liveness and HTTP's reachability,
-apart, and whether the figures are stale), `incidents`, `unmatched_globs`, `partitions[].error`.
+apart, and whether the figures are stale), `incidents`, `unmatched_globs`, `partitions[].error`,
+`server.now` (the whole server's figures, its DP ranks summed, with `ranks`), `server.log_clock`
+(how the log's stamps relate to the clock), `servers` (every server log, each shaped like
+`server`, with its own liveness) and `servers_total` (sums over them, when there are several).
 Extra keys may be added; these are never renamed.
 """
 
@@ -22,11 +25,15 @@ from dash.core.snapshot import (
     GpusSnapshot,
     HttpSnapshot,
     Liveness,
+    LogClockView,
     PartitionSnapshot,
+    RankNow,
     RunSnapshot,
     RunTotals,
     ServerLogSnapshot,
+    ServerNow,
 )
+from dash.core.state.log_clock import clock_text
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
@@ -55,22 +62,52 @@ def _http(h: HttpSnapshot) -> dict[str, Any]:
             "disagreement": h.disagreement}
 
 
+def _rank(r: RankNow) -> dict[str, Any]:
+    return {"rank": r.rank, "at": r.at, "ts": r.ts, "gen_throughput": r.gen_throughput,
+            "running_req": r.running_req, "queue_req": r.queue_req,
+            "token_usage": r.token_usage, "tokens": r.tokens, "interval_s": r.interval_s,
+            "live": r.live, "lines": r.lines}
+
+
+def now_json(n: ServerNow | None) -> dict[str, Any] | None:
+    """`server.now`: the whole server's figures and each rank's latest line."""
+    if n is None:
+        return None
+    return {"at": n.at, "gen_throughput": n.gen_throughput, "running_req": n.running_req,
+            "queue_req": n.queue_req, "token_usage": n.token_usage,
+            "token_usage_mean": n.token_usage_mean, "tokens": n.tokens,
+            "live_ranks": n.live_ranks, "ranks": [_rank(r) for r in n.ranks]}
+
+
+def _clock(c: LogClockView, now: float) -> dict[str, Any]:
+    age = None if c.last_line_at is None else max(0.0, now - c.last_line_at)
+    return {"offset_s": c.offset_s, "rate": c.rate, "zoned": c.zoned, "learned": c.learned,
+            "last_line_at": c.last_line_at, "last_line_age_s": age,
+            "log_utc_offset_s": c.log_utc_offset_s, "box_utc_offset_s": c.box_utc_offset_s,
+            "text": clock_text(c)}
+
+
 def _liveness(live: Liveness) -> dict[str, Any]:
     return {"log": live.log, "log_age_s": live.log_age_s, "http": live.http,
             "http_ever_up": live.http_ever_up, "down": live.down, "down_since": live.down_since,
             "stale": live.stale, "values_at": live.values_at}
 
 
-def _server(s: ServerLogSnapshot, h: HttpSnapshot, live: Liveness) -> dict[str, Any]:
+def _server_log(s: ServerLogSnapshot, now: float, live: Liveness) -> dict[str, Any]:
     peak = None
     if s.peak is not None:
         peak = {"gen_throughput": s.peak.gen_throughput, "ts": s.peak.ts, "at": s.peak.at}
-    return {"path": s.path, "engine": s.engine, "status": s.status,
-            "status_message": s.status_message, "last_decode": s.last_decode,
+    return {"path": s.path, "name": s.name, "role": s.role, "engine": s.engine,
+            "status": s.status, "status_message": s.status_message, "now": now_json(s.now),
+            "log_clock": _clock(s.clock, now), "last_decode": s.last_decode,
             "last_prefill": s.last_prefill, "peak": peak, "events": list(s.events),
             "facts": dict(s.facts), "lines": s.lines, "records": s.records,
             "unparsed": s.unparsed, "restarts": s.restarts, "last_record_at": s.last_record_at,
-            "http": _http(h), "liveness": _liveness(live)}
+            "liveness": _liveness(live)}
+
+
+def _server(s: ServerLogSnapshot, h: HttpSnapshot, now: float, live: Liveness) -> dict[str, Any]:
+    return {**_server_log(s, now, live), "http": _http(h)}
 
 
 def _partition(p: PartitionSnapshot) -> dict[str, Any]:
@@ -114,11 +151,20 @@ def _alert(a: Alert) -> dict[str, Any]:
             "line": a.line, "acknowledged": a.acknowledged}
 
 
+def _servers(snap: RunSnapshot) -> list[tuple[ServerLogSnapshot, Liveness]]:
+    """Every server with its own liveness (the primary's is `snap.liveness`)."""
+    servers = snap.servers or (snap.server,)
+    lives = snap.server_liveness or (snap.liveness,) * len(servers)
+    return list(zip(servers, lives, strict=False))
+
+
 def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
     """The --once --json document for one snapshot."""
     doc = {
         "now": snap.now,
-        "server": _server(snap.server, snap.http, snap.liveness),
+        "server": _server(snap.server, snap.http, snap.now, snap.liveness),
+        "servers": [_server_log(s, snap.now, live) for s, live in _servers(snap)],
+        "servers_total": now_json(snap.total),
         "partitions": [_partition(p) for p in snap.partitions],
         "totals": _totals(snap.totals),
         "client": _client(snap.client),

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dash.core.snapshot import GpusSnapshot, RunSnapshot
+from dash.core.snapshot import GpusSnapshot, RunSnapshot, ServerLogSnapshot
 
 SOURCES = ("server_log", "http", "nvml", "client_log", "outputs")
 """The sources `kdash_source_up` reports on, by the `source` label."""
@@ -88,6 +88,8 @@ def families(
           "When kdash last built its picture of the run (epoch seconds); stale means stuck.",
           snap.now)
     _server(b, snap)
+    _servers(b, snap)
+    _ranks(b, snap)
     _http(b, snap)
     _partitions(b, snap)
     _gpus(b, snap)
@@ -99,13 +101,17 @@ def families(
 
 def _server(b: _Builder, snap: RunSnapshot) -> None:
     s = snap.server
-    d: Mapping[str, Any] = s.last_decode or {}
+    d: Mapping[str, Any] = snap.figures
     b.add("kdash_gen_throughput_tokens_per_second",
-          "Generation throughput from the last decode line of the server log.",
+          "Generation throughput of the whole server (its DP ranks summed; every server "
+          "watched, summed), from the server log's latest decode lines.",
           d.get("gen_throughput"))
-    b.add("kdash_running_requests", "Running requests (last decode line).", d.get("running_req"))
-    b.add("kdash_queued_requests", "Queued requests (last decode line).", d.get("queue_req"))
-    b.add("kdash_token_usage_ratio", "KV cache token usage, 0..1 (last decode line).",
+    b.add("kdash_running_requests", "Running requests (latest decode lines, ranks summed).",
+          d.get("running_req"))
+    b.add("kdash_queued_requests", "Queued requests (latest decode lines, ranks summed).",
+          d.get("queue_req"))
+    b.add("kdash_token_usage_ratio",
+          "KV cache token usage, 0..1: the highest rank's (the first to run out).",
           d.get("token_usage"))
     b.add("kdash_max_total_num_tokens", "KV cache capacity in tokens (server startup line).",
           s.facts.get("max_total_num_tokens"))
@@ -120,6 +126,64 @@ def _server(b: _Builder, snap: RunSnapshot) -> None:
     b.add("kdash_server_log_unparsed_lines",
           "Stats-like log lines that did not parse (format drift).",
           s.unparsed if s.path else None, "counter")
+
+
+def _label(s: ServerLogSnapshot) -> str:
+    return s.name or s.path or "?"
+
+
+def _servers(b: _Builder, snap: RunSnapshot) -> None:
+    """Each server's own figures, by its name, when kdash watches several."""
+    servers = snap.servers if len(snap.servers) > 1 else ()
+    lab = ("server",)
+
+    def rows(key: str) -> list[tuple[tuple[str, ...], Any]]:
+        return [((_label(s),), s.figures.get(key)) for s in servers]
+
+    b.many("kdash_server_gen_throughput_tokens_per_second",
+           "Generation throughput of one server (its DP ranks summed).", lab,
+           rows("gen_throughput"))
+    b.many("kdash_server_running_requests", "Running requests of one server.", lab,
+           rows("running_req"))
+    b.many("kdash_server_queued_requests", "Queued requests of one server.", lab,
+           rows("queue_req"))
+    b.many("kdash_server_token_usage_ratio", "KV cache token usage of one server (highest rank).",
+           lab, rows("token_usage"))
+    b.many("kdash_server_log_clock_offset_seconds",
+           "Seconds the server log's stamps are behind the clock (a log in another zone).", lab,
+           [((_label(s),), s.clock.offset_s) for s in servers if s.clock.learned])
+
+
+def _ranks(b: _Builder, snap: RunSnapshot) -> None:
+    """One series per data-parallel rank (vLLM engine), for servers that have several."""
+    several = len(snap.servers) > 1
+    lab = ("server", "rank") if several else ("rank",)
+    rows: dict[str, list[tuple[tuple[str, ...], Any]]] = {
+        k: [] for k in ("gen_throughput", "running_req", "queue_req", "token_usage", "live")}
+    for s in snap.servers or (snap.server,):
+        if s.now is None or not s.now.multi:
+            continue
+        head = (_label(s),) if several else ()
+        for r in s.now.ranks:
+            labels = (*head, r.rank or "")
+            for key in ("gen_throughput", "running_req", "queue_req", "token_usage"):
+                rows[key].append((labels, getattr(r, key)))
+            rows["live"].append((labels, r.live))
+    b.many("kdash_rank_gen_throughput_tokens_per_second",
+           "Generation throughput of one DP rank (vLLM engine), from its latest decode line.",
+           lab, rows["gen_throughput"])
+    b.many("kdash_rank_running_requests", "Running requests of one DP rank.", lab,
+           rows["running_req"])
+    b.many("kdash_rank_queued_requests", "Queued requests of one DP rank.", lab,
+           rows["queue_req"])
+    b.many("kdash_rank_token_usage_ratio", "KV cache token usage of one DP rank, 0..1.", lab,
+           rows["token_usage"])
+    b.many("kdash_rank_live",
+           "1 while a DP rank prints stats lines (0: it stopped; left out of the sums).", lab,
+           rows["live"])
+    b.add("kdash_log_clock_offset_seconds",
+          "Seconds the server log's stamps are behind the clock (a log in another zone).",
+          snap.server.clock.offset_s if snap.server.clock.learned and not several else None)
 
 
 def _http(b: _Builder, snap: RunSnapshot) -> None:

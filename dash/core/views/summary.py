@@ -1,5 +1,9 @@
 """A whole log's records folded into one summary (what `kdash summary` prints); pure, bounded.
 
+Throughput figures are the whole server's: in a log of several DP ranks (or vLLM engines) each
+sample is the sum of the ranks' latest lines (`dash.core.state.ranks`), worked out in file order
+as the parts are merged, and the alert replay keeps every rank's first line of each 10 s.
+
 A log is read in blocks; each block becomes a `Part` (counts, sums, the block's throughput
 samples, its events, its alert candidates), built record by record (`PartBuilder`, the
 reference) or a column at a time from the bulk reader's batch (`dash.core.views.summary_fold`). `LogSummary.merge` folds parts in file order and
@@ -20,7 +24,9 @@ from typing import Any
 
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
+from dash.core.state.ranks import rank_key
 from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
+from dash.core.views.summary_ranks import RankedGens
 
 MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
@@ -79,6 +85,8 @@ class Part:
     last_ts: str | None = None
     gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
     gen_ts: list[str | None] = field(default_factory=list)  # and their stamps
+    gen_ranks: list[str | None] = field(default_factory=list)  # and ranks (empty: no ranks)
+    gen_lines: list[int] = field(default_factory=list)  # and their lines
     peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
     last_decode: Record | None = None
     cached: int = 0
@@ -92,6 +100,7 @@ class Part:
     candidates: list[Candidate] = field(default_factory=list)  # decode records for alerts
     first_key: object = _NO_DECODE  # thinning key of the block's first decode record
     last_key: object = _NO_DECODE  # and of its last
+    last_ranks: set[str | None] = field(default_factory=set)  # ranks kept in its last bucket
 
     def shift(self, offset: int) -> None:
         """Add `offset` to every line number (a block counted from 1 by another process)."""
@@ -99,6 +108,7 @@ class Part:
             return
         if self.peak is not None:
             self.peak = (self.peak[0], self.peak[1] + offset)
+        self.gen_lines = [n + offset for n in self.gen_lines]
         recs = [self.last_decode, *self.events, *self.unparsed, *self.incomplete_samples]
         for cand in self.candidates:
             cand.shift(offset)
@@ -173,18 +183,24 @@ class PartBuilder:
     def _decode(self, rec: Record, ts: str | None) -> None:
         p = self.part
         p.last_decode = rec
-        key = ts_key(ts)
-        if p.first_key is _NO_DECODE:
-            p.first_key = key
-            p.candidates.append(Candidate(rec["line"], key, rec))
-        elif key != p.last_key:
-            p.candidates.append(Candidate(rec["line"], key, rec))
+        key, rank = ts_key(ts), rank_key(rec)
+        if p.first_key is _NO_DECODE or key != p.last_key:
+            if p.first_key is _NO_DECODE:
+                p.first_key = key
+            p.last_ranks = set()
+        if rank not in p.last_ranks:  # the first line of each rank in each 10 s
+            p.last_ranks.add(rank)
+            p.candidates.append(Candidate(rec["line"], key, rec, rank))
         p.last_key = key
         gen = rec.get("gen_throughput")
         if gen is None:
             return
         if p.peak is None or gen > p.gens[p.peak[0]]:
             p.peak = (len(p.gens), rec["line"])
+        if rank is not None or p.gen_ranks:
+            p.gen_ranks.extend([None] * (len(p.gens) - len(p.gen_ranks)))
+            p.gen_ranks.append(rank)
+        p.gen_lines.append(rec["line"])
         p.gens.append(gen)
         p.gen_ts.append(ts)
 
@@ -213,6 +229,8 @@ class LogSummary:
         self._cached = 0
         self._new = 0
         self._last_key: object = _NO_DECODE
+        self._last_ranks: set[str | None] = set()
+        self._ranked = RankedGens(ref)
         self.throughput = Downsampled()
         self.alerts = AlertFeed()
 
@@ -238,17 +256,29 @@ class LogSummary:
         self._gens(part)
         cands = part.candidates
         if cands and part.first_key == self._last_key:
-            cands = cands[1:]  # continues the previous block's 10-second bucket
+            # continues the previous block's 10-second bucket: its ranks have their line there
+            lead = 0
+            while lead < len(cands) and cands[lead].key == part.first_key:
+                lead += 1
+            cands = [c for c in cands[:lead] if c.rank not in self._last_ranks] + cands[lead:]
         self.alerts.add(cands, part.events)
         if part.last_key is not _NO_DECODE:
+            if part.last_key == self._last_key and part.first_key == part.last_key:
+                self._last_ranks |= part.last_ranks
+            else:
+                self._last_ranks = set(part.last_ranks)
             self._last_key = part.last_key
 
     def _gens(self, part: Part) -> None:
         gens = part.gens
         if not gens:
             return
-        if part.peak is not None:
-            i, line = part.peak
+        peak = part.peak
+        totals = self._ranked.fold(gens, part.gen_ts, part.gen_ranks, part.gen_lines)
+        if totals is not None:  # named DP ranks: each sample is the server's total
+            gens, peak = totals
+        if peak is not None:
+            i, line = peak
             if self.peak is None or gens[i] > self.peak["gen_throughput"]:
                 self.peak = {"gen_throughput": gens[i], "ts": part.gen_ts[i], "line": line}
         base = self._gen_n
@@ -260,6 +290,10 @@ class LogSummary:
         self.throughput.extend(gens, x_of)
         self._gen_sum = reduce(operator.add, gens, self._gen_sum)
         self._gen_n += len(gens)
+
+    def ranks(self) -> list[str]:
+        """The DP ranks (vLLM engines) whose throughput is summed; empty with one."""
+        return self._ranked.ranks()
 
     def _spec(self) -> dict[str, Any] | None:
         """Speculative decoding's acceptance over the log (None when the server ran none)."""
@@ -286,6 +320,7 @@ class LogSummary:
                 "mean": round(self._gen_sum / self._gen_n, 2) if self._gen_n else None,
                 "samples": self._gen_n,
             },
+            "ranks": self.ranks(),
             "last_decode": self.last_decode,
             "prefill": {
                 "cached_tokens": self._cached,

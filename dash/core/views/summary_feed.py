@@ -28,17 +28,21 @@ def ts_key(ts: str | None) -> str | None:
 
 
 class Candidate:
-    """A decode record that may be replayed: parsed already, or its line's bytes."""
+    """A decode record that may be replayed: parsed already, or its line's bytes. Each DP rank
+    has one per 10 s (`rank`: its key, None without ranks), so the replay sums them all."""
 
-    __slots__ = ("line", "key", "payload")
+    __slots__ = ("line", "key", "payload", "rank")
 
-    def __init__(self, line: int, key: str | None, payload: Record | bytes) -> None:
+    def __init__(self, line: int, key: str | None, payload: Record | bytes,
+                 rank: str | None = None) -> None:
         self.line = line
         self.key = key
         self.payload = payload
+        self.rank = rank
 
-    def __reduce__(self) -> tuple[type, tuple[int, str | None, Record | bytes]]:
-        return Candidate, (self.line, self.key, self.payload)  # quicker than slots' default
+    def __reduce__(self) -> tuple[type, tuple[int, str | None, Record | bytes, str | None]]:
+        return Candidate, (self.line, self.key, self.payload, self.rank)  # quicker than slots'
+
 
     def shift(self, offset: int) -> None:
         self.line += offset

@@ -3,10 +3,12 @@
 A shape's rows are numbers in columns, so what the summary needs of them is taken a column at
 a time at C speed: counts, prefill token sums, the throughput samples and their stamps, the
 peak, the last decode record and the first decode record of each 10 s (the alert replay's
-candidates); only those few rows become records, and only their line numbers are counted.
-The other records are folded one by one, as `PartBuilder` does. A block whose decode records
-come from more than one source (two shapes, or a shape and the parser) is folded record by
-record, in file order, so the order of throughput samples stays exact.
+candidates); only those few rows become records. The other records are folded one by one,
+as `PartBuilder` does. A block whose decode records come from more than one source (two
+shapes, or a shape and the parser) is folded record by record, in file order, so the order of
+throughput samples stays exact. Rows that name a DP rank or a vLLM engine carry its key beside
+each sample (the merge sums the ranks) and give each rank its first row of each 10 s as a
+candidate.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from operator import ne
 from dash.core.log.batch import Batch
 from dash.core.log.bulk import records, shape_record
 from dash.core.log.timestamps import normalise_ts
+from dash.core.state.ranks import rank_key
 from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
-KEEP = frozenset({"new_token", "cached_token", "gen_throughput", "accept_len", "accept_rate"})
+KEEP = frozenset({"new_token", "cached_token", "gen_throughput", "accept_len", "accept_rate",
+                  "engine_index"})
 """The values the summary takes a column at a time (`BlockReader(keep=...)`)."""
 
 
@@ -55,6 +59,40 @@ class Stamps:
                 text = texts[stamp] = normalise_ts(stamp.decode("ascii"))
             keys[stamp] = ts_key(text)
         return list(map(texts.__getitem__, col)), list(map(keys.__getitem__, col))
+
+
+def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
+    """Each row's rank (`dash.core.state.ranks.rank_key`); None when no row names one."""
+    engines = batch.column(s, "engine_index")
+    if engines is not None:
+        keys = {b: rank_key({"engine_index": int(b)}) for b in set(engines)}
+        return [keys[b] for b in engines]
+    if not batch.shapes[s].prefix_groups:
+        return None
+    tags = batch.tags(s)
+    named = {b: rank_key({"rank": b.decode("ascii").strip() or None}) for b in set(tags)}
+    if all(k is None for k in named.values()):
+        return None
+    return [named[b] for b in tags]
+
+
+def _heads(keys: list[str | None], ranks: list[str | None] | None
+           ) -> tuple[list[int], set[str | None]]:
+    """The first row of each 10 s (of each rank, when rows name ranks), and the ranks of the
+    last 10 s."""
+    if ranks is None or len(set(ranks)) == 1:
+        changes = compress(range(1, len(keys)), map(ne, keys, islice(keys, 1, None)))
+        return [0, *changes], {ranks[0] if ranks else None}
+    heads: list[int] = []
+    seen: set[str | None] = set()
+    bucket: object = object()
+    for j, (key, rank) in enumerate(zip(keys, ranks, strict=True)):
+        if key != bucket:
+            bucket, seen = key, set()
+        if rank not in seen:
+            seen.add(rank)
+            heads.append(j)
+    return heads, seen
 
 
 def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
@@ -92,17 +130,22 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     keys: list[str | None] = [None] * n
     if shape.prefix_groups:
         ts, keys = marks.text_and_key(batch.stamps(s))  # type: ignore[assignment]
-    heads = [0, *compress(range(1, n), map(ne, keys, islice(keys, 1, None)))]
+    ranks = _rank_keys(batch, s)
+    heads, part.last_ranks = _heads(keys, ranks)
     gens_col = batch.column(s, "gen_throughput")
     gens = list(map(float, gens_col)) if gens_col is not None else []
     top = gens.index(max(gens)) if gens else -1
-    picks = sorted({*heads, n - 1, *([top] if top >= 0 else [])})
     index = batch.index(s)
-    rows = [index[j] for j in picks]
-    lines = dict(zip(picks, batch.lines_of_rows(rows), strict=True))
-    made = {j: shape_record(shape, lines[j], batch.row(i), marks.texts)
-            for j, i in zip(picks, rows, strict=True)}
-    part.candidates = [Candidate(lines[j], keys[j], made[j]) for j in heads]
+    if gens_col is not None:  # every sample's line (the ranks' merge orders by them)
+        every = batch.lines_of_rows(index)
+        lines = dict(enumerate(every))
+        picks = sorted({*heads, n - 1})
+    else:
+        picks = sorted({*heads, n - 1})
+        lines = dict(zip(picks, batch.lines_of_rows([index[j] for j in picks]), strict=True))
+    made = {j: shape_record(shape, lines[j], batch.row(index[j]), marks.texts) for j in picks}
+    part.candidates = [Candidate(lines[j], keys[j], made[j], ranks[j] if ranks else None)
+                       for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
     part.last_decode = made[n - 1]
     part.accepts = list(map(float, batch.column(s, "accept_len") or []))
@@ -110,7 +153,9 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     if gens_col is None:
         return
     part.gens = gens
-    part.gen_ts = ts
+    part.gen_ts, part.gen_lines = ts, every
+    if ranks is not None:
+        part.gen_ranks = ranks
     part.peak = (top, lines[top])
 
 

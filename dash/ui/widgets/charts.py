@@ -56,15 +56,17 @@ class ChartsRow(Horizontal):
                 chart.display = want
 
     def show(self, snap: RunSnapshot, window: int, gpu_index: int | None) -> None:
-        """Point every chart at `snap` for the window `WINDOWS[window]`."""
+        """Point every chart at `snap` for the window `WINDOWS[window]`: the charts are of
+        `snap.server` (the whole of it: its DP ranks summed, usage the highest rank's)."""
         label, span = WINDOWS[window]
         srv = snap.server
-        last = srv.last_decode or {}
+        last = srv.figures
+        who = f" {fmt.clean(srv.name, 24)}:" if srv.name else ""
         old = _old(snap)
 
         thr = (srv.gen_throughput,)
         start, end = window_bounds(thr, snap.now, span)
-        title = Text(" gen tok/s ", "bold")
+        title = Text(f"{who} gen tok/s ", "bold")
         current = last.get("gen_throughput")
         title.append(f"{current:.0f}" if isinstance(current, (int, float))
                      else _last(srv.gen_throughput, "{:.0f}"), old[1])
@@ -96,6 +98,8 @@ class ChartsRow(Horizontal):
         usage = last.get("token_usage")
         title.append(fmt.pct(usage) if isinstance(usage, (int, float))
                      else _last(srv.token_usage, "{:.2f}"), old[1])
+        if srv.now is not None and srv.now.multi and srv.now.token_usage_mean is not None:
+            title.append(f" max, {fmt.pct(srv.now.token_usage_mean)} mean", "dim")
         title.append(old[0], "dim")
         self.query_one("#chart-usage", BrailleChart).set_data(
             ChartData(title, use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")

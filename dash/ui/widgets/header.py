@@ -8,6 +8,7 @@ from rich.style import Style
 from rich.text import Text
 
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.log_clock import clock_text
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
 
@@ -93,8 +94,7 @@ class HeaderBar(Panel):
         note = http_note(snap)
         if note is not None:
             t.append(f"  ○ {note[0]}", self._st(note[1]))
-        last = snap.server.last_decode or {}
-        thr = last.get("gen_throughput")
+        thr = snap.figures.get("gen_throughput")  # the whole server's (all servers')
         live = snap.liveness
         if isinstance(thr, (int, float)):
             if live.stale:  # a quiet or dead server's last figure is history, not news
@@ -102,8 +102,9 @@ class HeaderBar(Panel):
                 t.append(f"  last {thr:.0f} tok/s{age}", self._st("dim"))
             else:
                 t.append(f"  {thr:.0f} tok/s")
-            if snap.server.peak is not None:
+            if snap.server.peak is not None and snap.total is None:
                 t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
+        t.append_text(self._parallel(snap))
         if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
         facts = snap.facts
@@ -113,6 +114,21 @@ class HeaderBar(Panel):
             t.append(f"  tp {facts['tp_size']}", self._st("dim"))
         if snap.server.restarts:
             t.append(f"  {snap.server.restarts} restart(s)", self._st("warn"))
+        clock = clock_text(snap.server.clock)
+        if clock:
+            t.append(f"  {clock}", self._st("dim"))
+        return t
+
+    def _parallel(self, snap: RunSnapshot) -> Text:
+        """`8 ranks` (`7/8 ranks` when one stopped printing), `2 servers`: what the figure sums."""
+        t = Text(no_wrap=True)
+        now = snap.server.now
+        if len(snap.servers) > 1:
+            t.append(f"  {len(snap.servers)} servers", self._st("dim"))
+        elif now is not None and now.multi:
+            live, n = now.live_ranks, len(now.ranks)
+            label = f"{n} ranks" if live == n else f"{live}/{n} ranks"
+            t.append(f"  {label}", self._st("dim" if live == n else "warn"))
         return t
 
     def _line2(self, snap: RunSnapshot, extra: HeaderState) -> Text:

@@ -17,6 +17,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("tab", "move focus: partitions, GPUs, log, alerts"),
     ("enter", "on the alerts: the selected one in full"),
     ("h", "alert history: this session and earlier ones"),
+    ("R", "ranks: each DP rank's (vLLM engine's) latest figures"),
+    ("s", "next server (several logs): charts, facts follow"),
     ("a", "acknowledge the active alerts"),
     ("l  c", "log pane: show / hide; server / client log"),
     ("/  d", "log pane: filter; dim the decode-stats lines"),

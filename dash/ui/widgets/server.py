@@ -10,8 +10,10 @@ from rich.text import Text
 
 from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.log_clock import clock_text
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.ranks import server_rows
 
 FACTS: tuple[tuple[str, str, str], ...] = (
     ("max_total_num_tokens", "max tokens", "{:,}"),
@@ -44,17 +46,22 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
 
 
 class ServerPanel(Panel):
-    """Facts in two columns, then the most recent events (ready, restart, OOM)."""
+    """Facts in two columns, then the most recent events (ready, restart, OOM). With several
+    server logs, first one row per server; the facts and events are the selected one's."""
 
-    COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim"}
+    COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim",
+                         "server--key", "server--bar"}
 
     def _st(self, name: str) -> Style:
-        return self.part_style(f"server--{name}")
+        return self.part_style(f"server--{name}") if name else Style()
 
-    def show(self, snap: RunSnapshot) -> None:
-        """Render facts and events from `snap`."""
-        facts = snap.facts
+    def show(self, snap: RunSnapshot, selected: int = 0) -> None:
+        """Render facts and events from `snap` (of server `selected`, when there are several)."""
         t = Text(no_wrap=True, overflow="ellipsis")
+        if len(snap.servers) > 1:
+            server_rows(t, snap, selected, self._st)
+            snap = snap.for_server(selected)
+        facts = snap.facts
         pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
         for i in range(0, len(pairs), 2):
             for label, value in pairs[i : i + 2]:
@@ -64,6 +71,9 @@ class ServerPanel(Panel):
         srv = snap.server
         t.append(f"{'log':>12} ", self._st("dim"))
         t.append(f"{srv.lines:,} lines, {srv.records:,} stats, {srv.unparsed} unparsed")
+        clock = clock_text(srv.clock)
+        if clock:
+            t.append(f"; {clock}", self._st("dim"))
         if srv.status != "ok":
             t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
                      self._st("warn"))

@@ -1,0 +1,65 @@
+"""Alert rules about data-parallel ranks: `rank_imbalance`.
+
+The server's figures sum its ranks, and its token usage is the highest rank's; a server whose
+load sits on one rank looks full while most of its KV cache is idle. Each rank's usage is a
+median over a window of its own lines, never one line, so a rank that briefly spikes does
+not fire it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+
+from dash.core.alerts.model import Finding, RuleContext, fmt_duration
+from dash.core.alerts.rules_throughput import window_median
+from dash.core.snapshot import RankNow
+
+_HINT = ("Requests are not spread evenly over the data-parallel ranks, and the rank that "
+         "fills up first holds the whole server back (it queues and retracts while the others "
+         "idle). Check how requests are routed to the ranks: SGLang's --load-balance-method "
+         "(round_robin by default; a queue- or token-aware method where your version has one) "
+         "or the router in front of the servers, and whether a few very long requests all "
+         "landed on that rank.")
+
+
+def _median_usage(rank: RankNow, window: float, end: float | None) -> float | None:
+    return window_median(rank.token_usage_history, window, min_points=3, end=end)
+
+
+def _fmt(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+def rule_rank_imbalance(ctx: RuleContext) -> Iterator[Finding]:
+    """`rank_imbalance` (warn): one rank's KV cache nearly full while the others' is not."""
+    cfg, now = ctx.cfg, ctx.snap.server.now
+    if now is None or not now.multi:
+        return
+    medians = {r.rank: (r, m) for r in now.ranks if r.live
+               if (m := _median_usage(r, cfg.rank_window_s, now.at)) is not None}
+    if len(medians) < 2:
+        return
+    name, (top, usage) = max(medians.items(), key=lambda kv: kv[1][1])
+    others = [m for k, (_, m) in medians.items() if k != name]
+    rest = statistics.median(others)
+    active = ctx.is_active("rank_imbalance")
+    high = cfg.rank_imbalance_usage - (0.03 if active else 0.0)
+    gap = cfg.rank_imbalance_gap - (0.05 if active else 0.0)
+    if usage < high or usage - rest < gap:
+        return
+    runs = [r.running_req for k, (r, _) in medians.items() if k != name
+            if r.running_req is not None]
+    n = len(others)
+    yield Finding(
+        "rank_imbalance", "warn",
+        f"{name}'s KV cache is {usage:.0%} full while the other {n} rank"
+        f"{'s' if n != 1 else ''} sit at {rest:.0%}",
+        f"median token usage over {fmt_duration(cfg.rank_window_s)}: {name} {usage:.2f}, the "
+        f"others {min(others):.2f}-{max(others):.2f} (median {rest:.2f}); {name} running "
+        f"{_fmt(top.running_req)}, queue {_fmt(top.queue_req)}; the others running "
+        f"{_fmt(statistics.median(runs) if runs else None)} (median)",
+        _HINT, fire_after=cfg.rank_imbalance_after_s)
+
+
+RANK_RULES = (rule_rank_imbalance,)

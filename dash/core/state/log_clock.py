@@ -1,0 +1,236 @@
+"""The log's clock is not the wall clock: learn how its stamps map to kdash's clock.
+
+Stamps carry no zone. A server in a container stamps UTC while the box runs on Tokyo time, so a
+stamp read as the box's local time is nine hours behind the moment the line was written, and
+every age and silence computed from it would be nine hours off. kdash learns the difference
+from lines as they are written: the newest stamp of a read, against the time the file was last
+written (its mtime, or the arrival of the line), is "now" in the log's clock. Zones differ by
+whole quarter hours, so the offset is rounded to one; a new offset is taken only when a few
+lines in a row agree on it. A stamp with a zone in it (RFC 3339) needs no guess.
+
+A simulator (`kdash sim --speed 10`) writes stamps that run faster than the clock. Over a few
+dozen seconds of lines the rate shows, and such a log's stamps map by rate instead: a line's
+clock time is where the rate puts it from the latest line seen, so ages and silences stay in
+clock seconds. Pure: every time is passed in.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.snapshot import LogClockView
+
+QUARTER_H_S = 900.0
+"""Zones differ from UTC by whole quarter hours (Nepal's +5:45 included)."""
+MAX_ZONE_S = 15 * 3600.0
+"""A larger difference is no zone: a log copied in, or old lines appended; it teaches nothing."""
+AGREE = 3
+"""Lines in a row that must agree on a new offset before it replaces the one in use."""
+MOVE_MIN_S = 30.0
+"""A change of map that moves a stamp by less than this leaves placed points where they are
+(a rate's anchor follows each line by a second or so)."""
+RATE_SPAN_S = 20.0
+"""Clock seconds of lines it takes to believe a rate."""
+RATE_WINDOW_S = 120.0
+"""The rate is measured over the lines of the last this many clock seconds."""
+FAST = 1.5
+"""A log whose stamps run this much faster (or slower) than the clock is on a clock of its own;
+between 1/FAST and FAST it is a real server with read delays (rate 1)."""
+DAY_S = 86400.0
+
+_ZONE = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})\Z")
+
+
+def stamp_is_zoned(ts: str) -> bool:
+    """The stamp names its zone (`...Z`, `...+09:00`)."""
+    return bool(_ZONE.search(ts)) and "T" in ts
+
+
+def stamp_is_dated(ts: str) -> bool:
+    """The stamp prints a date (a time-only stamp is ambiguous by whole days)."""
+    return "T" in ts or "-" in ts[:10]
+
+
+def box_utc_offset(t: float) -> float:
+    """The box's zone at `t`, in seconds east of UTC (from the TZ setting, not a clock)."""
+    return float(time.localtime(t).tm_gmtoff)
+
+
+def zone_text(offset_s: float) -> str:
+    """`UTC+9`, `UTC-7`, `UTC+5:30`, `UTC+0`."""
+    minutes = round(offset_s / 60)
+    sign = "-" if minutes < 0 else "+"
+    h, m = divmod(abs(minutes), 60)
+    return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
+
+
+def clock_text(view: LogClockView) -> str | None:
+    """What to tell the user when the log's clock is not the box's; None when it is."""
+    if view.rate != 1.0:
+        return f"log clock runs {view.rate:.3g}x the wall clock"
+    if view.offset_s == 0.0:
+        return None
+    log_zone = view.log_utc_offset_s
+    if log_zone is None or view.box_utc_offset_s is None:
+        return f"log clock {view.offset_s / 3600:+.2g} h from the box"
+    return f"log clock {zone_text(log_zone)}, box {zone_text(view.box_utc_offset_s)}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Map:
+    """clock = anchor_clock + (stamp - anchor_stamp) / rate; rate 1 is a plain offset."""
+
+    offset: float = 0.0
+    rate: float = 1.0
+    anchor_stamp: float = 0.0
+    anchor_clock: float = 0.0
+
+    def to_clock(self, stamp: float) -> float:
+        if self.rate == 1.0:
+            return stamp + self.offset
+        return self.anchor_clock + (stamp - self.anchor_stamp) / self.rate
+
+    def to_stamp(self, clock: float) -> float:
+        if self.rate == 1.0:
+            return clock - self.offset
+        return self.anchor_stamp + (clock - self.anchor_clock) * self.rate
+
+
+class LogClock:
+    """Learns the map from a log's stamps to clock time; identity until a line teaches it."""
+
+    def __init__(self) -> None:
+        self._map = _Map()
+        self._samples: deque[tuple[float, float]] = deque(maxlen=64)
+        self._votes: deque[float] = deque(maxlen=AGREE)
+        self.zoned = False
+        self.learned = False
+
+    @property
+    def offset_s(self) -> float:
+        return self._map.offset
+
+    @property
+    def rate(self) -> float:
+        return self._map.rate
+
+    @property
+    def identity(self) -> bool:
+        """Stamps are clock times as they are (nothing learned, or no difference)."""
+        return self._map.rate == 1.0 and self._map.offset == 0.0
+
+    def to_clock(self, stamp: float) -> float:
+        """The clock time of a stamp (as `ts_to_epoch` reads it, in the box's zone)."""
+        return self._map.to_clock(stamp)
+
+    def stamp_ref(self, now: float) -> float:
+        """`now` on the log's clock: the reference that dates a stamp printing no date."""
+        return self._map.to_stamp(now)
+
+    def observe(self, stamp: float, written_at: float, ts: str) -> Callable[[float], float] | None:
+        """A line stamped `ts` (read as `stamp`) was written at clock time `written_at`.
+
+        Returns how clock times placed with the map before move to the new map, when it moved
+        by `MOVE_MIN_S` or more; None when points already placed stay where they are.
+        """
+        if stamp_is_zoned(ts):
+            self.zoned = self.learned = True
+            return None
+        samples = self._samples
+        if samples and samples[-1] == (written_at, stamp):
+            return None
+        samples.append((written_at, stamp))
+        before = self._map
+        rate = self._rate()
+        if rate is not None:
+            self._map = _Map(rate=rate, anchor_stamp=stamp, anchor_clock=written_at)
+            self.learned = True
+        else:
+            self._learn_offset(written_at - stamp, stamp_is_dated(ts))
+        after = self._map
+        if abs(after.to_clock(stamp) - before.to_clock(stamp)) < MOVE_MIN_S:
+            return None
+        return lambda t: after.to_clock(before.to_stamp(t))
+
+    def _rate(self) -> float | None:
+        """The stamps' rate against the clock when it is clearly not 1, else None."""
+        last_w, last_s = self._samples[-1]
+        recent = [(w, s) for w, s in self._samples if last_w - w <= RATE_WINDOW_S]
+        first_w, first_s = recent[0]
+        if len(recent) < 4 or last_w - first_w < RATE_SPAN_S:
+            return self._map.rate if self._map.rate != 1.0 else None  # keep what was learned
+        rate = (last_s - first_s) / (last_w - first_w)
+        return rate if rate >= FAST or 0 < rate <= 1 / FAST else None
+
+    def _learn_offset(self, raw: float, dated: bool) -> None:
+        if not dated:  # a time-only stamp says nothing of the day: the nearest one
+            raw = (raw + DAY_S / 2) % DAY_S - DAY_S / 2
+        if abs(raw) > MAX_ZONE_S:
+            return
+        offset = round(raw / QUARTER_H_S) * QUARTER_H_S + 0.0  # no -0.0
+        if not self.learned or self._map.rate != 1.0:
+            self._map, self.learned = _Map(offset=offset), True
+            self._votes.clear()
+            return
+        self._votes.append(offset)
+        if (offset != self._map.offset and len(self._votes) == AGREE
+                and all(v == offset for v in self._votes)):
+            self._map = _Map(offset=offset)
+
+    def view(self, last_line_at: float | None, now: float) -> LogClockView:
+        """The frozen picture: the map, and the box's zone at `now`."""
+        return LogClockView(offset_s=self._map.offset, rate=self._map.rate, zoned=self.zoned,
+                            learned=self.learned, last_line_at=last_line_at,
+                            box_utc_offset_s=box_utc_offset(now))
+
+
+def _epoch(ts: str, ref: float) -> float | None:
+    try:
+        return ts_to_epoch(ts, ref=ref)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+class LogTimes:
+    """A log's stamps as clock times: its learned clock, and when its last stamped line was."""
+
+    def __init__(self) -> None:
+        self.clock = LogClock()
+        self.last_line_at: float | None = None
+        """Clock time of the newest stamped line seen (lines of no interest count)."""
+
+    def time_of(self, ts: str, now: float) -> float | None:
+        """The clock time of a record's stamp (None: no time in it)."""
+        clock = self.clock
+        if clock.identity:
+            t = _epoch(ts, now)
+        else:
+            t = _epoch(ts, clock.stamp_ref(now))
+            t = None if t is None else clock.to_clock(t)
+        if t is not None:
+            self.saw(t)
+        return t
+
+    def learn(self, ts: str, written_at: float, now: float) -> Callable[[float], float] | None:
+        """The file's last line, stamped `ts`, was written at clock time `written_at`; how the
+        times placed so far move, when the clock learned moved them."""
+        stamp = _epoch(ts, self.clock.stamp_ref(now))
+        if stamp is None:
+            return None
+        moved = self.clock.observe(stamp, written_at, ts)
+        if moved is not None and self.last_line_at is not None:
+            self.last_line_at = moved(self.last_line_at)
+        self.saw(self.clock.to_clock(stamp))
+        return moved
+
+    def saw(self, t: float) -> None:
+        if self.last_line_at is None or t > self.last_line_at:
+            self.last_line_at = t
+
+    def view(self, now: float) -> LogClockView:
+        return self.clock.view(self.last_line_at, now)

@@ -1,0 +1,70 @@
+"""A summary's throughput samples as the whole server's, in a log of several DP ranks.
+
+Each sample that names a rank (a `DP3` tag, a vLLM engine index) becomes the sum of every
+rank's latest line at that point (`dash.core.state.ranks`), worked out in file order as the
+summary's parts are merged; samples before the first named rank are as printed, the last few of
+them seeding the ranks. Every path a block takes (one process or several, the record-by-record
+fold or the column one) gives the same samples this way.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.state.ranks import GAPS_KEPT, RankTable
+
+Peak = tuple[int, int]
+"""(index of the highest sample, its line)."""
+
+
+class RankedGens:
+    """The ranks seen so far, and the samples they turn into totals."""
+
+    def __init__(self, ref: float) -> None:
+        self._table = RankTable()
+        self._keys: set[str | None] = set()
+        self._ranked = False  # a sample named a rank: from then on every sample is a total
+        self._unranked: deque[tuple[float, str | None]] = deque(maxlen=GAPS_KEPT + 1)
+        self._clock = ref  # supplies the day a time-only stamp lacks
+
+    def fold(self, gens: list[float], gen_ts: Sequence[str | None],
+             gen_ranks: Sequence[str | None], gen_lines: Sequence[int]
+             ) -> tuple[list[float], Peak] | None:
+        """A part's samples as the server's totals and their peak; None while the log has named
+        no rank (its samples are the server's as printed)."""
+        if not gen_ranks and not self._ranked:
+            self._keys.add(None)
+            keep = GAPS_KEPT + 1
+            self._unranked.extend(zip(gens[-keep:], gen_ts[-keep:], strict=True))
+            return None
+        self._keys.update(gen_ranks or (None,))
+        out: list[float] = []
+        ranks = gen_ranks or [None] * len(gens)
+        for gen, ts, rank in zip(gens, gen_ts, ranks, strict=True):
+            if not self._ranked:
+                if rank is None:
+                    self._unranked.append((gen, ts))
+                    out.append(gen)
+                    continue
+                self._ranked = True
+                for seed_gen, seed_ts in self._unranked:
+                    self._add(None, seed_gen, seed_ts)
+            self._add(rank, gen, ts)
+            out.append(self._table.total_gen() or 0.0)
+        top = out.index(max(out))
+        return out, (top, gen_lines[top] if gen_lines else 0)
+
+    def _add(self, rank: str | None, gen: float, ts: str | None) -> None:
+        t = ts_to_epoch(ts, self._clock) if ts else None
+        self._clock = self._clock if t is None else t
+        self._table.update(rank, self._clock, ts, "decode", {"gen_throughput": gen})
+
+    def ranks(self) -> list[str]:
+        """The DP ranks (vLLM engines) whose throughput is summed; empty with one."""
+        if len(self._keys) < 2:
+            return []
+        now = self._table.snapshot()
+        named = [r.rank for r in now.ranks if r.rank is not None] if now else []
+        return named or sorted(k for k in self._keys if k is not None)

@@ -1,0 +1,169 @@
+"""Several server logs in one run: a PD prefill and decode server, two nodes, a glob that waits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dp_logs import DpLog, dp_values, write_dp_log, write_pd_logs
+from exposition_lint import lint
+
+from dash.commands.once import collect_once
+from dash.commands.once_text import render_text
+from dash.core.clock import FakeClock
+from dash.core.config import Config, merge_layers
+from dash.core.errors import ConfigError
+from dash.core.state.servers import server_names
+from dash.core.views.jsondoc import snapshot_to_json
+from dash.core.views.metrics_map import families
+from dash.sources.collector import Collector, apply_files
+from dash.sources.config_files import build_config
+
+START = 1_780_000_000.0
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _touch(*paths: Path) -> None:
+    for p in paths:
+        os.utime(p, (time.time(), time.time()))
+
+
+def _pd(tmp_path: Path) -> tuple[Path, Path]:
+    prefill, decode = tmp_path / "prefill.log", tmp_path / "decode.log"
+    write_pd_logs(prefill, decode, START)
+    _touch(prefill, decode)
+    return prefill, decode
+
+
+def test_server_names_are_what_tells_the_paths_apart() -> None:
+    assert server_names(["/x/prefill.log", "/x/decode.log"]) == ["prefill", "decode"]
+    assert server_names(["/r/node0/server.log", "/r/node1/server.log"]) == \
+        ["node0/server", "node1/server"]
+    assert server_names(["/a/s.log", "/a/s.txt"]) == ["/a/s.log", "/a/s.txt"]
+
+
+def test_log_takes_a_list_a_repeat_or_one_path(tmp_path: Path) -> None:
+    (tmp_path / "kdash.toml").write_text('log = ["prefill.log", "decode.log"]\n')
+    cfg = build_config({}, cwd=tmp_path, user_file=tmp_path / "none.toml")
+    assert cfg.logs == (Path("prefill.log"), Path("decode.log")) and cfg.log == Path("prefill.log")
+    cfg = build_config({"log": ["a.log", "b.log", "a.log"]}, cwd=tmp_path,
+                       user_file=tmp_path / "none.toml")
+    assert cfg.logs == (Path("a.log"), Path("b.log"))  # flags win; a repeat is one log
+    assert merge_layers([("f", {"log": "one.log"})]).logs == (Path("one.log"),)
+    with pytest.raises(ConfigError, match="log must be a path, a glob or a list"):
+        merge_layers([("f", {"log": ["a.log", 3]})])
+
+
+def test_a_prefill_and_a_decode_server(tmp_path: Path) -> None:
+    prefill, decode = _pd(tmp_path)
+    cfg = Config(log=prefill, more_logs=(decode,), url="")
+    snap, _ = collect_once(cfg, window=0, clock=FakeClock(START + 121.0))
+    doc = snapshot_to_json(snap)
+    servers = doc["servers"]
+    assert [(s["name"], s["role"]) for s in servers] == [("prefill", "prefill"), ("decode", "decode")]
+    assert doc["server"]["name"] == "prefill"  # the primary: the first --log
+    assert servers[0]["now"]["gen_throughput"] is None  # a prefill server generates nothing
+    assert servers[1]["now"]["gen_throughput"] == pytest.approx(2100.0 + 59 % 5)
+    total = doc["servers_total"]
+    assert total["gen_throughput"] == servers[1]["now"]["gen_throughput"]
+    assert total["running_req"] == 48 and total["queue_req"] == 59 % 3
+    assert servers[1]["last_decode"]["prealloc_req"] == 3
+    from prometheus_client import generate_latest
+
+    from dash.sources.prom_export import build_registry
+
+    assert lint(generate_latest(build_registry(lambda: snap, frozenset(("server_log",))))
+                .decode()) == []
+    fams = {f.name: f for f in families(snap)}
+    assert fams["kdash_server_gen_throughput_tokens_per_second"].samples == \
+        ((("decode",), pytest.approx(2104.0)),)
+    assert fams["kdash_gen_throughput_tokens_per_second"].samples[0][1] == pytest.approx(2104.0)
+    text = render_text(snap)
+    assert "server      prefill: log live" in text and "server      decode: log live" in text
+    assert "all servers gen 2104.0 tok/s" in text
+
+
+def _nodes(tmp_path: Path) -> tuple[DpLog, DpLog]:
+    a = dp_values(ranks=2, minutes=2, start=START, peak=800.0, plateau=800.0)
+    b = dp_values(ranks=2, minutes=2, start=START, peak=500.0, plateau=500.0)
+    for i, log in enumerate((a, b)):
+        (tmp_path / f"node{i}").mkdir()
+        write_dp_log(tmp_path / f"node{i}" / "server.log", log)
+    _touch(*tmp_path.glob("node*/server.log"))
+    return a, b
+
+
+def test_two_servers_by_a_glob_on_the_command_line(tmp_path: Path) -> None:
+    a, _ = _nodes(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--window", "0",
+                          "--url", "",
+                          "--log", str(tmp_path / "node*" / "server.log")],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [s["name"] for s in doc["servers"]] == ["node0/server", "node1/server"]
+    assert [s["now"]["gen_throughput"] for s in doc["servers"]] == \
+        [pytest.approx(800.0), pytest.approx(500.0)]
+    assert doc["servers_total"]["gen_throughput"] == pytest.approx(1300.0)
+    assert doc["server"]["path"].endswith("node0/server.log")
+
+
+def test_a_glob_that_matches_nothing_yet_waits_and_its_first_file_takes_its_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dash.core.state.run import RunState
+    from dash.sources import server_logs
+
+    monkeypatch.setattr(server_logs, "RESCAN_S", 0.0)  # glob again at every read
+    monkeypatch.setattr(server_logs, "RESCAN_FACTOR", 0.0)
+
+    pattern = str(tmp_path / "later" / "*.log")
+    cfg = Config(log=Path(pattern), url="")
+    state, col = RunState(cfg), Collector(cfg)
+    try:
+        apply_files(state, col.read_files(), START)
+        snap = state.snapshot(START)
+        assert snap.server.status == "waiting" and snap.server.path == pattern
+        (tmp_path / "later").mkdir()
+        write_pd_logs(tmp_path / "later" / "a.log", tmp_path / "later" / "b.log", START, 10)
+        apply_files(state, col.read_files(), START + 20)
+        snap = state.snapshot(START + 20)
+        assert [s.path for s in snap.servers] == [str(tmp_path / "later" / n) for n in ("a.log", "b.log")]
+        assert snap.server.status == "ok" and snap.server.records == 5
+    finally:
+        col.close()
+
+
+def _silent_decode(tmp_path: Path) -> dict[str, Any]:
+    """The decode server stopped printing ten minutes ago with requests running; the prefill
+    server goes on."""
+    from dash.core.state.run import RunState
+
+    prefill, decode = _pd(tmp_path)
+    cfg = Config(log=prefill, more_logs=(decode,), url="")
+    state, col = RunState(cfg), Collector(cfg)
+    try:
+        apply_files(state, col.read_files(), START + 120)
+        with prefill.open("a") as fh:  # the prefill server is still writing at +12 min
+            fh.write(prefill.read_text().splitlines()[-1].replace(
+                time.strftime("%H:%M:", time.localtime(START + 118)),
+                time.strftime("%H:%M:", time.localtime(START + 718))) + "\n")
+        apply_files(state, col.read_files(), START + 720)
+        for t in range(720, 1200, 30):
+            state.tick(START + t)
+        return {a.key: a for a in state.snapshot(START + 1200).alerts}
+    finally:
+        col.close()
+
+
+def test_alerts_about_one_server_name_it(tmp_path: Path) -> None:
+    alerts = _silent_decode(tmp_path)
+    assert "server_silent:decode" in alerts
+    assert alerts["server_silent:decode"].subject == "decode"
+    assert not [k for k in alerts if k.endswith(":prefill")]
