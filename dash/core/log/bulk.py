@@ -164,7 +164,8 @@ class _Keywords:
 
 def _few(text: bytes, byte: int, most: int = 32) -> list[int] | None:
     """Where `byte` is in `text`, if it is there at most `most` times."""
-    out, at = [], text.find(byte)
+    out: list[int] = []
+    at = text.find(byte)
     while at >= 0:
         if len(out) == most:
             return None
