@@ -24,6 +24,14 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   t=638, then ~1050 tok/s with the queue draining.
 - `stalled-output`: as healthy, but from t=240 B2_opencodeinstruct's output stops growing while
   the server keeps decoding and serving requests.
+- `truncated-outputs`: as healthy, but 30% of the samples stop at the client's max_tokens
+  (finish reason `length` at 10240 tokens for B2; 2% in the other scenarios), so fewer, longer
+  samples arrive.
+- `missing-reasoning`: as healthy, but from t=150 the samples come without their `<think>` block
+  (the chat template stopped opening it).
+
+Samples are SGLang `/generate` results (`text`, `meta_info` with `finish_reason`,
+`completion_tokens`, `prompt_tokens`) under the client's own `id`.
 """
 
 from __future__ import annotations
@@ -84,6 +92,12 @@ class Scenario:
     stall: tuple[str, float] | None = None
     """(partition, t): from t that partition's output stops growing."""
     buffered_client: bool = False
+    truncated_share: float = 0.02
+    """Share of the samples that stop at the client's max_tokens (finish reason `length`)."""
+    mean_output_tokens: float = 600.0
+    """Mean completion tokens of a sample (with the truncated ones): sets the completion rate."""
+    reasoning_lost_at: float | None = None
+    """From this time on the samples come without their reasoning (a chat-template bug)."""
     notes: dict[str, float] = field(default_factory=dict)
     """Named times (simulated seconds) that tests and alert tests key on."""
 
@@ -160,6 +174,10 @@ def _build() -> dict[str, Scenario]:
                    "ready_again": 638.0}),
         Scenario("stalled-output", healthy, stall=("B2_opencodeinstruct", 240.0),
                  notes={"ready": 18.0, "stall": 240.0}),
+        Scenario("truncated-outputs", healthy, truncated_share=0.3, mean_output_tokens=4000.0,
+                 notes={"ready": 18.0}),
+        Scenario("missing-reasoning", healthy, reasoning_lost_at=150.0,
+                 notes={"ready": 18.0, "reasoning_lost": 150.0}),
     )}
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.log.parse import PARSER, LineParser
+from dash.core.samples.model import SampleBatch
 from dash.core.snapshot import Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -32,6 +33,7 @@ from dash.sources.files import FileFollower
 from dash.sources.loglines import LogLines
 from dash.sources.observations import FilesRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
+from dash.sources.samples import SampleSource
 
 if TYPE_CHECKING:
     from dash.core.state.run import RunState
@@ -68,6 +70,8 @@ class Collector:
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
+        self._samples = (SampleSource(cfg.output_fields)
+                         if cfg.outputs and cfg.output_fields.samples else None)
         self._procs = ProcessSource(cfg.process) if cfg.process else None
         self._nvml_module = nvml_module
         self._nvml: NvmlSource | None = None
@@ -95,13 +99,18 @@ class Collector:
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
+        samples: tuple[SampleBatch, ...] = ()
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
-        more = bool((server and server.more) or (client and client.more))
+            if self._samples is not None:
+                samples = self._samples.read(outputs, self._outputs.positions())
+        more = bool((server and server.more) or (client and client.more)
+                    or (self._samples is not None and self._samples.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
         counting |= self._log_lines is not None and self._log_lines.counting
-        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window)
+        return FilesRead(server, records, client, outputs, totals, counting, more, errors, window,
+                         samples)
 
     @property
     def counting(self) -> bool:
@@ -208,6 +217,9 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.outputs or read.input_totals:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
+    if read.samples:
+        for notice in state.quality.apply(read.samples, now):
+            state.add_notice(notice)
     for error in read.errors:
         state.add_notice(error)
 

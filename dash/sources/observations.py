@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from dash.core.linenums import WindowCounted
+from dash.core.samples.model import SampleBatch
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -43,6 +44,8 @@ class FilesRead:
     """Output or prompt files that could not be counted this time ("path: reason")."""
     window: WindowCounted | None = None
     """The lines before the server log's backfill window were just counted (once)."""
+    samples: tuple[SampleBatch, ...] = ()
+    """What the new lines of the output files hold (`dash.sources.samples`)."""
 
 
 class Sources(Protocol):

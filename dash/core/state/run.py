@@ -24,6 +24,7 @@ from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
 from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
+from dash.core.state.quality import QualityTracker
 from dash.core.state.server_log import ServerLogTracker
 
 MAX_NOTICES = 100
@@ -42,6 +43,7 @@ class RunState:
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg)
         self.client = ClientTracker(cfg)
+        self.quality = QualityTracker(cfg.output_fields)
         self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
@@ -82,9 +84,14 @@ class RunState:
     def _compose(self, now: float) -> RunSnapshot:
         server = self.server_log.snapshot(now)
         http = self.http.snapshot(now, server.last_decode, last_decode_at=server.last_record_at)
-        return RunSnapshot(now=now, server=server, http=http,
-                           partitions=self.partitions.snapshot(now),
-                           totals=self.partitions.totals(now), client=self.client.snapshot(now),
+        parts = self.partitions.snapshot(now)
+        totals = self.partitions.totals(now)
+        if self.quality.names():
+            parts = tuple(p if (q := self.quality.snapshot(p.name, now)) is None
+                          else dataclasses.replace(p, quality=q) for p in parts)
+            totals = dataclasses.replace(totals, output_tokens_per_s=self.quality.tokens_per_s(now))
+        return RunSnapshot(now=now, server=server, http=http, partitions=parts,
+                           totals=totals, client=self.client.snapshot(now),
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES))
 
 

@@ -24,6 +24,7 @@ from dash.core.snapshot import (
     RunTotals,
     ServerLogSnapshot,
 )
+from dash.core.views.quality_json import quality_json
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
@@ -67,12 +68,13 @@ def _partition(p: PartitionSnapshot) -> dict[str, Any]:
     return {"name": p.name, "path": p.path, "done": p.done, "total": p.total,
             "at_start": p.at_start, "written": p.written, "percent": p.percent,
             "rate_per_min": p.rate_per_min, "eta_s": p.eta_s, "eta_low_s": p.eta_low_s,
-            "eta_high_s": p.eta_high_s, "status": p.status, "last_write": p.last_write}
+            "eta_high_s": p.eta_high_s, "status": p.status, "last_write": p.last_write,
+            "quality": None if p.quality is None else quality_json(p.quality)}
 
 
 def _totals(t: RunTotals) -> dict[str, Any]:
     return {"done": t.done, "total": t.total, "rate_per_min": t.rate_per_min, "eta_s": t.eta_s,
-            "last_to_finish": t.last_to_finish}
+            "last_to_finish": t.last_to_finish, "output_tokens_per_s": t.output_tokens_per_s}
 
 
 def _client(c: ClientSnapshot) -> dict[str, Any]:
