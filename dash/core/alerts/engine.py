@@ -8,7 +8,8 @@ reads a clock or does I/O; delivery (command, webhook, history) is `dash.sources
 
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
 server_restarted, server_silent, client_log_buffered, throughput_plateau, kv_saturated,
-retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate, partition_done.
+retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate, partition_done,
+outputs_truncated, outputs_invalid, outputs_errors, outputs_empty, reasoning_missing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
+from dash.core.alerts.rules_outputs import OUTPUT_RULES
 from dash.core.alerts.rules_run import RUN_RULES
 from dash.core.alerts.rules_server import SERVER_RULES
 from dash.core.alerts.rules_throughput import THROUGHPUT_RULES
@@ -106,7 +108,7 @@ class AlertEngine:
 
 def default_rules() -> tuple[Rule, ...]:
     """Every rule, server first."""
-    return SERVER_RULES + THROUGHPUT_RULES + RUN_RULES
+    return SERVER_RULES + THROUGHPUT_RULES + RUN_RULES + OUTPUT_RULES
 
 
 def _alert(f: Finding, since: float, acknowledged: bool) -> Alert:

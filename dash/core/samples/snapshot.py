@@ -33,6 +33,13 @@ class QualitySnapshot:
     """Output tokens arriving per second in this partition's samples (recent)."""
     reasoning_expected: bool = False
     """Whether these records should carry reasoning (configured, or earlier records did)."""
+    reasoning_seen_in: str | None = None
+    """The partition whose samples carried reasoning (this one first), which sets the
+    expectation when the config does not."""
+    expect_configured: bool = False
+    """`reasoning_expected` comes from `[outputs] expect_reasoning`, not from earlier records."""
+    configured_limit: int | None = None
+    """`[outputs] max_tokens`: the client's limit when neither records nor command line say."""
 
     @property
     def unmatched(self) -> tuple[FieldHits, ...]:

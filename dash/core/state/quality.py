@@ -26,7 +26,8 @@ MIN_RATE_SPAN_S = 10.0
 UNMATCHED_AFTER = 20
 """Records a configured path must miss (with no hit) before it is a notice."""
 REASONING_SEEN = 20
-"""Samples with reasoning after which a partition's records are expected to carry it."""
+"""Samples with reasoning after which the run's records are expected to carry it: one client
+and one model write every partition, so reasoning seen in one partition is expected in all."""
 
 
 class _Part:
@@ -100,14 +101,18 @@ class QualityTracker:
         if p.cache is None or p.cache[0] != s.version:
             p.cache = (s.version, s.window(), s.total())
         _, window, total = p.cache
+        seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
+            (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
         expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
-                    else p.reasoning_seen >= REASONING_SEEN)
+                    else seen_in is not None)
         return QualitySnapshot(
             window=window, total=total, shape=s.shape(), limits=s.limits(),
             last_error=s.last_error, last_invalid=s.last_invalid, oversized=s.oversized,
             skipped_bytes=s.skipped_bytes, latest=tuple(p.latest),
             fields=tuple(p.fields.values()), tokens_per_s=self._rate(p, now),
-            reasoning_expected=expected)
+            reasoning_expected=expected, reasoning_seen_in=seen_in,
+            expect_configured=self.spec.expect_reasoning is not None,
+            configured_limit=self.spec.max_tokens)
 
     def tokens_per_s(self, now: float) -> float | None:
         """Output tokens arriving per second over every partition (None: not known yet)."""
