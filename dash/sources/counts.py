@@ -293,6 +293,12 @@ def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
+def matching_files(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(path, partition name) of every regular file the globs match, named as the dashboard
+    names its partitions."""
+    return _matches(patterns)
+
+
 COUNT_TIMEOUT_S = 120.0
 """How long `count_outputs` waits for background counts of big files."""
 
