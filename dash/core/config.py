@@ -257,7 +257,7 @@ class AlertConfig:
     """`outputs_truncated`: share of the recent samples that stopped at the token limit."""
     errors_share: float = 0.02
     """`outputs_errors`: share of the recent samples that are error records."""
-    empty_share: float = 0.02
+    empty_share: float = 0.05
     """`outputs_empty`: share of the recent samples with no answer."""
     reasoning_missing_share: float = 0.10
     """`reasoning_missing`: share of the recent samples without reasoning that should have it."""

@@ -50,8 +50,8 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  1-9 partition  g/G GPU  l log  c client/server  / filter  "
-             "p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
+KEY_HINTS = ("q quit  ? help  1-9 partition  o sample  g/G GPU  l log  c client/server  "
+             "/ filter  p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
@@ -100,6 +100,7 @@ class DashApp(WorkerApp):
         Binding("plus,equals_sign", "window(1)", "longer window"),
         Binding("minus", "window(-1)", "shorter window"),
         Binding("r", "reset_peak", "reset peak"),
+        Binding("o", "open_sample", "last sample"),
         Binding("ctrl+l", "redraw", "redraw", show=False),
         Binding("escape", "close_filter", show=False),
     ]
@@ -372,6 +373,18 @@ class DashApp(WorkerApp):
     def action_window(self, step: int) -> None:
         self.window = max(0, min(len(WINDOWS) - 1, self.window + step))
         self.render_snapshot()
+
+    def action_open_sample(self) -> None:
+        """The selected partition's last samples, full-screen."""
+        snap = self.snap
+        part = next((p for p in snap.partitions if p.name == self.partition), None) if snap else None
+        if part is None or part.quality is None or not part.quality.latest:
+            name = part.name if part is not None else "this partition"
+            self.notify(f"no sample of {name} read yet", title="kdash", timeout=4)
+            return
+        from dash.ui.sample_view import SampleScreen
+
+        self.push_screen(SampleScreen(part.name, part.quality.latest))
 
     def action_reset_peak(self) -> None:
         self.state.reset_peak()

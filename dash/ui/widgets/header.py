@@ -82,6 +82,10 @@ class HeaderBar(Panel):
                 t.append(f"  {thr:.0f} tok/s")
             if snap.server.peak is not None:
                 t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
+        if snap.totals.output_tokens_per_s is not None:
+            # The samples' own rate beside the server's: aborted or retried requests, or a
+            # client that cannot keep up, show as a gap between the two.
+            t.append(f"  samples {snap.totals.output_tokens_per_s:.0f} tok/s", self._st("dim"))
         if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
         facts = snap.facts

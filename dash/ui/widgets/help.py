@@ -13,6 +13,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("q  ctrl+c", "quit"),
     ("?", "this help (any key closes it)"),
     ("1 - 9", "select partition 1-9"),
+    ("o", "the selected partition's last sample (n/p newer/older, f fold, esc)"),
     ("up / down", "move in the focused table"),
     ("g / G", "next / previous GPU (memory chart follows)"),
     ("tab", "move focus: partitions, GPUs, log"),

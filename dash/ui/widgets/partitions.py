@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
+from dash.core.samples.dist import Dist
 from dash.core.snapshot import PartitionSnapshot, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.keyed_table import Cell, KeyedTable
 from dash.ui.widgets.panel import Panel
 
-BAR_WIDTH = 16
+BAR_WIDTH = 8
 STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim"}
 
 
@@ -21,10 +22,12 @@ class PartitionTable(KeyedTable):
         "parts--bar", "parts--empty", "parts--ok", "parts--crit", "parts--dim",
     }
     FULL_COLUMNS = (
-        ("n", "#", 1), ("name", "partition", 22), ("done", "done/total", 11), ("pct", "%", 4),
-        ("bar", "progress", BAR_WIDTH), ("rate", "/min", 5), ("eta", "ETA", 7),
-        ("status", "status", 8),
+        ("n", "#", 1), ("name", "partition", 17), ("done", "done/total", 11), ("pct", "%", 4),
+        ("bar", "progress", BAR_WIDTH), ("rate", "/min", 5), ("eta", "ETA", 6),
+        ("status", "status", 8), ("trunc", "trunc", 5), ("tok", "tok", 5), ("err", "err", 4),
     )
+    """The last three: of the recent samples, the share cut at the token limit and the median
+    output tokens; error records and invalid lines since start."""
     COMPACT_COLUMNS = (
         ("n", "#", 1), ("name", "partition", 11), ("done", "done/total", 11),
         ("eta", "ETA", 6), ("status", "status", 7),
@@ -58,7 +61,22 @@ class PartitionTable(KeyedTable):
             "rate": fmt.num(p.rate_per_min, digits=1),
             "eta": "done" if p.status == "done" else fmt.dur(p.eta_s),
             "status": Text(status, self._st(STATUS_LEVEL.get(p.status, "dim"))),
+            **self._quality_cells(p),
         }
+
+    def _quality_cells(self, p: PartitionSnapshot) -> dict[str, Cell]:
+        q = p.quality
+        if q is None:
+            return {"trunc": "-", "tok": "-", "err": "-"}
+        w = q.window
+        ratio = w.truncated_ratio
+        trunc: Cell = "-" if ratio is None else fmt.pct(ratio)
+        if ratio:
+            trunc = Text(str(trunc), self._st("crit" if ratio >= 0.1 else "dim"))
+        median = w.tokens.median if w.tokens.n else None
+        bad = q.total.errors + q.total.invalid
+        return {"trunc": trunc, "tok": fmt.count(median),
+                "err": Text(fmt.count(bad), self._st("crit")) if bad else "0"}
 
 
 class PartitionDetails(Panel):
@@ -69,7 +87,7 @@ class PartitionDetails(Panel):
         """Describe the partition called `name` (the table's selection), then the client."""
         p = next((p for p in snap.partitions if p.name == name), None)
         if p is None:
-            t = Text("no partitions yet: pass --outputs 'out/*.jsonl'\n\n\n", "dim")
+            t = Text("no partitions yet: pass --outputs 'out/*.jsonl'\n\n\n\n\n", "dim")
         else:
             t = self._partition(snap, p)
         t.append_text(client_line(snap))
@@ -89,7 +107,49 @@ class PartitionDetails(Panel):
         if p.eta_low_s is not None and p.eta_high_s is not None:
             t.append(f"  ETA {fmt.dur(p.eta_low_s)}..{fmt.dur(p.eta_high_s)}")
         t.append("\n")
+        t.append_text(quality_lines(snap, p))
         return t
+
+
+def quality_lines(snap: RunSnapshot, p: PartitionSnapshot) -> Text:
+    """Two lines on the partition's recent samples: finish reasons and problems, lengths."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    q = p.quality
+    t.append("samples ", "bold")
+    if q is None:
+        t.append("none read (a file with no complete line yet, or [outputs] samples = false)\n\n",
+                 "dim")
+        return t
+    w = q.window
+    t.append(f"last {w.samples:,}: ")
+    t.append(" · ".join(f"{k} {n:,}" + (f" ({fmt.pct(n / w.with_finish)})" if k == "length"
+                                        else "") for k, n in w.finish) or "no finish reason")
+    total = q.total
+    for label, n in (("errors", total.errors), ("invalid lines", total.invalid),
+                     ("empty", w.empty)):
+        t.append(f"  {label} {n:,}", "bold" if n else "")
+    if q.last_invalid is not None and q.last_invalid.line is not None:
+        t.append(f" (last at line {q.last_invalid.line:,})", "dim")
+    t.append(f"  {q.shape or 'unknown shape'}  o: last sample\n", "dim")
+    lengths = (_dist("output tok", w.tokens) if w.tokens.n else _dist("output chars", w.chars))
+    t.append(lengths)
+    if w.prompt_tokens.n:
+        t.append(f"  prompt tok median {w.prompt_tokens.median:,.0f}")
+    if w.reasoning_ratio is not None and (q.reasoning_expected or w.reasoning_ratio):
+        t.append(f"  reasoning {fmt.pct(w.reasoning_ratio)}")
+    if q.limits:
+        t.append(f"  limit {q.limits[0]:,}", "dim")
+    if q.tokens_per_s is not None:
+        t.append(f"  {q.tokens_per_s:,.0f} tok/s")
+    for f in q.unmatched:
+        t.append(f"  [outputs] {f.field} = {fmt.clean(f.path, 40)!r} matches nothing", "bold")
+    t.append("\n")
+    return t
+
+
+def _dist(label: str, d: Dist) -> str:
+    return (f"{label} median {d.median:,.0f} p95 {d.p95:,.0f} max {d.max:,.0f}"
+            if d.median is not None and d.p95 is not None and d.max is not None else f"{label} -")
 
 
 def client_line(snap: RunSnapshot) -> Text:
