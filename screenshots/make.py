@@ -53,6 +53,7 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"), alerts=(),
     ), (), None),
     "help": ((160, 45), None, ("question_mark",), None),
+    "sample-view": ((160, 45), None, ("2", "o"), None),
 }
 
 
@@ -119,6 +120,7 @@ SIMULATED: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "demo-peak-plateau": ("peak-plateau", 1500, ("plus",)),
     "demo-oom-crash-restart": ("oom-crash-restart", 340, ()),
     "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c")),
+    "demo-truncated-outputs": ("truncated-outputs", 900, ("2",)),
 }
 
 

@@ -125,20 +125,20 @@ def quality_lines(snap: RunSnapshot, p: PartitionSnapshot) -> Text:
     t.append(" · ".join(f"{k} {n:,}" + (f" ({fmt.pct(n / w.with_finish)})" if k == "length"
                                         else "") for k, n in w.finish) or "no finish reason")
     total = q.total
-    for label, n in (("errors", total.errors), ("invalid lines", total.invalid),
+    for label, n in (("errors", total.errors), ("invalid", total.invalid),
                      ("empty", w.empty)):
         t.append(f"  {label} {n:,}", "bold" if n else "")
     if q.last_invalid is not None and q.last_invalid.line is not None:
         t.append(f" (last at line {q.last_invalid.line:,})", "dim")
-    t.append(f"  {q.shape or 'unknown shape'}  o: last sample\n", "dim")
+    t.append(f"  {q.shape or 'unknown shape'}\n", "dim")
     lengths = (_dist("output tok", w.tokens) if w.tokens.n else _dist("output chars", w.chars))
     t.append(lengths)
-    if w.prompt_tokens.n:
-        t.append(f"  prompt tok median {w.prompt_tokens.median:,.0f}")
-    if w.reasoning_ratio is not None and (q.reasoning_expected or w.reasoning_ratio):
-        t.append(f"  reasoning {fmt.pct(w.reasoning_ratio)}")
     if q.limits:
         t.append(f"  limit {q.limits[0]:,}", "dim")
+    if w.prompt_tokens.n:
+        t.append(f"  prompt median {w.prompt_tokens.median:,.0f}")
+    if w.reasoning_ratio is not None and (q.reasoning_expected or w.reasoning_ratio):
+        t.append(f"  reasoning {fmt.pct(w.reasoning_ratio)}")
     if q.tokens_per_s is not None:
         t.append(f"  {q.tokens_per_s:,.0f} tok/s")
     for f in q.unmatched:
