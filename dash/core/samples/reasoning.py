@@ -40,8 +40,12 @@ PAIRS: tuple[tuple[str, str], ...] = (
 START_WINDOW = 256
 """Start markers are looked for among the text's first characters (where models put them)."""
 
-_ENDS = re.compile("|".join(re.escape(end) for _, end in PAIRS)
-                   + r"|<\|channel\|>final<\|message\|>")
+_TAG_ENDS = re.compile("<(?:" + "|".join(
+    re.escape(end[1:]) for _, end in PAIRS if end.startswith("<")) + r"|\|channel\|>final<\|message\|>)")
+"""End markers that are tags, found alone too (a template that opened the block in the prompt).
+One `<` prefix: the search skips to each `<` at C speed (a plain alternation is 15x slower)."""
+_OTHER_ENDS = {start: end for start, end in PAIRS if not end.startswith("<")}
+"""Plain-text end markers: looked for only after their start marker."""
 _STARTS = tuple(start for start, _ in PAIRS)
 _HARMONY_DEGRADED = re.compile(r"analysis.*?assistantfinal", re.S)
 """gpt-oss with special tokens skipped: `analysis<reasoning>assistantfinal<answer>`."""
@@ -50,7 +54,10 @@ _HARMONY_DEGRADED = re.compile(r"analysis.*?assistantfinal", re.S)
 def split(text: str) -> tuple[ReasoningState, str]:
     """The reasoning state of `text` and the answer that follows the reasoning."""
     head = text[:START_WINDOW].lstrip()
-    end = _ENDS.search(text)
+    end = _TAG_ENDS.search(text)
+    if end is None:
+        other = next((e for st, e in _OTHER_ENDS.items() if head.startswith(st)), None)
+        end = re.search(re.escape(other), text) if other is not None else None
     if end is not None:
         inside = text[:end.start()]
         for start in _STARTS:
