@@ -38,13 +38,23 @@ def _oracle(real_logs: Path, name: str) -> dict[str, Any]:
     return json.loads((real_logs / name).read_text())
 
 
-def test_every_real_log_parses_without_unparsed_lines(real_logs: Path) -> None:
+# Lines of the real logs that carry stats no rule reads (several `name: number` items), by file:
+# the grok2 startup's weight-name counts, `#all_names: 835, #hit_names: 707,
+# #missing_exclude_scales: 0` (TP0, TP5, TP7). Every other stats line is read, complete.
+UNPARSED = {"sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log": [1, 3, 4]}
+
+
+def test_every_real_log_reports_what_it_should(real_logs: Path) -> None:
+    """Unparsed: exactly the lines with stats no rule reads; incomplete: none (no real file
+    has a stats line cut, glued or behind a prefix no rule peels)."""
     logs = sorted(real_logs.glob("*.log"))
     assert len(logs) >= 31
     for path in logs:
         recs = _records(path)
         assert all(r["line"] >= 1 for r in recs), path.name
-        assert not [r for r in recs if r["kind"] == "unparsed"], path.name
+        unparsed = [r["line"] for r in recs if r["kind"] == "unparsed"]
+        assert unparsed == UNPARSED.get(path.name, []), path.name
+        assert not [r for r in recs if r.get("incomplete")], path.name
         json.dumps(recs)  # the export writes them as JSON
 
 
@@ -90,7 +100,7 @@ def _events_summary(recs: list[Record]) -> dict[str, Any]:
 
 
 def test_prefill_and_events_oracle(real_logs: Path) -> None:
-    oracle = _oracle(real_logs, "expected-prefill-events.json")
+    oracle = _oracle(real_logs, "expected-prefill-events-v2.json")
     assert len(oracle) >= 31
     for name, want in oracle.items():
         recs = _records(real_logs / name)
@@ -126,7 +136,7 @@ def test_vllm_stats_oracle(real_logs: Path, name: str) -> None:
                rec["running_req"], rec["queue_req"], rec["token_usage"])
         assert got == want
     if name.startswith("vllm-19680"):
-        assert decodes[0]["prefix_hit_rate"] == 40.5
+        assert decodes[0]["prefix_hit_rate"] == 0.405
     if name.startswith("vllm-12314"):
         assert decodes[0]["swapped_req"] == 0
 
@@ -134,7 +144,10 @@ def test_vllm_stats_oracle(real_logs: Path, name: str) -> None:
 def test_vllm_capacity_and_oom_events(real_logs: Path) -> None:
     recs = _records(real_logs / "vllm-12330-startup-kv-cache-memory-profile.log")
     kv = [r for r in recs if r.get("event") == "kv_cache"]
-    assert kv[0]["gpu_blocks"] == 5691 and kv[0]["cpu_blocks"] == 2048
+    # `... the rest of the memory reserved for KV Cache is 11.12GiB.`, then the blocks line
+    assert [r.get("kv_size_gb") for r in kv] == [11.12, None, None]
+    assert kv[1]["gpu_blocks"] == 5691 and kv[1]["cpu_blocks"] == 2048
+    assert (kv[2]["context_len"], kv[2]["max_concurrency"]) == (8192, 11.12)
     weights = [r for r in recs if r.get("event") == "load_weights"]
     assert weights[0]["mem_usage_gb"] == 14.9595
     oom = [r for r in _records(real_logs / "vllm-9290-oom-engine-error-traceback.log")

@@ -107,24 +107,32 @@ def _ready(screen: str) -> bool:
     )
 
 
-def _details_line(screen: str) -> str:
+def _details(screen: str) -> str | None:
     """The first line of the selected partition's details (it starts with the partition name)."""
     for line in screen.splitlines():
         body = line.lstrip("│")
         # "NAME  /path/to/output" (a long path is cut short at the panel's edge)
         if body.split(" ", 1)[0].startswith("B") and "  /" in body:
             return body
-    raise AssertionError(f"no partition details on screen:\n{screen}")
+    return None
+
+
+def _details_line(screen: str) -> str:
+    line = _details(screen)
+    if line is None:
+        raise AssertionError(f"no partition details on screen:\n{screen}")
+    return line
 
 
 def test_panels_keys_and_q(tmux: Tmux) -> None:
-    screen = tmux.wait_for(_ready)
+    # The details panel fills on the first output count, which a loaded machine can delay.
+    screen = tmux.wait_for(lambda s: _ready(s) and _details(s) is not None)
     assert "server" in screen and "memory" in screen
     assert _details_line(screen).startswith("B1_glaive")
     assert "GPU 0 memory" in screen
 
     tmux.keys("2", "g")
-    screen = tmux.wait_for(lambda s: "GPU 1 memory" in s)
+    screen = tmux.wait_for(lambda s: "GPU 1 memory" in s and (_details(s) or "").startswith("B2"))
     assert _details_line(screen).startswith("B2_opencodeinstruct")
 
     tmux.keys("q")

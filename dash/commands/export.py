@@ -27,12 +27,16 @@ def _csv_row(rec: Record) -> list[Any]:
 
 
 class JsonlJob:
-    """A piece of the log as JSON lines cut at their line numbers (`records_json`)."""
+    """A piece of the log as JSON lines cut at their line numbers (`records_json`): events and
+    every stats family's kind the grammar names (`unparsed` lines are for `summary`)."""
+
+    def __init__(self, grammar: Grammar = GRAMMAR) -> None:
+        self.kinds = ("event", *dict.fromkeys(f.kind for f in grammar.families))
 
     def piece(self, scan: Scan) -> list[Cut]:
         writers: dict[bytes, ShapeWriter] = {}
         stamps = scan.reader.stamps
-        return [cut(batch, stamps, writers) for batch in scan.batches()]
+        return [cut(batch, stamps, writers, self.kinds) for batch in scan.batches()]
 
 
 def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
@@ -55,7 +59,7 @@ def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
         for piece in cuts:
             out.write(stitch(piece, before))
 
-    fold(path, JsonlJob(), each, grammar)
+    fold(path, JsonlJob(grammar), each, grammar)
     out.flush()
     return 0
 

@@ -70,12 +70,18 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
         f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
         f"  records     decode {rec['decode']:,}  prefill {rec['prefill']:,}  "
-        f"event {rec['event']:,}  unparsed {rec['unparsed']:,}",
+        f"event {rec['event']:,}  unparsed {rec['unparsed']:,}"
+        + (f"  incomplete {doc['incomplete']:,}" if doc["incomplete"] else "")
+        + "".join(f"  {k} {n:,}" for k, n in rec.items()
+                  if k not in ("decode", "prefill", "event", "unparsed")),
         f"  gen tok/s   peak {_fmt(peak.get('gen_throughput'))} at {_fmt(peak.get('ts'))} "
         f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines",
         f"  prefix hit  {_fmt(None if pre['cache_hit_ratio'] is None else pre['cache_hit_ratio'] * 100)}%"
         f" of {pre['cached_tokens'] + pre['new_tokens']:,} prefill tokens",
     ]
+    spec = doc["spec"]
+    if spec:
+        out.append(f"  spec decode {_accept(spec)}")
     last = doc["last_decode"]
     if last:
         out.append(
@@ -99,8 +105,23 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
                        f"{ev['message'][:max(20, width - 60)]}")
     for text in doc["unparsed_samples"]:
         out.append(f"  unparsed: {text[:width - 12]}")
+    for sample in doc["incomplete_samples"]:
+        why = "; ".join(sample["incomplete"] or ())
+        out.append(f"  incomplete ({why}): {str(sample['text'])[:max(20, width - 18 - len(why))]}")
     out.extend(_alert_lines(doc["alerts"], width))
     return "\n".join(out) + "\n"
+
+
+def _accept(spec: dict[str, Any]) -> str:
+    """Speculative decoding's acceptance: what a drafter's quality looks like from the server."""
+    parts = []
+    length, rate = spec.get("accept_len"), spec.get("accept_rate")
+    if length:
+        parts.append(f"accept len mean {length['mean']:.2f}, last {length['last']:.2f} "
+                     f"over {length['samples']:,} lines")
+    if rate:
+        parts.append(f"accept rate mean {rate['mean']:.2f}, last {rate['last']:.2f}")
+    return "; ".join(parts)
 
 
 def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:

@@ -51,6 +51,8 @@ class ServerLogSnapshot:
     running_req: SeriesView = SeriesView()
     queue_req: SeriesView = SeriesView()
     token_usage: SeriesView = SeriesView()
+    accept_len: SeriesView = SeriesView()
+    """Speculative decoding's acceptance length (empty when the server runs none)."""
     last_record_at: float | None = None
     """Clock time of the last decode or prefill record (for `server_silent`)."""
     lines: int = 0

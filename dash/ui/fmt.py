@@ -71,3 +71,16 @@ def bar(frac: float | None, width: int) -> tuple[str, str]:
     full, part = divmod(eighths, 8)
     filled = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
     return filled, "·" * (width - len(filled))
+
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: tuple[float, ...] | list[float]) -> str:
+    """Values as a one-line sparkline, scaled from their lowest to their highest."""
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo
+    top = len(_SPARKS) - 1
+    return "".join(_SPARKS[round((v - lo) / span * top) if span else top // 2] for v in values)

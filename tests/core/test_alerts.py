@@ -370,3 +370,35 @@ def test_rules_see_the_events_of_the_snapshot_they_run_on() -> None:
     run.feed(ev("oom", line=7))
     run.tick(1)
     assert "server_oom" in run.active()
+
+
+def test_a_stale_process_holding_the_gpu_is_named_with_what_it_holds() -> None:
+    """vLLM's startup `Free memory on device ... is less than desired`: the event's hint."""
+    from dash.core.log.parse import parse_line
+
+    rec = parse_line("ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is "
+                     "less than desired GPU memory utilization (0.9, 71.2 GiB).", 9)
+    assert rec is not None
+    run = Run()
+    run.feed(ev("server_args", args={}), rec)
+    run.tick()
+    oom = run.active()["server_oom"]
+    assert "another process holds it" in oom.message
+    assert "holds 76.0 GiB" in oom.hint and "nvidia-smi" in oom.hint
+
+
+@pytest.mark.parametrize(("reason", "words"), [("nccl_timeout", "NCCL"),
+                                                ("device_assert", "device-side assert"),
+                                                ("segfault", "segmentation fault")])
+def test_crash_alerts_say_what_happened(reason: str, words: str) -> None:
+    run = Run()
+    run.feed(ev("crash", reason=reason))
+    run.tick()
+    assert words in run.active()["server_crash"].message
+
+
+def test_a_crash_names_the_component_that_hit_the_exception() -> None:
+    run = Run()
+    run.feed(ev("crash", reason="exception", component="DetokenizerManager"))
+    run.tick()
+    assert "DetokenizerManager hit an exception" in run.active()["server_crash"].message

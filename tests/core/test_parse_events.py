@@ -72,7 +72,7 @@ def test_startup_0_4_3_and_0_2() -> None:
     ("Killed", {"event": "crash", "reason": "killed"}),
     ("/bin/bash: line 1:  4021 Killed                  python -m sglang.launch_server", {"event": "crash", "reason": "killed"}),
     ("[2026-06-01 12:10:07] Subprocess detokenizer (pid=4100) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
-     {"event": "crash", "reason": "exception"}),
+     {"event": "crash", "reason": "killed", "signal": 9, "component": "detokenizer"}),
     ("[2026-06-01 12:10:31] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.", {"event": "error"}),
     ("[2026-06-01 12:11:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...", {"event": "shutdown"}),
     ("[2026-06-01 12:11:01] INFO:     Shutting down", {"event": "shutdown"}),

@@ -90,7 +90,8 @@ def test_the_parser_pickles_as_its_grammar() -> None:
     assert again.grammar == grammar and again.keywords == LineParser(grammar).keywords
 
 
-@pytest.mark.parametrize("conv", [convert.INT, convert.FLOAT, convert.COUNT, convert.BOOL],
+@pytest.mark.parametrize("conv", [convert.INT, convert.FLOAT, convert.COUNT, convert.BOOL,
+                                  convert.RATIO],
                          ids=lambda c: c.name)
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
@@ -101,3 +102,15 @@ def test_a_plain_value_reads_the_same_with_the_builtin(conv: convert.Conv, data:
     assert fast == conv.read(text) and type(fast) is type(conv.read(text))
     if conv.kind == "int":
         assert str(fast) == text  # a plain int is its own JSON text
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.text(alphabet="ab c.(", min_size=1, max_size=6), min_size=1, max_size=8),
+       text=st.text(alphabet="ab c.(", max_size=30))
+def test_the_keyword_trie_finds_what_the_words_find(words: list[str], text: str) -> None:
+    """The prefilter is a trie of the grammar's literals: it finds a text that holds one."""
+    from dash.core.log.syntax import keyword_pattern
+
+    stripped = [w.strip() for w in words]
+    want = any(w in text for w in stripped if w) if any(stripped) else False
+    assert bool(re.search(keyword_pattern(tuple(words)), text)) == want

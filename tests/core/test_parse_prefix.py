@@ -29,8 +29,28 @@ BODY = ("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda 
      None),
     ("2026-06-07 10:59:31,659 - sglang.srt.managers.scheduler - INFO - ",
      "2026-06-07T10:59:31.659", None),
-    ("2025-10-20T03:02:22.123456789Z [2025-10-20 03:02:22 TP0] ", "2025-10-20T03:02:22", "TP0"),
+    # a collector's zoned stamp is the record's: its year and zone say when, with no guess
+    ("2025-10-20T03:02:22.123456789Z [2025-10-20 03:02:22 TP0] ",
+     "2025-10-20T03:02:22.123456789Z", "TP0"),
     ("2025-10-20T03:02:22.123456789Z ", "2025-10-20T03:02:22.123456789Z", None),
+    ("2025-10-20T12:02:22.123456789+09:00 [2025-10-20 03:02:22 TP0] ",
+     "2025-10-20T12:02:22.123456789+09:00", "TP0"),
+    ("[2026-02-11T08:15:03Z] [2026-02-11 08:15:03] ", "2026-02-11T08:15:03Z", None),  # CI
+    ("2025-10-20T03:02:22.123456789Z stderr F [2025-10-20 03:02:22 TP1] ",  # a CRI log file
+     "2025-10-20T03:02:22.123456789Z", "TP1"),
+    ("sglang-1  | [2025-10-20 03:02:22 TP0] ", "2025-10-20T03:02:22", "TP0"),  # docker compose
+    ("sglang-1  | 2025-10-20T03:02:22.000000001Z [2025-10-20 03:02:22 TP0] ",
+     "2025-10-20T03:02:22.000000001Z", "TP0"),
+    # journald: `short` (no year, no zone: the line's own stamp wins) and `short-iso`
+    ("Feb 11 08:15:03 gpu-node-1 sglang[4021]: [2026-02-11 08:15:03 TP0] ",
+     "2026-02-11T08:15:03", "TP0"),
+    ("Feb 11 08:15:03 gpu-node-1 python3[4021]: ", "02-11T08:15:03", None),
+    ("2026-02-11T08:15:03+0000 gpu-node-1 sglang[4021]: [2026-02-11 08:15:03 DP1 TP2] ",
+     "2026-02-11T08:15:03+00:00", "DP1 TP2"),
+    # Ray actors, with and without a name; their ranks where the line prints none
+    ("(pid=45601) [2026-03-01 12:00:05 TP0] ", "2026-03-01T12:00:05", "TP0"),
+    ("(SchedulerActor pid=4123, ip=10.0.0.12) [2026-03-01 12:00:05 PP0 TP1] ",
+     "2026-03-01T12:00:05", "PP0 TP1"),
     ("\x1b[32m[2026-03-01 12:00:05 TP0]\x1b[0m ", "2026-03-01T12:00:05", "TP0"),
     ("^[[32m[2026-03-01 12:00:05 TP0]^[[0m ", "2026-03-01T12:00:05", "TP0"),
     ("Capturing batches (bs=1 avail_mem=10.28 GB):   0%|    | 0/23 [00:00<?, ?it/s]"
@@ -82,3 +102,53 @@ def test_near_miss_lines_never_raise(text: str) -> None:
     rec = parse_line(text, 1)
     if rec is not None:
         assert rec["kind"] in {"decode", "prefill", "event", "unparsed"}
+
+
+@pytest.mark.parametrize(("prefix", "rank", "process"), [
+    # vLLM process tags, any name (`_add_prefix` / the 0.32+ log format), the ranks they name
+    ("(VllmWorker rank=3 pid=1187) ", "rank=3", "VllmWorker"),
+    ("(VllmWorker TP0 pid=1187) ", "TP0", "VllmWorker"),
+    ("(VllmWorker PP1_TP0 pid=1187) ", "PP1 TP0", "VllmWorker"),
+    ("(Worker_TP0 pid=2301) ", "TP0", "Worker"),
+    ("(Worker_DP1_TP0_EP1 pid=2301) ", "DP1 TP0 EP1", "Worker"),
+    ("(Worker_PP1_PCP0_TP3 pid=2301) ", "PP1 PCP0 TP3", "Worker"),
+    ("(EngineCore_DP1 pid=2201) ", "DP1", "EngineCore"),
+    ("(EngineCore pid=2201) ", None, "EngineCore"),
+    ("(APIServer pid=1) ", None, "APIServer"),
+    ("(ApiServer_0 pid=1) ", None, "ApiServer_0"),
+    ("(VllmWorkerProcess pid=176029) ", None, "VllmWorkerProcess"),
+    ("(RayWorkerWrapper pid=4123, ip=10.0.0.12) ", None, "RayWorkerWrapper"),
+    ("\x1b[1;36m(Worker_TP1 pid=2302)\x1b[0;0m ", "TP1", "Worker"),
+    ("2025-10-20T03:02:22.123456789Z (Worker_TP2 pid=2303) ", "TP2", "Worker"),
+])
+def test_vllm_process_tags_keep_the_stamp_level_and_rank(prefix: str, rank: str | None,
+                                                         process: str) -> None:
+    """The line's stamp and level are read after any process tag; an event names its process."""
+    rec = parse_line(prefix + "ERROR 09-10 12:00:10 [core.py:586] EngineCore encountered a "
+                     "fatal error.", 1)
+    assert rec is not None and rec["event"] == "crash"
+    assert rec["engine"] == "vllm" and rec["rank"] == rank and rec["component"] == "EngineCore"
+    assert rec["ts"] == ("2025-10-20T03:02:22.123456789Z" if prefix[:1] == "2"
+                         else "09-10T12:00:10")
+    bare = parse_line(prefix + "torch.distributed.DistBackendError: NCCL error in: "
+                      "../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error "
+                      "(run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5", 2)
+    assert bare is not None and bare["kind"] == "event" and bare["rank"] == rank
+    assert bare["component"] == process and bare["engine"] == "vllm"
+
+
+def test_stamps_out_of_range_are_no_stamps() -> None:
+    rec = parse_line("[2025-13-45 99:00:00 TP0] " + BODY, 1)
+    assert rec is not None and rec["ts"] is None
+    rec = parse_line("INFO 13-01 10:00:00 [x.py:1] Avg prompt throughput: 1.0 tokens/s, "
+                     "Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 4 reqs, "
+                     "GPU KV cache usage: 5.0%", 1)
+    assert rec is None or rec["ts"] is None
+
+
+def test_ray_repeat_suffix_is_dropped() -> None:
+    rec = parse_line("(RayWorkerWrapper pid=4123, ip=10.0.0.12) INFO 05-01 12:00:10 "
+                     "[gpu_model_runner.py:1347] Model loading took 14.9860 GiB and 5.213400 "
+                     "seconds \x1b[32m [repeated 7x across cluster]\x1b[0m", 1)
+    assert rec is not None and rec["event"] == "load_weights" and rec["mem_usage_gb"] == 14.986
+    assert "repeated" not in rec["message"]

@@ -14,6 +14,27 @@ _CRASH_TEXT = {
     "watchdog": "watchdog timeout: the scheduler hung",
     "sigquit": "a server process failed (SIGQUIT)",
     "killed": "the server was killed (often the kernel's OOM killer)",
+    # the `reason` of the log's other failure families (dash.core.log.phrases)
+    "nccl_timeout": "a collective (NCCL) timed out: a rank hung or died",
+    "nccl_error": "a collective (NCCL) failed",
+    "device_assert": "a CUDA kernel's device-side assert fired (often an index out of range)",
+    "illegal_memory_access": "a CUDA kernel accessed memory out of bounds",
+    "cuda_error": "a CUDA error lost the GPU context",
+    "engine_dead": "the engine process died",
+    "init_failed": "the server failed to start",
+    "process_died": "a server process died",
+    "segfault": "a process crashed (segmentation fault)",
+    "abort": "a process aborted",
+    "bus_error": "a process crashed (bus error)",
+    "fpe": "a process crashed (floating point exception)",
+    "terminated": "a process was terminated (SIGTERM)",
+    "fatal_python_error": "a fatal Python error",
+}
+# OOM reasons that are a startup capacity problem, not a batch too large at run time
+_OOM_TITLE = {
+    "gpu_memory_taken": "not enough free GPU memory at startup: another process holds it",
+    "kv_cache_too_small": "the KV cache does not fit at startup",
+    "host_memory": "not enough host memory for the hierarchical KV cache",
 }
 
 
@@ -44,8 +65,11 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     hint = (f"Lower --mem-fraction-static{lower} to leave more headroom outside the KV cache, "
             "or cap --chunked-prefill-size / --max-running-requests; the server usually needs a "
             "restart after an OOM.")
-    yield Finding("server_oom", "crit", "CUDA out of memory in the server" + during, evidence,
-                  hint, line=_text(first), since=first.get("at"))
+    title = _OOM_TITLE.get(str(first.get("reason")), "CUDA out of memory in the server" + during)
+    if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
+        hint = first["hint"]
+    yield Finding("server_oom", "crit", title, evidence, hint, line=_text(first),
+                  since=first.get("at"))
 
 
 def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
@@ -54,14 +78,21 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     if not crashes:
         return
     first = crashes[0]
-    reasons = sorted({str(e.get("reason") or "exception") for e in crashes})
-    what = "; ".join(_CRASH_TEXT.get(r, r) for r in reasons)
+    what = "; ".join(dict.fromkeys(_crash_text(e) for e in crashes))
     hint = ("Read the traceback above this line in the server log; restart the server "
             "(the client resumes from its outputs). A watchdog timeout often follows a hang "
             "after an OOM; `Killed` alone usually means host RAM ran out.")
     yield Finding("server_crash", "crit", f"server crashed: {what}",
                   f"{len(crashes)} crash line(s), first {where(first)}", hint,
                   line=_text(first), since=first.get("at"))
+
+
+def _crash_text(ev: Record) -> str:
+    """What a crash line says happened; an exception names the component that hit it."""
+    reason = str(ev.get("reason") or "exception")
+    if reason == "exception" and isinstance(ev.get("component"), str):
+        return f"{ev['component']} hit an exception"
+    return _CRASH_TEXT.get(reason, reason)
 
 
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:

@@ -1,7 +1,13 @@
-"""Value converters of stats fields: printed text -> record value, with a fast form each.
+"""Value converters of stats fields: printed text -> record value, with a unit and a fast form.
 
-A converter reads any text a server prints for a value (`41.7 tokens/s`, `10 reqs`, `5.0%`,
-`full=N` of the 0.4.9 SWA form, thousands separators) and returns None for what is no number.
+One unit per kind of number: counts are ints >= 0, magnitudes (throughputs, lengths, sizes)
+finite floats >= 0, and every ratio a fraction 0..1, whether the server printed `0.71` or
+`71.20%` (a printed `%` is divided by 100). A converter reads any text a server prints for a
+value (`41.7 tokens/s`, `10 reqs`, `5.0%`, `full=N` of the 0.4.9 SWA form, thousands
+separators) and returns None for what is no number of its kind, out of range included: a
+record never holds a negative count or a ratio above 1. `Conv.lo` / `Conv.hi` state that range
+(the tests check every record against it).
+
 Its fast form is a regex of the plain texts (`123`, `0.45`, `True`) for which a C builtin
 (`int`, `float`, a dict lookup) gives exactly what the converter gives; the bulk reader
 (`dash.core.log.bulk`) reads lines whose values are all plain with those builtins, the rest
@@ -15,25 +21,27 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def to_int(v: str) -> int | None:
-    try:
-        return int(v)  # the common case, at C speed
-    except ValueError:
-        pass
+def _digits(v: str) -> int | None:
+    """`1,234` / `full=12000` -> int; None for anything but ASCII digits (`²` is a digit to
+    `str.isdigit` and no number to `int`)."""
     v = v.strip()
     if v.startswith("full="):  # 0.4.9 SWA form `#token: full=N, swa=M`
         v = v[5:]
     v = v.replace(",", "")
-    return int(v) if v.isdigit() else None
+    return int(v) if v.isascii() and v.isdigit() else None
 
 
-def to_float(v: str) -> float | None:
+def to_int(v: str) -> int | None:
     try:
-        f = float(v)  # the common case, at C speed
-        return f if f - f == 0 else None  # not nan / inf
+        n = int(v)  # the common case, at C speed
     except ValueError:
-        pass
-    v = v.strip().split(" ", 1)[0]  # `41.7 tokens/s`, `10 reqs`, `53.31 GB`
+        return _digits(v)
+    return n if n >= 0 else None
+
+
+def _number(v: str) -> float | None:
+    """The first word of a value as a finite float (`41.7 tokens/s`, `53.31 GB`, `11.12x`)."""
+    v = v.strip().split(" ", 1)[0]
     v = v.rstrip(".%x").replace(",", "")
     if v.startswith("full="):
         v = v[5:]
@@ -41,7 +49,16 @@ def to_float(v: str) -> float | None:
         f = float(v)
     except ValueError:
         return None
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
+    return f if f - f == 0 else None  # not nan / inf
+
+
+def to_float(v: str) -> float | None:
+    try:
+        f = float(v)  # the common case, at C speed
+    except ValueError:
+        f2 = _number(v)
+        return None if f2 is None or f2 < 0 else f2 + 0.0
+    return f + 0.0 if f - f == 0 and f >= 0 else None  # not nan / inf / negative; no -0.0
 
 
 def to_count(v: str) -> int | None:
@@ -54,9 +71,26 @@ def to_bool(v: str) -> bool | None:
     return True if v == "True" else False if v == "False" else None
 
 
-def to_fraction_of_percent(v: str) -> float | None:
-    f = to_float(v)
-    return None if f is None else round(f / 100.0, 6)
+def to_ratio(v: str) -> float | None:
+    """A ratio as a fraction 0..1: `0.54` as printed, `71.20%` / `2.0%.` divided by 100."""
+    word = v.strip().split(" ", 1)[0].rstrip(".")
+    if word.endswith("%"):
+        f = to_float(word[:-1])
+        f = None if f is None else round(f / 100.0, 6)
+    else:
+        f = to_float(v)
+    return f if f is not None and f <= 1.0 else None
+
+
+def to_ratios(v: str) -> list[float] | None:
+    """`0.812, 0.703, 0.621` (vLLM's per-position acceptance rates) -> fractions."""
+    out: list[float] = []
+    for part in v.split(","):
+        r = to_ratio(part)
+        if r is None:
+            return None
+        out.append(r)
+    return out
 
 
 BOOLS = {"True": True, "False": False, b"True": True, b"False": False}
@@ -64,22 +98,28 @@ BOOLS = {"True": True, "False": False, b"True": True, b"False": False}
 
 @dataclass(frozen=True)
 class Conv:
-    """A converter, and the plain texts a builtin reads the same way.
+    """A converter, its range, and the plain texts a builtin reads the same way.
 
     `kind` names the builtin: "int" (`int`; a plain text is also its own JSON), "float"
     (`float`), "bool" (`BOOLS`), or "text" (no fast form: the converter reads every value).
+    `lo` / `hi`: the range of every number it returns (None: unbounded, or no number).
     """
 
     name: str
     read: Callable[[str], Any]
     kind: str = "text"
     plain: str = ""  # the regex of plain texts (no groups), "" for none
+    lo: float | None = None
+    hi: float | None = None
 
 
 # No leading zeros and a bounded length: the text is then what `json.dumps(int(text))` prints,
 # and a float's digits stay far from overflowing to inf (which `to_float` refuses).
-INT = Conv("int", to_int, "int", r"(?:0|[1-9][0-9]{0,17})")
-FLOAT = Conv("float", to_float, "float", r"[0-9]{1,15}\.[0-9]{1,15}")
-COUNT = Conv("count", to_count, "int", r"(?:0|[1-9][0-9]{0,14})")
+INT = Conv("int", to_int, "int", r"(?:0|[1-9][0-9]{0,17})", lo=0)
+FLOAT = Conv("float", to_float, "float", r"[0-9]{1,15}\.[0-9]{1,15}", lo=0)
+COUNT = Conv("count", to_count, "int", r"(?:0|[1-9][0-9]{0,14})", lo=0)
 BOOL = Conv("bool", to_bool, "bool", r"(?:True|False)")
-PERCENT = Conv("percent", to_fraction_of_percent)
+RATIO = Conv("ratio", to_ratio, "float", r"(?:0\.[0-9]{1,15}|1\.0{1,15})", lo=0, hi=1)
+"""A fraction 0..1; its plain form is a printed fraction (a printed percent has no fast form)."""
+RATIOS = Conv("ratios", to_ratios, lo=0, hi=1)
+"""A comma-separated list of fractions (a list-valued field: `Field(..., many=True)`)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dash.core.log.convert import to_float as _float
+from dash.core.log.convert import to_int as _int
 from dash.core.log.server_args import parse_server_args
 
 Match = re.Match[str] | None
@@ -22,20 +24,24 @@ _GAINED = re.compile(r"#new_tokens_gained: (\d+)")
 _ABORTED = re.compile(r"#aborted_retracted_reqs: (\d+)")
 _KV_NUM = re.compile(r"(#tokens|K size|V size|KV size|dtype): ([^,]+)")
 _CAPACITY = re.compile(r"(\w+)=([\d.]+)")
-_VLLM_BLOCKS = re.compile(r"# ([GC]PU) blocks: (\d+)")
-_VLLM_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_VLLM_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+# `# GPU blocks` (<= 0.6.6), `# cuda blocks` (0.7.3-0.10: the platform's device name), `# TPU ...`
+_VLLM_BLOCKS = re.compile(r"# (\w{1,10}) blocks: ([0-9]+)")
+_VLLM_KV_TOKENS = re.compile(r"\w{1,10} KV cache size: ([0-9,]+) tokens")
+_VLLM_CONCURRENCY = re.compile(r"Maximum concurrency for ([0-9,]+) tokens per request: ([0-9.]+)x")
+_VLLM_KV_MEMORY = re.compile(r"(?:Available KV cache memory: |reserved for KV Cache is )"
+                             r"([0-9.]+) ?GiB")
+_GRAPH_TOOK = re.compile(r"Graph capturing finished in ([0-9.]+) secs?(?:, took ([0-9.]+) GiB)?")
+# HiCache host pool: `Allocating 96.00 GB host memory for hierarchical KV cache.` (<= 0.5.16),
+# `Allocating full hierarchical KV host pool: 926000 tokens, 121.38 GB host memory.` (0.5.17+)
+_HICACHE = re.compile(r"Allocating (?:([0-9.]+) GB host memory for hierarchical KV cache"
+                      r"|(\w{1,20}) hierarchical KV host pool: ([0-9]+) tokens, ([0-9.]+) GB)")
+
 
 def _num(m: re.Match[str] | None, group: int = 1) -> float | None:
-    return _float(m.group(group)) if m else None
+    text = m.group(group) if m else None
+    return _float(text) if text else None
 
 
-def _float(text: str) -> float | None:
-    """A `[\\d.]+` capture as a number; None for `1.2.3`."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def kv_cache(msg: str, _m: Match = None) -> Fields:
@@ -47,10 +53,9 @@ def kv_cache(msg: str, _m: Match = None) -> Fields:
         if key == "dtype":
             out["dtype"] = value
         elif key == "#tokens":
-            out["tokens"] = int(value) if value.isdigit() else None
+            out["tokens"] = _int(value)
         else:
-            num = value.split(" ", 1)[0]
-            out[names[key]] = float(num) if num.replace(".", "", 1).isdigit() else None
+            out[names[key]] = _float(value.split(" ", 1)[0])
     return out
 
 
@@ -58,30 +63,59 @@ def capacity(msg: str, _m: Match = None) -> Fields:
     out: Fields = {}
     keys = {"max_total_num_tokens": "max_total_num_tokens", "max_prefill_tokens":
             "max_prefill_tokens", "max_running_requests": "max_running_requests",
+            # SGLang 0.1.3-0.1.16 `Rank 0: max_total_num_token=463000, max_prefill_num_token=...`
+            "max_total_num_token": "max_total_num_tokens",
+            "max_prefill_num_token": "max_prefill_tokens",
             "context_len": "context_len", "chunked_prefill_size": "chunked_prefill_size",
             "available_gpu_mem": "available_gpu_mem_gb", "available_cpu_mem": "available_cpu_mem_gb"}
     for key, value in _CAPACITY.findall(msg):
         name = keys.get(key)
-        if name is not None and value.count(".") <= 1 and value.strip("."):
-            out[name] = float(value) if name.endswith("_gb") else int(float(value))
+        num = _float(value) if name is not None else None
+        if name is not None and num is not None and name not in out:
+            out[name] = num if name.endswith("_gb") else int(num)
     return out
 
 
 def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
-    blocks = _VLLM_BLOCKS.findall(msg)
-    if blocks:
-        out: Fields = {}
-        for dev, n in blocks:
-            out["gpu_blocks" if dev == "GPU" else "cpu_blocks"] = int(n)
-        return out
+    """vLLM's KV capacity: blocks, tokens, the concurrency they allow (0.30+ prints the last
+    two on one line), or the memory the KV cache got."""
+    out: Fields = {}
+    for dev, n in _VLLM_BLOCKS.findall(msg):
+        out["cpu_blocks" if dev.upper() == "CPU" else "gpu_blocks"] = _int(n)
     m = _VLLM_KV_TOKENS.search(msg)
     if m:
-        return {"max_total_num_tokens": int(m.group(1).replace(",", ""))}
+        out["max_total_num_tokens"] = _int(m.group(1))
     m = _VLLM_CONCURRENCY.search(msg)
     if m:
-        return {"context_len": int(m.group(1).replace(",", "")),
-                "max_concurrency": _float(m.group(2))}
-    return None
+        out["context_len"] = _int(m.group(1))
+        out["max_concurrency"] = _float(m.group(2))
+    m = _VLLM_KV_MEMORY.search(msg)
+    if m:
+        out["kv_size_gb"] = _float(m.group(1))
+    return out or None
+
+
+def graph_pool(_msg: str, m: Match) -> Fields:
+    """vLLM 0.20+'s `CUDA graph pool memory: 0.52 GiB (actual), 0.61 GiB (estimated), ...`."""
+    return {"phase": "end", "mem_usage_gb": _num(m, 1), "avail_mem_gb": None}
+
+
+def hicache(msg: str, _m: Match = None) -> Fields | None:
+    """SGLang's hierarchical (host) KV cache pool: its size in GB, and tokens (0.5.17+)."""
+    m = _HICACHE.search(msg)
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        return {"hicache_host_gb": _float(m.group(1))}
+    return {"hicache_host_gb": _float(m.group(4)), "hicache_host_tokens": _int(m.group(3)),
+            "pool": m.group(2)}
+
+
+def graph_took(msg: str, _m: Match = None) -> Fields:
+    """vLLM's `Graph capturing finished in 12 secs, took 0.58 GiB`."""
+    m = _GRAPH_TOOK.search(msg)
+    return {"phase": "end", "elapsed_s": _num(m, 1), "mem_usage_gb": _num(m, 2),
+            "avail_mem_gb": None}
 
 
 def graph(msg: str, m: Match) -> Fields:

@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from dash.core.log.prefix import Prefix, PrefixReader, clean
-from dash.core.log.stats import claims, parse_stats
-from dash.core.log.syntax import Grammar, Phrase, StatsFamily, keyword_pattern
+from dash.core.log.stats import claims, damage, parse_stats
+from dash.core.log.syntax import STATS_PREFILTER, Grammar, Phrase, StatsFamily, keyword_pattern
 
 Record = dict[str, Any]
 
@@ -33,9 +33,11 @@ class LineParser:
         self.grammar = grammar
         self.prefixes = PrefixReader(grammar.prefixes)
         self.keywords = grammar.keywords()
-        self.interest = re.compile(keyword_pattern(self.keywords))
-        self.interest_bytes = re.compile(keyword_pattern(self.keywords).encode())
+        interest = keyword_pattern((*self.keywords, *STATS_PREFILTER))
+        self.interest = re.compile(interest)
+        self.interest_bytes = re.compile(interest.encode())
         self.hints = grammar.hints()
+        self.heads = re.compile(keyword_pattern(grammar.heads()))
         self.families: tuple[StatsFamily, ...] = grammar.families
         self.phrases: tuple[Phrase, ...] = grammar.phrases
         self.foreign = grammar.prefixes.foreign
@@ -58,10 +60,14 @@ class LineParser:
         msg = pre.message
         fam = next((f for f in self.families if claims(f, msg)), None)
         if fam is not None:
-            fields = parse_stats(fam, msg)
+            fields, head = parse_stats(fam, msg)
             if fields is not None:
                 rec = _base(fam.kind, lineno, pre, pre.engine or fam.engine)
                 rec.update(fields)
+                problems = damage(fam, msg, fields, head, self.heads)
+                if problems:  # read, and counted: a cut, glued or unknown-prefix line
+                    rec["incomplete"] = problems
+                    rec["text"] = line[:MAX_TEXT_CHARS]
                 return rec
         event = self.event(msg, pre.level)
         if event is not None:
@@ -69,8 +75,10 @@ class LineParser:
             rec["event"] = event.pop("event")
             rec["message"] = msg.strip()[:MAX_TEXT_CHARS]
             rec.update(event)
+            if pre.process and not rec.get("component"):
+                rec["component"] = pre.process  # the process whose line it is
             return rec
-        if any(h in msg for h in self.hints):
+        if any(h in msg for h in self.hints) or self.grammar.carries_stats(msg):
             rec = _base("unparsed", lineno, pre, pre.engine or "sglang")
             rec["text"] = line[:MAX_TEXT_CHARS]
             return rec

@@ -2,14 +2,23 @@
 
 The prefix shapes are the grammar's (`dash.core.log.grammar.PREFIXES`); this module peels them.
 
-Every shape real servers print, peeled from the left in layers:
-docker `--timestamps` (`2025-10-20T03:02:22.123456789Z `), a Ray / vLLM process tag
-(`(SGLangEngine pid=12)`, `(APIServer pid=1)`), then the logger's own prefix: SGLang
-`[HH:MM:SS TP0]` / `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3 EP3]`, vLLM `INFO 01-22 18:27:20
-[file.py:12]`, a custom format with the timestamp first (`2025-10-20 03:02:22 INFO 31223
-[DP3 TP3 EP3 file.py:222]`, `2026-06-07 10:59:31,659 [INFO] name:`), SGLang 0.2.x `[gpu_id=N]`,
-or nothing at all. Colour codes (real ESC bytes and their `^[[` caret residue) and trailing
-`\\r` / `^M` go first.
+Every shape real servers print, peeled from the left in layers: what a collector adds (a
+docker compose `service-1  | ` column; an RFC 3339 stamp from kubectl / docker `--timestamps`,
+`2025-10-20T03:02:22.123456789Z `, or CI's `[2026-02-11T08:15:03Z] `, with a CRI file's
+`stdout F ` or journald's `host ident[pid]: ` after it; journald's `Feb 11 08:15:03 host
+ident[pid]: `), a Ray / vLLM process tag (`(SGLangEngine pid=12)`, `(APIServer pid=1)`,
+`(VllmWorker rank=3 pid=1187)`, `(Worker_DP1_TP0 pid=9, ip=10.0.0.2)`, `(pid=45601)`), then the
+logger's own prefix: SGLang `[HH:MM:SS TP0]` / `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3 EP3]`,
+vLLM `INFO 01-22 18:27:20 [file.py:12]`, a custom format with the timestamp first
+(`2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 file.py:222]`, `2026-06-07 10:59:31,659 [INFO]
+name:`), SGLang 0.2.x `[gpu_id=N]`, or nothing at all. Colour codes (real ESC bytes and their
+`^[[` caret residue), trailing `\\r` / `^M` and Ray's ` [repeated 7x across cluster]` go first.
+
+A stamp with a zone (the collector's) is the record's `ts`, kept with its year and zone, so
+the time needs no guess; otherwise the logger's own stamp is, and a syslog stamp (no zone, no
+year) only where the line has no other. The ranks a process names (`Worker_TP0` -> `TP0`,
+`VllmWorker rank=3` -> `rank=3`, `EngineCore_DP1` -> `DP1`) are the record's `rank` where the
+logger's prefix prints none.
 """
 
 from __future__ import annotations
@@ -22,6 +31,10 @@ from dash.core.log.timestamps import normalise_ts
 
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
 _SGLANG_INSIDE = re.compile(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_RAY_REPEAT = re.compile(r" ?\[repeated \d{1,9}x across cluster\]"
+                         r"(?: \(Ray deduplicates logs by default\..{0,400})?$")
+_MONTHS = {m: f"{i:02d}" for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +46,12 @@ class Prefix:
     engine: str | None  # "vllm" / "sglang" when the prefix tells, else None
     level: str | None  # printed level (vLLM, custom formats); SGLang prints none
     message: str
+    process: str | None = None  # the process tag's name, without its ranks (`EngineCore`)
 
 
 def clean(text: str) -> str:
-    """Drop colour codes, a trailing newline / `\\r` / `^M`, and what a `\\r` overwrote."""
+    """Drop colour codes, a trailing newline / `\\r` / `^M`, what a `\\r` overwrote, and Ray's
+    repeat count."""
     if "\x1b" in text or "^[" in text:
         text = _ANSI.sub("", text)
     text = text.rstrip("\r\n")
@@ -46,7 +61,21 @@ def clean(text: str) -> str:
         # a terminal shows only what follows the last carriage return (tqdm bars)
         tail = text.rsplit("\r", 1)[1]
         text = tail if tail.strip() else text.replace("\r", "")
+    if "across cluster]" in text:
+        text = _RAY_REPEAT.sub("", text)
     return text
+
+
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _syslog_ts(stamp: str) -> str | None:
+    """`Feb 11 08:15:03` -> `02-11T08:15:03` (the month-day form: no year); None for `Feb 30`."""
+    month, day, clock = stamp.split(None, 2)
+    mo = _MONTHS[month]
+    if not 1 <= int(day) <= _DAYS[int(mo) - 1]:
+        return None
+    return normalise_ts(f"{mo}-{int(day):02d} {clock}")
 
 
 class PrefixReader:
@@ -55,14 +84,18 @@ class PrefixReader:
     def __init__(self, spec: Prefixes) -> None:
         self.spec = spec
         tag, level = spec.rank_tag, spec.level_names
-        self.outer = re.compile("(" + spec.outer_stamp + ") ")
+        self.collector = re.compile(spec.collector)
+        self.outer = re.compile(r"(?:\[(" + spec.outer_stamp + r")\]|(" + spec.outer_stamp
+                                + ")) " + spec.outer_tail)
+        self.syslog = re.compile(spec.syslog_stamp)
         self.processes = tuple(re.compile(p) for p in spec.processes)
+        self.proc_rank = re.compile(r"(?:^|[ _])(?:(rank=[0-9]+)|(" + tag + r"))(?=$|[ _])")
         self.bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*)\] ?")
         self.bracket_plain = r"\[(?:" + spec.bracket_stamp + ")(?: " + tag + r")*\] ?"
         """The bracket without groups (for patterns that embed it)."""
         self.vllm = re.compile(spec.vllm)
         self.stamp_first = re.compile(
-            "(" + spec.stamp_first + r")(?:Z|[+-]\d{2}:?\d{2})?"
+            "(" + spec.stamp_first + ")(" + spec.zone + ")?"
             # the header between the stamp and the message: level, pid, [tags file:line],
             # `[LEVEL] logger:` or ` - logger - LEVEL - `
             r"((?: - [\w.]{1,100})? - " + level + r" -"
@@ -72,29 +105,61 @@ class PrefixReader:
         self.gpu_tag = re.compile(spec.gpu_tag)
         self.rank_in = re.compile(r"\b" + tag + r"\b")
         self.level_in = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
+        self._initials = frozenset(m[0] for m in _MONTHS)
 
-    def _process_engine(self, name: str) -> str:
-        low = name.lower()
+    def _process_engine(self, name: str | None) -> str:
+        low = (name or "").lower()
         return next((eng for key, eng in self.spec.process_engines if key in low),
                     self.spec.process_default)
 
+    def _process_ranks(self, name: str) -> tuple[str, str | None]:
+        """`Worker_DP1_TP0` -> (`Worker`, `DP1 TP0`); `VllmWorker rank=3` -> (.., `rank=3`)."""
+        tags = [a or b for a, b in self.proc_rank.findall(name)]
+        if not tags:
+            return name, None
+        first = self.proc_rank.search(name)
+        base = name[:first.start()] if first is not None else name
+        return base or name, " ".join(tags)
+
+    def _collected(self, line: str) -> tuple[int, str | None, str | None]:
+        """Past what a collector added: (position, zoned stamp, stamp without zone or year)."""
+        pos = 0
+        if line.find("| ", 0, 80) > 0:
+            m = self.collector.match(line)
+            if m:
+                pos = m.end()
+        c = line[pos:pos + 1]
+        if c.isdigit() or c == "[":
+            m = self.outer.match(line, pos)
+            if m:
+                return m.end(), normalise_ts(m.group(1) or m.group(2)), None
+        elif c in self._initials:
+            m = self.syslog.match(line, pos)
+            if m:
+                return m.end(), None, _syslog_ts(m.group(1))
+        return pos, None, None
+
     def split(self, line: str) -> Prefix:
         """Peel the prefixes off a cleaned line."""
-        ts: str | None = None
-        engine: str | None = None
-        pos = 0
-        if line[:1].isdigit():
-            m = self.outer.match(line)
-            if m:
-                ts = m.group(1)
-                pos = m.end()
+        pos, zoned, soft = self._collected(line)
+        engine = process = rank = None
         if line.startswith("(", pos):
             for proc in self.processes:
                 m = proc.match(line, pos)
                 if m:
                     engine = self._process_engine(m.group(1))
+                    if m.group(1):
+                        process, rank = self._process_ranks(m.group(1))
                     pos = m.end()
                     break
+        pre = self._inner(line, pos, engine)
+        if zoned or soft or process or rank:
+            return Prefix(zoned or pre.ts or soft, pre.rank or rank, pre.engine, pre.level,
+                          pre.message, process)
+        return pre
+
+    def _inner(self, line: str, pos: int, engine: str | None) -> Prefix:
+        """The logger's own prefix at `pos`."""
         if line.startswith("[", pos):
             m = self.bracket.match(line, pos)
             if m:
@@ -103,24 +168,25 @@ class PrefixReader:
                               line[m.end():])
             m = self.gpu_tag.match(line, pos)
             if m:
-                return Prefix(ts, m.group(1), "sglang", None, line[m.end():])
+                return Prefix(None, m.group(1), "sglang", None, line[m.end():])
         m = self.vllm.match(line, pos)
         if m:
             return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])
         if line[pos:pos + 1].isdigit():
             m = self.stamp_first.match(line, pos)
             if m:
-                header = m.group(2)
+                header = m.group(3)
                 tags = self.rank_in.findall(header)
                 level = self.level_in.search(header)
                 return Prefix(
-                    normalise_ts(m.group(1)), " ".join(tags) or None, engine,
-                    level.group(1) if level else None, line[m.end():],
+                    normalise_ts(m.group(1) + (m.group(2) or "")), " ".join(tags) or None,
+                    engine, level.group(1) if level else None, line[m.end():],
                 )
         if "[" in line:
             # a log line glued after a progress bar: `...?it/s][2025-09-11 10:25:47 TP3] ...`
             m = _SGLANG_INSIDE.search(line, pos + 1)
             if m:
-                inner = self.split(line[m.start():])
-                return Prefix(inner.ts, inner.rank, inner.engine or engine, None, inner.message)
-        return Prefix(normalise_ts(ts) if ts else None, None, engine, None, line[pos:])
+                inner = self._inner(line, m.start(), engine)
+                if inner.message != line[m.start():]:
+                    return inner
+        return Prefix(None, None, engine, None, line[pos:])

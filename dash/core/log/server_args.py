@@ -66,7 +66,7 @@ def _value(text: str) -> Any:
     if isinstance(v, tuple | set | frozenset):
         v = list(v)
     try:
-        json.dumps(v)
+        json.dumps(v, allow_nan=False)  # `1e999` is no JSON number
     except (TypeError, ValueError, RecursionError):
         return text
     return v
@@ -106,6 +106,21 @@ def parse_server_args(msg: str) -> dict[str, Any] | None:
     for name, sources in _TOP_LEVEL.items():
         for src in sources:
             if src in args:
-                out[name] = args[src]
+                out[name] = _fact(name, args[src])
                 break
     return out
+
+
+_COUNTS = frozenset({"tp_size", "dp_size", "max_running_requests", "context_length", "port"})
+
+
+def _fact(name: str, value: Any) -> Any:
+    """A top-level fact in its unit: counts are ints >= 0, `mem_fraction_static` a fraction,
+    `hicache_size` GB >= 0; anything else (`None`, `-1` for "off", text) is no value."""
+    if name in _COUNTS:
+        return value if type(value) is int and value >= 0 else None
+    if name == "mem_fraction_static":
+        return value if type(value) in (int, float) and 0 <= value <= 1 else None
+    if name == "hicache_size":
+        return value if type(value) in (int, float) and 0 <= value < float("inf") else None
+    return value

@@ -11,13 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dash.core.log.syntax import StatsFamily
+from dash.core.log.syntax import PAIR, StatsFamily
+
+__all__ = ["PAIR", "claims", "damage", "finish", "parse_stats", "read_fields"]
 
 Fields = dict[str, Any]
-
-# `key: value` items separated by `", "`; an item without `": "` (the `swa=M` continuation of
-# the 0.4.9 SWA form, stray text) is skipped
-PAIR = re.compile(r"(?:^|, )([^,]+?): ([^,]*)")
 
 
 def claims(fam: StatsFamily, msg: str) -> bool:
@@ -28,10 +26,14 @@ def claims(fam: StatsFamily, msg: str) -> bool:
 def read_fields(fam: StatsFamily, body: str) -> Fields:
     """The fields of the items in `body`: the first item of each record key wins."""
     out: Fields = {}
-    for key, value in PAIR.findall(body):
+    for key, value in fam.pair_re.findall(body):
         f = fam.field_for(key)
         if f is not None and f.key not in out:
-            out[f.key] = f.conv.read(value)
+            out[f.key] = None if f.many else f.conv.read(value)
+    for f, whole in fam.lists:
+        m = whole.search(body) if f.key in out and out[f.key] is None else None
+        if m is not None:
+            out[f.key] = f.conv.read(m.group(1))
     return out
 
 
@@ -54,9 +56,24 @@ def finish(fam: StatsFamily, rec: Fields, head: re.Match[str] | None) -> Fields 
     return rec
 
 
-def parse_stats(fam: StatsFamily, msg: str) -> Fields | None:
-    """The fields of a message the family claims, or None when its core fields are missing."""
+def parse_stats(fam: StatsFamily, msg: str) -> tuple[Fields | None, re.Match[str] | None]:
+    """The fields of a message the family claims (None when its core fields are missing), and
+    where its head is."""
     m = fam.head_re.search(msg)
     if m is None and fam.head_required:
-        return None
-    return finish(fam, read_fields(fam, msg[m.end():] if m else msg), m)
+        return None, None
+    return finish(fam, read_fields(fam, msg[m.end():] if m else msg), m), m
+
+
+def damage(fam: StatsFamily, msg: str, rec: Fields, head: re.Match[str] | None,
+           heads: re.Pattern[str]) -> list[str]:
+    """What is wrong with a stats line the family read: a field it always prints is missing
+    (a line cut short, a value the converter refused), text stands before its head (a prefix
+    no rule peels: its stamp is lost), or a second head follows (two lines glued into one)."""
+    out = [f"no {k}" for k in fam.expect if rec.get(k) is None]
+    if head is not None and head.start() and msg[:head.start()].strip():
+        out.append("text before the head")
+    first = heads.search(msg)
+    if first is not None and heads.search(msg, first.end()) is not None:
+        out.append("two stats lines in one")
+    return out

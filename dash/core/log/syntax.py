@@ -13,24 +13,37 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from dash.core.log.convert import Conv
 
 Fields = dict[str, Any]
 
+# `key: value` items separated by `", "`; an item without `": "` (the `swa=M` continuation of
+# the 0.4.9 SWA form, stray text) is skipped
+PAIR = re.compile(r"(?:^|, )([^,]+?): ([^,]*)")
+
 
 @dataclass(frozen=True)
 class Field:
     """One `name: value` item of a stats line: `printed` as the server prints it, `key` in the
     record. `unit`: what may follow the number (` tokens/s`, `%`, ` reqs`). With `suffix`,
-    any printed name ending in `printed` (`XPU KV cache usage`) is this field."""
+    any printed name ending in `printed` (`XPU KV cache usage`) is this field. With `many`, the
+    value is a list that runs on over the items without a name of their own (vLLM's
+    `Per-position acceptance rate: 0.81, 0.70, 0.62, Avg Draft ...`)."""
 
     printed: str
     key: str
     conv: Conv
     unit: str = ""
     suffix: bool = False
+    many: bool = False
+
+    def __post_init__(self) -> None:
+        if "%" in self.unit:  # the bulk reader would read `0.5%` as 0.5
+            raise ValueError(f"field {self.printed!r}: a percent is a ratio the converter "
+                             "reads itself (`RATIO`), not a unit")
 
 
 @dataclass(frozen=True)
@@ -53,10 +66,12 @@ class StatsFamily:
     one of `starts`); a family that claims a line but cannot read it makes it `unparsed`,
     as does any `hints` text. The fields are read after `head` (searched; fields are read from
     the message start when the head is not `head_required` and absent), by name, in any order;
-    the first item of a record key wins, unknown names are ignored. Then `head_fields`, then
-    `fallbacks` (target, source: the source's value where the target is None), then the check:
-    every key of `require_all` and one of each group in `require_any` is not None. `schema`
-    keys are always in the record (None when not printed)."""
+    the first item of a record key wins, unknown names are ignored; items are separated by
+    `sep`. Then `head_fields`, then `fallbacks` (target, source: the source's value where the
+    target is None), then the check: every key of `require_all` and one of each group in
+    `require_any` is not None. `schema` keys are always in the record (None when not printed).
+    `expect`: keys every version of the family prints; a record without one of them is read
+    but marked incomplete (a cut or damaged line), and counted."""
 
     name: str
     kind: str
@@ -72,12 +87,30 @@ class StatsFamily:
     require_all: tuple[str, ...] = ()
     require_any: tuple[tuple[str, ...], ...] = ()
     hints: tuple[str, ...] = ()
+    expect: tuple[str, ...] = ()
+    sep: str = ", "
     examples: tuple[str, ...] = ()
     """Messages it must read (the grammar's tests use them)."""
 
     @cached_property
     def head_re(self) -> re.Pattern[str]:
         return re.compile(self.head)
+
+    @cached_property
+    def pair_re(self) -> re.Pattern[str]:
+        """`name: value` items between separators (an item without `": "` is skipped)."""
+        if self.sep == ", ":
+            return PAIR
+        sep = re.escape(self.sep)
+        return re.compile(f"(?:^|{sep})((?:(?!{sep}).)+?): ((?:(?!{sep}).)*)")
+
+    @cached_property
+    def lists(self) -> tuple[tuple[Field, re.Pattern[str]], ...]:
+        """The list-valued fields, each with the pattern of its name and whole value."""
+        sep = re.escape(self.sep)
+        return tuple((f, re.compile(re.escape(f.printed) + f": ((?:(?!{sep}).)*"
+                                    f"(?:{sep}(?!(?:(?!{sep}).)*: )(?:(?!{sep}).)*)*)"))
+                     for f in self.fields if f.many)
 
     @cached_property
     def table(self) -> dict[str, Field]:
@@ -170,24 +203,34 @@ class Phrase:
 
 @dataclass(frozen=True)
 class Prefixes:
-    """The line prefixes, peeled from the left (`dash.core.log.prefix`): an outer stamp
-    (docker `--timestamps`), a process tag (`processes`: group 1 names the process; its
-    engine is the first of `process_engines` whose key is in the lowercased name, else
-    `process_default`), then the logger's own prefix: a bracket with a stamp and rank tags,
-    a `[gpu_id=N]` tag, vLLM's `LEVEL MM-DD HH:MM:SS [file:line]`, or a stamp first followed
-    by a header of level, pid, `[tags file:line]`, `[LEVEL] logger:`. Rank tags are
-    `ranks` names followed by `rank_digits`, everywhere."""
+    """The line prefixes, peeled from the left (`dash.core.log.prefix`).
+
+    First what a collector adds: a docker compose service column (`collector`), an RFC 3339
+    stamp (`outer_stamp`, bare as kubectl / docker `--timestamps` print it or in brackets as CI
+    does; then `outer_tail`: a CRI file's `stdout F`, journald's `host ident[pid]: `) or a
+    syslog stamp with host (`syslog_stamp`, journald's default). Then a process tag
+    (`processes`: group 1 names the process, and may name its ranks; its engine is the first
+    of `process_engines` whose key is in the lowercased name, else `process_default`), then
+    the logger's own prefix: a bracket with a stamp and rank tags, a `[gpu_id=N]` tag, vLLM's
+    `LEVEL MM-DD HH:MM:SS [file:line]`, or a stamp first (with an optional `zone`) followed by
+    a header of level, pid, `[tags file:line]`, `[LEVEL] logger:`. Rank tags are `ranks` names
+    followed by `rank_digits`, everywhere. A stamp with a zone is the record's `ts` (it alone
+    says when the line was written); otherwise the logger's own stamp is."""
 
     ranks: tuple[str, ...]
     rank_digits: str
     levels: tuple[str, ...]
     bracket_stamp: str
+    collector: str
     outer_stamp: str
+    outer_tail: str
+    syslog_stamp: str
     processes: tuple[str, ...]
     process_engines: tuple[tuple[str, str], ...]
     process_default: str
     vllm: str
     stamp_first: str
+    zone: str
     gpu_tag: str
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""
@@ -226,6 +269,24 @@ class Grammar:
             out.update(dict.fromkeys(fam.keywords()))
         return tuple(out)
 
+    def heads(self) -> tuple[str, ...]:
+        """Every family's trigger: a message with two of them is two lines glued into one."""
+        return tuple(dict.fromkeys(t for fam in self.families for t in fam.triggers))
+
+    @cached_property
+    def stats_item(self) -> re.Pattern[str]:
+        """A `name: number` item as the families print theirs: after the start or a separator,
+        a name made of the characters their printed names use, `: `, a number. A line with
+        `MIN_STATS_ITEMS` of them carries stats, whichever family (known or not) it is."""
+        chars = sorted({c for fam in self.families for f in fam.fields for c in f.printed})
+        name = "[" + "".join(re.escape(c) for c in chars) + "]{1,60}?"
+        seps = "|".join(re.escape(s) for s in sorted({f.sep for f in self.families}))
+        return re.compile(rf"(?:^|{seps})({name}): [0-9][0-9.,]*(?:%|\b)")
+
+    def carries_stats(self, msg: str) -> bool:
+        items = self.stats_item.finditer(msg)
+        return len(list(islice(items, MIN_STATS_ITEMS))) >= MIN_STATS_ITEMS
+
     def foreign_phrases(self) -> tuple[Phrase, ...]:
         names = set(self.prefixes.foreign_phrases)
         return tuple(p for p in self.phrases if p.event in names)
@@ -247,5 +308,28 @@ class Grammar:
         return Grammar(self.prefixes, self.families, tuple(phrases))
 
 
+MIN_STATS_ITEMS = 2
+_Trie = dict[str, "_Trie"]
+STATS_PREFILTER = tuple(f": {d}" for d in "0123456789")
+"""What every line with a stats item has (the prefilter's share of `Grammar.stats_item`)."""
+
+
 def keyword_pattern(words: tuple[str, ...]) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    """A pattern that finds any of `words` in a text: their trie, so that each position of the
+    text costs one test per distinct next character, not one per word. Words are searched
+    without their outer spaces (a part of a word is in every text the word is), and a word
+    that another one starts with stands for both."""
+    trie: _Trie = {}
+    for word in filter(None, (w.strip() for w in words)):
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: _Trie) -> str:
+        if "" in node:
+            return ""  # a word ends here: whatever follows, the text has one
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items())]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return emit(trie) if trie else "(?!)"

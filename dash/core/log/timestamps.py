@@ -2,7 +2,9 @@
 
 Records keep the timestamp as ISO-ish text, as much as the line had: `2025-02-27T04:46:39`,
 `04:40:55` (SGLang 0.2.14-0.3.3 prints no date), `01-22T18:27:20` (vLLM prints no year),
-`2026-06-07T10:59:31.659`. Logs carry local time without a zone; docker prefixes carry UTC (`Z`).
+`2026-06-07T10:59:31.659`. Logs carry local time without a zone; a collector's stamp (kubectl,
+docker, CI, journald `short-iso`) carries its zone, kept in the text
+(`2025-10-20T03:02:22.123456789Z`, `2026-02-11T08:15:03+01:00`), and needs no guess.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ _DAY_SLACK_S = 3600.0
 
 
 def normalise_ts(text: str) -> str:
-    """`2025-02-27 04:46:39,123` -> `2025-02-27T04:46:39.123` (date and time joined by `T`)."""
-    text = text.strip().replace(",", ".")
-    return text.replace(" ", "T", 1)
+    """`2025-02-27 04:46:39,123` -> `2025-02-27T04:46:39.123` (date and time joined by `T`);
+    a zone is kept, `+0000` written `+00:00` (ISO 8601, as `datetime.fromisoformat` reads it)."""
+    text = text.strip().replace(",", ".").replace(" ", "T", 1)
+    if len(text) > 19 and text[-5] in "+-" and text[-4:].isdigit():
+        text = f"{text[:-2]}:{text[-2:]}"
+    return text
 
 
 def _frac(digits: str | None) -> float:
@@ -87,6 +92,9 @@ def ts_to_epoch(ts: str | None, ref: float) -> float | None:
         epoch = _local_epoch(year, mo, d, h, mi, s)
         if epoch is not None and epoch - ref > _YEAR_SLACK_S:
             epoch = _local_epoch(year - 1, mo, d, h, mi, s)
+        if epoch is None and (mo, d) == (2, 29):  # the last leap year's
+            epoch = next((e for y in range(year - 1, year - 5, -1)
+                          if (e := _local_epoch(y, mo, d, h, mi, s)) is not None), None)
         return None if epoch is None else epoch + _frac(m.group(6))
     m = _TIME_ONLY.match(ts)
     if m:

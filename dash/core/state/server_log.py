@@ -18,7 +18,7 @@ from dash.core.log.timestamps import ts_to_epoch
 from dash.core.series import Series
 from dash.core.snapshot import Peak, Record, ServerLogSnapshot
 
-SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage")
+SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage", "accept_len")
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
@@ -35,7 +35,8 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
                  ("dtype", "kv_dtype"), ("kv_size_gb", "kv_size_gb"),
                  ("max_prefill_tokens", "max_prefill_tokens"),
                  ("max_running_requests", "max_running_requests"),
-                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks")),
+                 ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks"),
+                 ("hicache_host_gb", "hicache_host_gb")),
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
@@ -123,10 +124,9 @@ class ServerLogTracker:
 
     def _apply(self, rec: Mapping[str, Any], now: float) -> None:
         kind = rec.get("kind")
-        if kind == "unparsed":
-            self._unparsed += 1
-            return
-        if kind not in ("decode", "prefill", "event"):
+        if kind == "unparsed" or rec.get("incomplete"):
+            self._unparsed += 1  # an incomplete stats record is counted, and still read
+        if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
         if isinstance(rec.get("engine"), str):
@@ -136,8 +136,15 @@ class ServerLogTracker:
             self._started_at = t
         if kind == "event":
             self._apply_event(dict(rec), t)
-        else:
+        elif kind in STATS_KINDS:
             self._apply_stats(rec, kind, t, now)
+        self._accept(rec, t)
+
+    def _accept(self, rec: Mapping[str, Any], t: float) -> None:
+        """Speculative decoding's acceptance length: on SGLang's decode lines, vLLM's spec lines."""
+        length = _num(rec, "accept_len")
+        if length is not None:
+            self._series["accept_len"].append(t, length)
 
     def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
         self._busy = True

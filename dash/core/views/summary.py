@@ -25,6 +25,7 @@ from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
 MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
 MAX_POINTS = 512
+_BASE_KINDS = ("decode", "prefill", "event", "unparsed")
 
 
 class Downsampled:
@@ -84,6 +85,10 @@ class Part:
     new: int = 0
     events: list[Record] = field(default_factory=list)  # every event record, `args` included
     unparsed: list[Record] = field(default_factory=list)  # the block's first few
+    incomplete: int = 0  # stats records missing a field their family always prints, or damaged
+    incomplete_samples: list[Record] = field(default_factory=list)  # the block's first few
+    accepts: list[float] = field(default_factory=list)  # speculative acceptance lengths, in order
+    accept_rates: list[float] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)  # decode records for alerts
     first_key: object = _NO_DECODE  # thinning key of the block's first decode record
     last_key: object = _NO_DECODE  # and of its last
@@ -94,7 +99,7 @@ class Part:
             return
         if self.peak is not None:
             self.peak = (self.peak[0], self.peak[1] + offset)
-        recs = [self.last_decode, *self.events, *self.unparsed]
+        recs = [self.last_decode, *self.events, *self.unparsed, *self.incomplete_samples]
         for cand in self.candidates:
             cand.shift(offset)
             if isinstance(cand.payload, dict):
@@ -107,15 +112,34 @@ class Part:
 
 
 def fold_other(part: Part, rec: Record) -> None:
-    """Fold a prefill, event or unparsed record into `part` (counts and timestamps excepted)."""
+    """Fold a prefill, event, unparsed, spec or other stats record into `part` (counts and
+    timestamps excepted)."""
     kind = rec["kind"]
     if kind == "prefill":
         part.cached += rec.get("cached_token") or 0
         part.new += rec.get("new_token") or 0
     elif kind == "event":
         part.events.append(rec)
-    elif len(part.unparsed) < MAX_UNPARSED_SAMPLES:
-        part.unparsed.append(rec)
+    elif kind == "unparsed":
+        if len(part.unparsed) < MAX_UNPARSED_SAMPLES:
+            part.unparsed.append(rec)
+    elif kind == "spec":
+        fold_accept(part, rec)
+
+
+def fold_accept(part: Part, rec: Record) -> None:
+    """A record's speculative-decoding acceptance (SGLang's decode line, vLLM's spec line)."""
+    length, rate = rec.get("accept_len"), rec.get("accept_rate")
+    if length is not None:
+        part.accepts.append(length)
+    if rate is not None:
+        part.accept_rates.append(rate)
+
+
+def fold_incomplete(part: Part, rec: Record) -> None:
+    part.incomplete += 1
+    if len(part.incomplete_samples) < MAX_UNPARSED_SAMPLES:
+        part.incomplete_samples.append(rec)
 
 
 class PartBuilder:
@@ -140,8 +164,11 @@ class PartBuilder:
             p.last_ts = ts
         if kind == "decode":
             self._decode(rec, ts)
+            fold_accept(p, rec)
         else:
             fold_other(p, rec)
+        if rec.get("incomplete"):
+            fold_incomplete(p, rec)
 
     def _decode(self, rec: Record, ts: str | None) -> None:
         p = self.part
@@ -173,6 +200,10 @@ class LogSummary:
         self.event_counts: Counter[str] = Counter()
         self.events: deque[Record] = deque(maxlen=MAX_EVENTS)
         self.unparsed_samples: list[Record] = []
+        self.incomplete = 0
+        self.incomplete_samples: list[Record] = []
+        self.accept = _Mean()
+        self.accept_rate = _Mean()
         self.first_ts: str | None = None
         self.last_ts: str | None = None
         self.peak: dict[str, Any] | None = None
@@ -199,6 +230,11 @@ class LogSummary:
             self.events.append({k: v for k, v in ev.items() if k != "args"})
         room = MAX_UNPARSED_SAMPLES - len(self.unparsed_samples)
         self.unparsed_samples.extend(part.unparsed[:max(0, room)])
+        self.incomplete += part.incomplete
+        room = MAX_UNPARSED_SAMPLES - len(self.incomplete_samples)
+        self.incomplete_samples.extend(part.incomplete_samples[:max(0, room)])
+        self.accept.extend(part.accepts)
+        self.accept_rate.extend(part.accept_rates)
         self._gens(part)
         cands = part.candidates
         if cands and part.first_key == self._last_key:
@@ -225,6 +261,12 @@ class LogSummary:
         self._gen_sum = reduce(operator.add, gens, self._gen_sum)
         self._gen_n += len(gens)
 
+    def _spec(self) -> dict[str, Any] | None:
+        """Speculative decoding's acceptance over the log (None when the server ran none)."""
+        if not self.accept.n and not self.accept_rate.n:
+            return None
+        return {"accept_len": self.accept.to_dict(), "accept_rate": self.accept_rate.to_dict()}
+
     def engine(self) -> str:
         """The engine most records came from (a tie goes to the first name, alphabetically)."""
         counts = sorted(self.engines.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -235,7 +277,8 @@ class LogSummary:
         return {
             "engine": self.engine(),
             "lines": self.lines,
-            "records": {k: self.kinds.get(k, 0) for k in ("decode", "prefill", "event", "unparsed")},
+            "records": {**{k: self.kinds.get(k, 0) for k in ("decode", "prefill", "event", "unparsed")},
+                        **{k: n for k, n in sorted(self.kinds.items()) if k not in _BASE_KINDS}},
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
             "gen_throughput": {
@@ -253,8 +296,33 @@ class LogSummary:
             "events": list(self.events),
             "unparsed": self.kinds.get("unparsed", 0),
             "unparsed_samples": [r.get("text") for r in self.unparsed_samples],
+            "incomplete": self.incomplete,
+            "incomplete_samples": [{"line": r.get("line"), "text": r.get("text"),
+                                    "incomplete": r.get("incomplete")}
+                                   for r in self.incomplete_samples],
+            "spec": self._spec(),
             "alerts": [],
         }
+
+
+class _Mean:
+    """Mean and last of a stream of numbers, summed in order."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.n = 0
+        self.last: float | None = None
+
+    def extend(self, values: list[float]) -> None:
+        if values:
+            self.total = reduce(operator.add, values, self.total)
+            self.n += len(values)
+            self.last = values[-1]
+
+    def to_dict(self) -> dict[str, Any] | None:
+        if not self.n:
+            return None
+        return {"mean": round(self.total / self.n, 4), "last": self.last, "samples": self.n}
 
 
 def summarize_records(records: Iterable[Record], ref: float, lines: int = 0) -> LogSummary:

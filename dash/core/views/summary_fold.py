@@ -41,7 +41,8 @@ def _column(shape: Shape, rows: list[tuple[bytes, ...]], key: str) -> list[bytes
 def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
     """What the block adds to the summary (line numbers as the batch has them)."""
     decode = [i for i, s in enumerate(batch.shapes) if s.family.kind == "decode" and batch.rows[i]]
-    other_decode = any(r["kind"] == "decode" for r in batch.others)
+    # acceptance figures from the parser's records too: folded in file order, record by record
+    other_decode = any(r["kind"] in ("decode", "spec") for r in batch.others)
     if len(decode) > 1 or (decode and other_decode):
         part = PartBuilder().feed_all(records(batch, stamps))
         part.lines = batch.lines
@@ -75,6 +76,8 @@ def _decode_rows(part: Part, batch: Batch, i: int, stamps: dict[bytes, str]) -> 
                        for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
     part.last_decode = shape_record(shape, lines[-1], rows[-1], stamps)
+    part.accepts = list(map(float, _column(shape, rows, "accept_len") or []))
+    part.accept_rates = list(map(float, _column(shape, rows, "accept_rate") or []))
     gens = _column(shape, rows, "gen_throughput")
     if gens is None:
         return

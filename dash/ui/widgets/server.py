@@ -8,6 +8,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
@@ -27,9 +28,12 @@ FACTS: tuple[tuple[str, str, str], ...] = (
 EVENT_LEVEL = {"oom": "crit", "crash": "crit", "error": "crit", "restart": "warn", "retract": "warn",
                "shutdown": "warn", "ready": "ok"}
 SHOWN_EVENTS = 6
+SPARK_POINTS = 24
 
 
 def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
+    if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
+        return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
     if value is None:
         return "-"
@@ -63,6 +67,8 @@ class ServerPanel(Panel):
         if srv.status != "ok":
             t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
                      self._st("warn"))
+        if len(srv.accept_len):
+            self._accept(t, srv.accept_len)
         if snap.http.disagreement:
             t.append(f"\n{'http':>12} {fmt.clean(snap.http.disagreement, 80)}",
                      self._st("warn"))
@@ -70,6 +76,15 @@ class ServerPanel(Panel):
         for ev in srv.events[-SHOWN_EVENTS:]:
             self._event(t, ev)
         self.show_text(t)
+
+    def _accept(self, t: Text, series: SeriesView) -> None:
+        """Speculative decoding's acceptance length over time: the drafter's quality."""
+        recent = series.downsample(SPARK_POINTS).v[-SPARK_POINTS:]
+        mean = sum(series.v) / len(series.v)
+        t.append(f"\n{'accept len':>12} ", self._st("dim"))
+        t.append(f"{series.v[-1]:.2f} ")
+        t.append(fmt.spark(recent), self._st("ok"))
+        t.append(f" mean {mean:.2f}", self._st("dim"))
 
     def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))

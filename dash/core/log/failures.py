@@ -1,0 +1,179 @@
+"""The numbers and names of failure lines: what an `oom`, `crash` or `error` phrase of the
+grammar (`dash.core.log.grammar`) takes out of a message it matched.
+
+Each extractor takes the message and the phrase's match (or None) and returns the event's
+fields, or None to pass the line on. A failure event carries `reason` (what happened, one word:
+`gpu_memory_taken`, `nccl_timeout`, `device_assert`, `segfault`, ...), `component` where the
+line names one (`DetokenizerManager`, `EngineCore`), and the numbers it prints; a `hint` where
+the line alone says what to do. Wordings are those of the sources (log-shapes notes section 2):
+matched on their stable substrings, never on whole messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dash.core.log.convert import to_float
+
+Match = re.Match[str] | None
+Fields = dict[str, Any]
+
+# Exit codes and signals: a negative exit code is the signal that ended the process
+_SIGNALS = {9: "killed", 11: "segfault", 6: "abort", 7: "bus_error", 8: "fpe", 15: "terminated"}
+_SIGNAL_NAMES = {"SIGKILL": 9, "SIGSEGV": 11, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8, "SIGTERM": 15}
+_EXIT = re.compile(r"(?:exit ?code:? |terminated with (?:signal )?|died with exit code )"
+                   r"(-?[0-9]{1,4}|SIG[A-Z]{2,6})")
+_SHELL = {"Segmentation fault": "segfault", "Aborted": "abort", "Bus error": "bus_error",
+          "Floating point exception": "fpe", "Killed": "killed"}
+_FREE = re.compile(r"Free memory on device ?(\S*) \(([0-9.]+)/([0-9.]+) GiB\) on startup is less "
+                   r"than desired GPU memory utilization \(([0-9.]+), ([0-9.]+) GiB\)")
+_TIMEOUT = re.compile(r"OpType=(\w+).{0,200}?Timeout\(ms\)=([0-9]+)\).{0,40}? ran for ([0-9]+) "
+                      r"milliseconds")
+_SCHED_STATS = re.compile(r"\b(num_running_reqs|num_waiting_reqs|num_skipped_waiting_reqs|"
+                          r"kv_cache_usage|num_corrupted_reqs|step_counter)=([0-9.e-]+)")
+_SCHED_KEYS = {"num_running_reqs": "running_req", "num_waiting_reqs": "queue_req",
+               "num_skipped_waiting_reqs": "deferred_req", "kv_cache_usage": "token_usage",
+               "num_corrupted_reqs": "corrupted_req", "step_counter": "step_counter"}
+
+
+def exit_status(msg: str, _m: Match = None) -> Fields:
+    """`crashed with exit code -9`, `terminated with -11`, `terminated with signal SIGABRT`:
+    the reason the code stands for; `signal` (a negative code) or `exit_code` (>= 0)."""
+    m = _EXIT.search(msg)
+    if m is None:
+        return {"reason": "process_died"}
+    code = m.group(1)
+    sig = _SIGNAL_NAMES.get(code) if code.startswith("SIG") else (
+        -int(code) if code.startswith("-") else None)
+    if sig is None:
+        return {"reason": "process_died", "exit_code": int(code) if code.isdigit() else None}
+    return {"reason": _SIGNALS.get(sig, "process_died"), "signal": sig}
+
+
+def component(msg: str, m: Match) -> Fields:
+    """`DetokenizerManager hit an exception`, `Exception in ModelTpServer:`: who crashed."""
+    name = m.group(1) if m is not None else None
+    return {"component": name} if name else {}
+
+
+_PROCESS = re.compile(r"(?:Subprocess|[Pp]roc|Process) ([A-Za-z_][\w-]{0,80})")
+
+
+def subprocess_died(msg: str, _m: Match = None) -> Fields:
+    """`Subprocess detokenizer (pid=4100) crashed with exit code -9`, `Worker proc
+    VllmWorker-0 died unexpectedly`, `Scheduler or DataParallelController 4242 terminated with
+    -9`, `Rank 0 scheduler died during initialization (exit code: -9)`."""
+    out = exit_status(msg)
+    m = _PROCESS.search(msg)
+    if m is not None:
+        out["component"] = m.group(1)
+    return out
+
+
+def shell_signal(_msg: str, m: Match) -> Fields:
+    """The shell's report of a child's death: `Segmentation fault (core dumped)`, `Killed`."""
+    assert m is not None
+    word = next(g for g in m.groups() if g)
+    return {"reason": _SHELL[word]}
+
+
+def fatal_python(msg: str, _m: Match = None) -> Fields:
+    """`Fatal Python error: Segmentation fault` (faulthandler): the signal, when it names one."""
+    for word, reason in _SHELL.items():
+        if word in msg:
+            return {"reason": reason}
+    return {"reason": "fatal_python_error"}
+
+
+def startup_free_memory(msg: str, _m: Match = None) -> Fields:
+    """vLLM's `Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less than desired
+    GPU memory utilization (0.9, 71.2 GiB)`: the GPU was already in use when it started."""
+    out: Fields = {"reason": "gpu_memory_taken"}
+    m = _FREE.search(msg)
+    if m is None:
+        return {**out, "hint": _TAKEN_HINT}
+    free, total, util, want = (to_float(m.group(i)) for i in range(2, 6))
+    out.update(device=m.group(1) or None, free_gb=free, total_gb=total,
+               gpu_memory_utilization=util, requested_gb=want)
+    if free is not None and total is not None and total >= free:
+        out["held_gb"] = round(total - free, 2)
+        out["hint"] = (f"Only {free:g} of {total:g} GiB of this GPU was free at startup: another "
+                       f"process holds {total - free:.1f} GiB (often a stale server from an "
+                       "earlier run, such as an orphaned VLLM::EngineCore: find it with "
+                       "nvidia-smi and stop it), or lower --gpu-memory-utilization below "
+                       f"{free / total:.2f}." if total else _TAKEN_HINT)
+    else:
+        out["hint"] = _TAKEN_HINT
+    return out
+
+
+_TAKEN_HINT = ("Another process holds memory on this GPU (often a stale server from an earlier "
+               "run, such as an orphaned VLLM::EngineCore: find it with nvidia-smi and stop "
+               "it), or lower --gpu-memory-utilization.")
+
+
+def nccl_timeout(msg: str, _m: Match = None) -> Fields:
+    """torch's `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5,
+    OpType=ALLREDUCE, ..., Timeout(ms)=600000) ran for 600012 milliseconds before timing out.`"""
+    out: Fields = {"reason": "nccl_timeout"}
+    m = _TIMEOUT.search(msg)
+    if m is not None:
+        out.update(op=m.group(1), timeout_ms=int(m.group(2)), ran_for_ms=int(m.group(3)))
+    return out
+
+
+def dist_backend(msg: str, _m: Match = None) -> Fields:
+    """`DistBackendError: NCCL error in: ...` or `... Watchdog caught collective operation
+    timeout ...`: the collective failed, or it hung."""
+    if "timeout" in msg.lower() or "timed out" in msg:
+        return nccl_timeout(msg)
+    return {"reason": "nccl_error"}
+
+
+def scheduler_stats(msg: str, _m: Match = None) -> Fields | None:
+    """vLLM's `Dumping scheduler stats: SchedulerStats(num_running_reqs=12, num_waiting_reqs=3,
+    kv_cache_usage=0.61, ...)` before it re-raises: the engine's last state."""
+    out: Fields = {"reason": "engine_state"}
+    for key, value in _SCHED_STATS.findall(msg):
+        num = to_float(value)
+        name = _SCHED_KEYS[key]
+        if num is None or name in out:
+            continue
+        if name == "token_usage":
+            out[name] = num if num <= 1 else None
+        else:
+            out[name] = int(num) if num == int(num) else None
+    return out
+
+
+def cuda_error(msg: str, _m: Match = None) -> Fields:
+    """`CUDA error: misaligned address` and the like: the CUDA context is lost."""
+    m = re.search(r"CUDA error: ([^.\n]{1,120})", msg)
+    return {"reason": "cuda_error", "detail": m.group(1).strip() if m else None}
+
+
+def cpp_terminate(msg: str, _m: Match = None) -> Fields:
+    """`terminate called after throwing an instance of 'c10::DistBackendError'`: the C++
+    runtime aborts the process; a collective's failure says so."""
+    if "DistBackendError" in msg:
+        return {"reason": "nccl_error", "detail": "c10::DistBackendError"}
+    m = re.search(r"instance of '([^']{1,120})'", msg)
+    return {"reason": "abort", "detail": m.group(1) if m else None}
+
+
+def device_assert(msg: str, _m: Match = None) -> Fields:
+    """A kernel's `Assertion `t >= 0 && t < n_classes` failed.` (one line per failing thread),
+    or the `CUDA error: device-side assert triggered` that follows it."""
+    m = re.search(r"Assertion `(.{1,200})` failed", msg)
+    return {"reason": "device_assert", "detail": m.group(1) if m else None}
+
+
+_KV_HINT = ("The KV cache does not fit: raise --gpu-memory-utilization (and check that no other "
+            "process holds GPU memory), or lower --max-model-len.")
+
+
+def kv_cache_too_small(_msg: str, _m: Match = None) -> Fields:
+    """vLLM's startup capacity errors: no memory left for the KV cache blocks, or not enough
+    for one request of the model's max length."""
+    return {"reason": "kv_cache_too_small", "hint": _KV_HINT}

@@ -1,0 +1,222 @@
+"""The grammar's event phrases (`dash.core.log.grammar` assembles them with the prefixes and
+the stats families): lifecycle, memory and capacity lines, and every failure wording.
+
+Tried in order; the first phrase that reads a line wins. Matched on message text, never on
+level or prefix alone: SGLang prints no level, and a WARNING or ERROR line looks like an INFO
+line (reference/log-formats.md sections 5 and 8). Failure phrases are families, keyed on the
+stable substring of each wording (log-shapes notes section 2), each with its `reason`:
+memory exhaustion is `oom` (run time and startup), what ends a server process is `crash`, and
+what may not is `error`.
+"""
+
+from __future__ import annotations
+
+from dash.core.log import events as ev
+from dash.core.log import failures as fail
+from dash.core.log.syntax import Phrase
+
+_SHUTDOWN = Phrase("shutdown", any=("SIGTERM received", "Shutting down", "Finished server process"),
+                   examples=("INFO:     Shutting down",))
+
+_STARTUP = (
+    Phrase("server_args", any=("server_args=", "non-default args: {"), starts=("ServerArgs(",),
+           extract=ev.server_args, examples=("server_args=ServerArgs(model_path='m', tp_size=2)",)),
+    Phrase("retract", any=("out of memory happened", "Retract requests", "Testing retraction"),
+           extract=ev.retract,
+           examples=("KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+                     "#new_token_ratio: 0.4000 -> 0.5322",
+                     "decode out of memory happened, #retracted_reqs: 1, "
+                     "#new_token_ratio: 0.3000 -> 0.6000")),
+    Phrase("retract", every=("preempted", "KV cache space"), extract=ev.retract,
+           examples=("Sequence group 3 is preempted by PreemptionMode.RECOMPUTE mode because "
+                     "there is not enough KV cache space.",)),
+)
+
+# Memory exhaustion, at run time and at startup (capacity misconfiguration)
+_OOM = (
+    Phrase("oom", every=("Free memory on device", "on startup is less than"),
+           extract=fail.startup_free_memory,
+           examples=("ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is "
+                     "less than desired GPU memory utilization (0.9, 71.2 GiB). Decrease GPU "
+                     "memory utilization or reduce GPU memory used by other processes.",)),
+    Phrase("oom", any=("No available memory for the cache blocks",
+                       "that can be stored in KV cache",
+                       "larger than the available KV cache memory"),
+           extract=fail.kv_cache_too_small,
+           examples=("ValueError: No available memory for the cache blocks. Try increasing "
+                     "`gpu_memory_utilization` when initializing the engine.",)),
+    Phrase("oom", any=("Cuda failure 'out of memory'",), fields={"reason": "nccl_cuda_oom"},
+           examples=("gpu-node:1187:1187 [3] NCCL WARN Cuda failure 'out of memory'",)),
+    Phrase("oom", any=("CUBLAS_STATUS_ALLOC_FAILED",), fields={"reason": "cublas_alloc"},
+           examples=("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                     "`cublasCreate(handle)`",)),
+    Phrase("oom", any=("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+                       "NPU out of memory", "HIP out of memory", "XPU out of memory"),
+           fields={"reason": "cuda_oom"}, examples=("torch.OutOfMemoryError: CUDA out of memory.",)),
+    Phrase("oom", any=("Not enough host memory available",), fields={"reason": "host_memory"},
+           examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
+                     "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",)),
+    Phrase("oom", any=("Not enough memory. Please try",), fields={"reason": "mem_fraction"},
+           examples=("RuntimeError: Not enough memory. Please try to increase "
+                     "--mem-fraction-static.",)),
+    Phrase("oom", any=("out of memory. Try to lower", "runs out of memory"),
+           fields={"reason": "kv_pool_full"},
+           examples=("Decode out of memory. Try to lower your batch size.",)),
+    Phrase("oom", pattern=r"^(?:Decode|Prefill) out of memory\.", needs=("out of memory.",),
+           fields={"reason": "kv_pool_full"},  # SGLang 0.1.x, a bare print
+           examples=("Decode out of memory. This should never happen.",)),
+)
+
+# What ends a server process: an exception, a hang, a signal, a collective or kernel failure
+_CRASH = (
+    Phrase("crash", any=("atchdog caught collective operation timeout",), extract=fail.nccl_timeout,
+           examples=("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+                     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                     "600012 milliseconds before timing out.",)),
+    Phrase("crash", any=("terminated with",),
+           pattern=r"terminated with (?:signal )?(?:-?[0-9]{1,4}\b|SIG[A-Z]{2,6})",
+           extract=fail.subprocess_died,
+           examples=("Scheduler or DataParallelController 4242 terminated with -9",
+                     "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated "
+                     "with signal SIGABRT")),
+    Phrase("crash", any=(" hit an exception",), pattern=r"([A-Za-z_]\w{0,80}) hit an exception",
+           extract=fail.component, fields={"reason": "exception"},
+           examples=("Scheduler hit an exception: Traceback",
+                     "DetokenizerManager hit an exception: Traceback (most recent call last):",
+                     "WorkerProc hit an exception.")),
+    Phrase("crash", pattern=r"^Exception in ([A-Za-z_]\w{0,80}):\s*$", needs=("Exception in ",),
+           extract=fail.component, fields={"reason": "exception"},  # SGLang <= 0.2
+           examples=("Exception in ModelRpcClient:", "Exception in ControllerSingle:")),
+    Phrase("crash", any=("Exception in worker ",),
+           pattern=r"Exception in worker (\S{1,80}) while processing method",
+           extract=fail.component, fields={"reason": "exception"},  # vLLM V0 workers
+           examples=("Exception in worker VllmWorkerProcess while processing method load_model.",)),
+    Phrase("crash", any=(" encountered a fatal error",),
+           pattern=r"(\w{1,80}) encountered a fatal error", extract=fail.component,
+           fields={"reason": "exception"}, examples=("EngineCore encountered a fatal error.",)),
+    Phrase("crash", any=("EngineDeadError",), fields={"reason": "engine_dead",
+                                                      "component": "EngineCore"},
+           examples=("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                     "See stack trace (above) for the root cause.",)),
+    Phrase("crash", any=("initialization failed", "Initialization failed"),
+           fields={"reason": "init_failed"},
+           examples=("RuntimeError: Engine core initialization failed. See root cause above.",
+                     "Initialization failed. warmup error: Traceback")),
+    Phrase("crash", any=(" failed to start",), pattern=r"(\w{1,80}) failed to start",
+           extract=fail.component, fields={"reason": "init_failed"},
+           examples=("EngineCore failed to start.",)),
+    Phrase("crash", any=("crashed with exit code", "died unexpectedly", "exited unexpectedly",
+                         "died during initialization", "scheduler is dead", "died with exit code"),
+           extract=fail.subprocess_died,
+           examples=("Subprocess detokenizer (pid=4100) crashed with exit code -9.",
+                     "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.")),
+    Phrase("crash", any=("atchdog timeout",), extract=ev.watchdog,
+           examples=("Watchdog timeout (self.watchdog_timeout=300)",)),
+    Phrase("crash", any=("DistBackendError",), extract=fail.dist_backend,
+           examples=("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:317, "
+                     "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+                     "version 2.21.5",)),
+    Phrase("crash", any=("terminate called after throwing",), extract=fail.cpp_terminate,
+           examples=("terminate called after throwing an instance of 'c10::DistBackendError'",)),
+    Phrase("crash", any=("Error: NCCL error", "NCCL error in:", "NCCL error: "),
+           fields={"reason": "nccl_error"},
+           examples=("RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO "
+                     "for details)",)),
+    Phrase("crash", any=("Assertion `",), pattern=r"Assertion `.{0,200}` failed",
+           extract=fail.device_assert,
+           examples=("/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_"
+                     "cuda_kernel_2d: block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < "
+                     "n_classes` failed.",)),
+    Phrase("crash", any=("device-side assert triggered",), extract=fail.device_assert,
+           examples=("RuntimeError: CUDA error: device-side assert triggered",)),
+    Phrase("crash", any=("illegal memory access",), fields={"reason": "illegal_memory_access"},
+           examples=("RuntimeError: CUDA error: an illegal memory access was encountered",)),
+    Phrase("crash", any=("CUDA error: ", "CUBLAS_STATUS_"), extract=fail.cuda_error,
+           examples=("torch.AcceleratorError: CUDA error: unspecified launch failure",)),
+    Phrase("crash", any=("Received sigquit", "SIGQUIT received"), fields={"reason": "sigquit"},
+           examples=("Received sigquit from a child process. It usually means the child failed.",)),
+    Phrase("crash", any=("Fatal Python error",), extract=fail.fatal_python,
+           examples=("Fatal Python error: Segmentation fault",)),
+    Phrase("crash", pattern=r"^(?:.{0,200}: line \d+: +\d+ )?Killed(?:\s|$)", needs=("Killed",),
+           fields={"reason": "killed"}, examples=("Killed", "run.sh: line 3: 4242 Killed  python")),
+    # the shell's report of a child killed by a signal, bare or as bash prints it
+    Phrase("crash", pattern=r"^(?:.{0,200}: line \d+: +\d+ +(Segmentation fault|Aborted|Bus error|"
+                            r"Floating point exception)(?: +\(core dumped\))?(?: .*)?"
+                            r"|(Segmentation fault|Aborted|Bus error|Floating point exception)"
+                            r"(?: \(core dumped\))?)\s*$",
+           needs=("Segmentation fault", "Aborted", "Bus error", "Floating point exception"),
+           extract=fail.shell_signal,
+           examples=("Segmentation fault (core dumped)", "Aborted (core dumped)",
+                     "launch.sh: line 7: 4021 Segmentation fault      (core dumped) python -m "
+                     "sglang.launch_server")),
+)
+
+# Memory and capacity at startup: numbers for the server panel's facts
+_CAPACITY = (
+    Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound"),
+           extract=ev.kv_cache,
+           examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",)),
+    Phrase("kv_cache", any=("max_total_num_token",), extract=ev.capacity,
+           examples=("max_total_num_tokens=463000, max_prefill_tokens=16384",
+                     "Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, "
+                     "context_len=4096, ")),
+    Phrase("kv_cache", any=("blocks: ", " KV cache size: ", "Maximum concurrency",
+                            "Available KV cache memory: ", "reserved for KV Cache is "),
+           extract=ev.vllm_capacity,
+           examples=("# GPU blocks: 5691, # CPU blocks: 2048", "GPU KV cache size: 1,234 tokens",
+                     "# cuda blocks: 26436, # CPU blocks: 2048",
+                     "Available KV cache memory: 31.50 GiB",
+                     "model weights take 14.96GiB; non_torch_memory takes 0.10GiB; PyTorch "
+                     "activation peak memory takes 9.37GiB; the rest of the memory reserved for "
+                     "KV Cache is 4.20GiB.")),
+    Phrase("kv_cache", any=("host memory for hierarchical KV cache", "hierarchical KV host pool"),
+           extract=ev.hicache,
+           examples=("Allocating 96.00 GB host memory for hierarchical KV cache.",
+                     "Allocating full hierarchical KV host pool: 926000 tokens, 121.38 GB host "
+                     "memory.")),
+    Phrase("kv_cache", any=("Memory pool end",), fields={"phase": "end"}, extract=ev.memory,
+           examples=("Memory pool end. avail mem=9.87 GB",)),
+    Phrase("cuda_graph", any=("Capture ",),
+           pattern=r"Capture (?:([\w -]{1,40}?) )?(?:cuda|CUDA|npu|NPU|cpu|CPU|xpu|XPU|musa|MUSA)"
+                   r" graph (begin|end)\b", extract=ev.graph,
+           examples=("Capture cuda graph end. Time elapsed: 9.81 s. avail mem=5.59 GB.",)),
+    Phrase("cuda_graph", any=("Graph capturing finished",), extract=ev.graph_took,
+           examples=("Graph capturing finished in 12 secs, took 0.58 GiB",)),
+    Phrase("cuda_graph", any=("CUDA graph pool memory: ",),
+           pattern=r"CUDA graph pool memory: ([0-9.]+) GiB \(actual\)", extract=ev.graph_pool,
+           examples=("CUDA graph pool memory: 0.52 GiB (actual), 0.61 GiB (estimated), "
+                     "difference: 0.09 GiB (17.3%).",)),
+    Phrase("load_weights", any=("Load weight begin",), fields={"phase": "begin"},
+           extract=ev.memory, examples=("Load weight begin. avail mem=70.02 GB",)),
+    Phrase("load_weights", any=("Load weight end",), fields={"phase": "end"}, extract=ev.memory,
+           examples=("Load weight end. type=X, avail mem=63.41 GB, mem usage=15.12 GB.",)),
+    Phrase("load_weights", pattern=r"(?:Loading model weights|Model loading) took ([\d.]+) ?Gi?B",
+           needs=("Loading model weights", "Model loading"), extract=ev.weights_taken,
+           fields={"phase": "end"}, examples=("Loading model weights took 14.9595 GB",)),
+    Phrase("ready", any=("ready to roll", "Starting vLLM API server", "Starting vLLM server on"),
+           examples=("The server is fired up and ready to roll!",)),
+)
+
+# Lines that report a failure that may not end the server (or a detail of one that did)
+_ERRORS = (
+    Phrase("error", any=("Dumping scheduler stats",), extract=fail.scheduler_stats,
+           examples=("Dumping scheduler stats: SchedulerStats(num_running_reqs=12, "
+                     "num_waiting_reqs=3, step_counter=0, current_wave=0, kv_cache_usage=0.61, "
+                     "prefix_cache_stats=PrefixCacheStats(reset=False, requests=2, queries=4096, "
+                     "hits=512), spec_decoding_stats=None, num_corrupted_reqs=0)",)),
+    Phrase("error", any=("Some NCCL operations have failed", "ncclUnhandledCudaError",
+                         "unhandled cuda error"), fields={"reason": "nccl_error"},
+           examples=("ncclUnhandledCudaError: Call to CUDA function failed.",)),
+    Phrase("error", any=(" NCCL WARN ",), fields={"reason": "nccl_warn"},
+           examples=("gpu-node:1187:1187 [3] NCCL WARN NET/IB : Got async event",)),
+    Phrase("error", starts=("Traceback (most recent call last)", "ERROR:"),
+           examples=("Traceback (most recent call last):",)),
+    Phrase("error", pattern=r"^[A-Za-z_][\w.]{0,200}(?:Error|Exception|Exit|Interrupt)(?::|$)",
+           needs=("Error", "Exception", "Exit", "Interrupt"),
+           examples=("ValueError: bad", "KeyboardInterrupt")),
+    Phrase("error", any=("Health check failed",), examples=("Health check failed",)),
+    Phrase("error", levels=("ERROR", "CRITICAL", "FATAL"),
+           examples=("engine died",)),  # after a prefix that prints ERROR
+)
+
+PHRASES = (*_STARTUP, *_OOM, *_CRASH, *_CAPACITY, _SHUTDOWN, *_ERRORS)

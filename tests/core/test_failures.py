@@ -1,0 +1,198 @@
+"""Failure wordings as families: every OOM, crash and error line names its reason (and its
+component where it prints one). Lines are real where real-logs has them, else filled in by hand
+from the format strings quoted in the log-shapes notes (section 2); values read off by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dash.core.log.parse import parse_line
+
+VLLM = "(EngineCore_DP0 pid=2201) ERROR 09-10 12:00:10 [core.py:586] "
+
+
+def _event(line: str) -> dict[str, Any]:
+    rec = parse_line(line, 1)
+    assert rec is not None and rec["kind"] == "event", line
+    return rec
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # real: sglang-4547 (CUDA runtime OOM inside the overlap thread)
+    ("RuntimeError: CUDA error: out of memory", {"event": "oom", "reason": "cuda_oom"}),
+    # real: vllm-9290
+    ("ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. Tried to allocate "
+     "138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 2.19 MiB is free.')",
+     {"event": "oom", "reason": "cuda_oom", "engine": "vllm"}),
+    # NCCL's own CUDA failure (src/include/checks.h CUDACHECK), the detail of a DistBackendError
+    ("gpu-node-1:1187:1201 [3] NCCL WARN Cuda failure 'out of memory'",
+     {"event": "oom", "reason": "nccl_cuda_oom"}),
+    ("Cuda failure 'out of memory'", {"event": "oom", "reason": "nccl_cuda_oom"}),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+     {"event": "oom", "reason": "cublas_alloc"}),
+    # vLLM startup: another process holds the GPU (v1/worker/utils.py, 0.15+)
+    (VLLM + "ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less than "
+     "desired GPU memory utilization (0.9, 71.2 GiB). Decrease GPU memory utilization or reduce "
+     "GPU memory used by other processes.",
+     {"event": "oom", "reason": "gpu_memory_taken", "device": "cuda:0", "free_gb": 3.1,
+      "total_gb": 79.11, "gpu_memory_utilization": 0.9, "requested_gb": 71.2, "held_gb": 76.01,
+      "rank": "DP0", "component": "EngineCore"}),
+    # the same before 0.15 (gpu_worker.py: no device name)
+    ("ValueError: Free memory on device (10.5/79.19 GiB) on startup is less than desired GPU "
+     "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory "
+     "used by other processes.",
+     {"event": "oom", "reason": "gpu_memory_taken", "device": None, "free_gb": 10.5,
+      "held_gb": 68.69}),
+    ("ValueError: No available memory for the cache blocks. Try increasing "
+     "`gpu_memory_utilization` when initializing the engine.",
+     {"event": "oom", "reason": "kv_cache_too_small"}),
+    ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens "
+     "that can be stored in KV cache (52384). Try increasing `gpu_memory_utilization` or "
+     "decreasing `max_model_len` when initializing the engine.",
+     {"event": "oom", "reason": "kv_cache_too_small"}),
+    ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB "
+     "KV cache is needed, which is larger than the available KV cache memory (9.50 GiB).",
+     {"event": "oom", "reason": "kv_cache_too_small"}),
+    ("[2026-06-01 12:03:11] Decode out of memory. Try to lower your batch size.",
+     {"event": "oom", "reason": "kv_pool_full"}),
+    ("Prefill out of memory. This should nerver happen.", {"event": "oom", "reason": "kv_pool_full"}),
+    ("ValueError: Not enough host memory available. Requesting 96.00 GB but only have 40.12 GB "
+     "free. Please reduce the size of the hierarchical cache.",
+     {"event": "oom", "reason": "host_memory"}),
+])
+def test_memory_exhaustion_families(line: str, want: dict[str, Any]) -> None:
+    rec = _event(line)
+    assert {k: rec.get(k) for k in want} == want
+
+
+def test_the_healthy_budget_line_that_starts_the_same_way_is_no_oom() -> None:
+    """vLLM >= 0.10.2 prints an INFO line beginning like the startup OOM on every start."""
+    line = ("(EngineCore_DP0 pid=2201) INFO 09-10 12:00:10 [gpu_worker.py:276] Free memory on "
+            "device (78.5/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 "
+            "GiB). Actual usage is 14.99 GiB for weight, 4.35 GiB for peak activation, 0.29 GiB "
+            "for non-torch memory, and 0.58 GiB for CUDAGraph memory.")
+    rec = parse_line(line, 1)
+    assert rec is None or rec.get("event") != "oom"
+
+
+def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:
+    rec = _event("ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less "
+                 "than desired GPU memory utilization (0.9, 71.2 GiB).")
+    assert "another process holds 76.0 GiB" in rec["hint"] and "nvidia-smi" in rec["hint"]
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # `X hit an exception` from every SGLang component, not only the Scheduler
+    ("[2026-06-01 12:10:05] Scheduler hit an exception: Traceback (most recent call last):",
+     {"reason": "exception", "component": "Scheduler"}),
+    ("[2025-03-11 10:00:05 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):",
+     {"reason": "exception", "component": "TpModelWorkerClient", "rank": "TP0"}),
+    ("[2026-06-01 12:10:05] DataParallelController hit an exception: Traceback (most recent call last):",
+     {"reason": "exception", "component": "DataParallelController"}),
+    ("[2026-06-01 12:10:05] DetokenizerManager hit an exception: Traceback (most recent call last):",
+     {"reason": "exception", "component": "DetokenizerManager"}),
+    ("[2026-06-01 12:10:05] TokenizerManager hit an exception: Traceback (most recent call last):",
+     {"reason": "exception", "component": "TokenizerManager"}),
+    ("[2026-06-01 12:10:05] MultiTokenizerRouter hit an exception: Traceback",
+     {"reason": "exception", "component": "MultiTokenizerRouter"}),
+    ("Exception in ModelRpcClient:", {"reason": "exception", "component": "ModelRpcClient"}),
+    ("[2024-08-01 10:00:00 TP0] Exception in ModelTpServer:",
+     {"reason": "exception", "component": "ModelTpServer"}),
+    # real: vllm-ascend-issue616
+    ("^[[1;36m(VllmWorkerProcess pid=176029)^[[0;0m ERROR 04-17 15:30:42 [multiproc_worker_utils.py:238] "
+     "Exception in worker VllmWorkerProcess while processing method load_model.^M",
+     {"reason": "exception", "component": "VllmWorkerProcess"}),
+    (VLLM + "EngineCore encountered a fatal error.", {"reason": "exception", "component": "EngineCore"}),
+    ("(VllmWorker rank=3 pid=1187) ERROR 05-01 12:00:10 [multiproc_executor.py:470] WorkerProc hit "
+     "an exception.", {"reason": "exception", "component": "WorkerProc", "rank": "rank=3"}),
+    ("(APIServer pid=1) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+     "See stack trace (above) for the root cause.",
+     {"reason": "engine_dead", "component": "EngineCore"}),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
+     "{'EngineCore_DP0': 1}", {"reason": "init_failed"}),
+    (VLLM + "EngineCore failed to start.", {"reason": "init_failed", "component": "EngineCore"}),
+    # process deaths: the exit code says how
+    ("[2026-06-01 12:10:07] Subprocess detokenizer (pid=4100) crashed with exit code -9. "
+     "Triggering SIGQUIT for cleanup...", {"reason": "killed", "signal": 9}),
+    ("[2025-08-01 12:10:07] Scheduler or DataParallelController 4242 terminated with -11",
+     {"reason": "segfault", "signal": 11}),
+    ("RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is "
+     "-9 (SIGKILL), a common cause is the OS OOM killer.", {"reason": "killed", "signal": 9}),
+    ("(APIServer pid=1) ERROR 05-01 12:00:10 [core_client.py:1] Engine core proc EngineCore_DP0 "
+     "died unexpectedly, shutting down client.",
+     {"reason": "process_died", "component": "EngineCore_DP0"}),
+    ("Worker proc VllmWorker-1 died unexpectedly (exit code: -6), shutting down executor.",
+     {"reason": "abort", "signal": 6, "component": "VllmWorker-1"}),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT",
+     {"reason": "abort", "signal": 6}),
+    # NCCL and collectives (torch ProcessGroupNCCL.cpp, NCCLUtils.hpp; pynccl)
+    ("[rank0]:[E1120 12:00:00.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+     "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
+     {"reason": "nccl_timeout", "op": "ALLREDUCE", "timeout_ms": 600000, "ran_for_ms": 600012}),
+    ("(VllmWorker rank=3 pid=1187) torch.distributed.DistBackendError: NCCL error in: "
+     "../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with "
+     "NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+     {"reason": "nccl_error", "rank": "rank=3", "component": "VllmWorker"}),
+    ("terminate called after throwing an instance of 'c10::DistBackendError'",
+     {"reason": "nccl_error"}),
+    ("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+     {"reason": "nccl_error"}),
+    # CUDA kernel faults (one assert line per failing thread, then the Python exception)
+    ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: "
+     "block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+     {"reason": "device_assert", "detail": "t >= 0 && t < n_classes"}),
+    ("RuntimeError: CUDA error: device-side assert triggered", {"reason": "device_assert"}),
+    ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+     {"reason": "illegal_memory_access"}),
+    ("RuntimeError: CUDA error: misaligned address", {"reason": "cuda_error",
+                                                      "detail": "misaligned address"}),
+    # signals, as the shell and faulthandler report them
+    ("Segmentation fault (core dumped)", {"reason": "segfault"}),
+    ("Aborted (core dumped)", {"reason": "abort"}),
+    ("launch.sh: line 7: 4021 Segmentation fault      (core dumped) python -m sglang.launch_server",
+     {"reason": "segfault"}),
+    ("Fatal Python error: Segmentation fault", {"reason": "segfault"}),
+    ("Fatal Python error: Aborted", {"reason": "abort"}),
+    ("Bus error (core dumped)", {"reason": "bus_error"}),
+])
+def test_crash_families(line: str, want: dict[str, Any]) -> None:
+    rec = _event(line)
+    assert rec["event"] == "crash", line
+    assert {k: rec.get(k) for k in want} == want
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-06-01 12:10:05] Aborted request abc123 because the client went away",
+    "INFO:     Exception in ASGI application",
+    "Task exception was never retrieved: Exception in callback foo()",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+])
+def test_near_misses_are_no_crash(line: str) -> None:
+    rec = parse_line(line, 1)
+    assert rec is None or rec.get("event") != "crash", line
+
+
+def test_the_engine_state_dumped_before_a_fatal_error() -> None:
+    """vLLM (dump_input.py) dumps the scheduler's stats before it re-raises: its last state."""
+    rec = _event(VLLM + "Dumping scheduler stats: SchedulerStats(num_running_reqs=12, "
+                 "num_waiting_reqs=3, step_counter=0, current_wave=0, kv_cache_usage=0.61, "
+                 "prefix_cache_stats=PrefixCacheStats(reset=False, requests=2, queries=4096, "
+                 "hits=512), spec_decoding_stats=None, num_corrupted_reqs=0)")
+    assert {k: rec.get(k) for k in ("event", "reason", "running_req", "queue_req", "token_usage",
+                                    "corrupted_req", "rank")} == {
+        "event": "error", "reason": "engine_state", "running_req": 12, "queue_req": 3,
+        "token_usage": 0.61, "corrupted_req": 0, "rank": "DP0"}
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    ("ncclUnhandledCudaError: Call to CUDA function failed.", "nccl_error"),
+    ("gpu-node-1:1187:1201 [3] NCCL WARN NET/IB : Got async event : port error", "nccl_warn"),
+    ("Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+     "kernels, subsequent GPU operations might run on corrupted/incomplete data.", "nccl_error"),
+])
+def test_error_details(line: str, want: str) -> None:
+    rec = _event(line)
+    assert (rec["event"], rec["reason"]) == ("error", want)

@@ -1,0 +1,153 @@
+"""Stats families beyond Decode/Prefill/vLLM's stats line, and what `unparsed` and `incomplete`
+see. Lines are real where real-logs has them, else built from the format strings quoted in the
+log-shapes notes (sections 4, 6, 7); values read off by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dash.core.log.parse import parse_line
+
+API = "(APIServer pid=1) INFO 09-10 12:00:10 [metrics.py:96] "
+
+
+def _rec(line: str) -> dict[str, Any]:
+    rec = parse_line(line, 5)
+    assert rec is not None, line
+    return rec
+
+
+def _has(rec: dict[str, Any], want: dict[str, Any]) -> None:
+    assert {k: rec.get(k) for k in want} == want
+
+
+def test_sglang_0_1_new_fill_batch_is_a_prefill_record() -> None:
+    rec = _rec("new fill batch. #seq: 2. #cached_token: 512. #new_token: 40. #remaining_req: 6. "
+               "#running_req: 3. tree_cache_hit_rate: 71.20%.")
+    _has(rec, {"kind": "prefill", "new_seq": 2, "cached_token": 512, "new_token": 40,
+               "queue_req": 6, "running_req": 3, "cache_hit_rate": 0.712, "token_usage": None})
+    assert "incomplete" not in rec
+    early = _rec("new fill batch. #seq: 1. #cached_token: 0. #new_token: 17. #remaining_req: 0. "
+                 "#running_req: 0")  # 0.1.3-0.1.10: no hit rate, no final period
+    _has(early, {"new_seq": 1, "new_token": 17, "running_req": 0, "cache_hit_rate": None})
+    assert "incomplete" not in early
+
+
+def test_sglang_0_1_decode_and_the_0_1_17_spellings() -> None:
+    d = _rec("#running-req: 3, #token: 4096, token usage: 0.05, gen throughput (token/s): 120.55, "
+             "#queue-req: 6")
+    _has(d, {"kind": "decode", "running_req": 3, "tokens": 4096, "token_usage": 0.05,
+             "gen_throughput": 120.55, "queue_req": 6})
+    p = _rec("[gpu_id=0] Prefil batch. #new-seq: 2, #new-token: 40, #cached-token: 512, "
+             "cache hit rate: 71.20%, #running-req: 3, #queue-req: 6")
+    _has(p, {"kind": "prefill", "rank": "gpu_id=0", "new_seq": 2, "new_token": 40,
+             "cached_token": 512, "cache_hit_rate": 0.712, "running_req": 3, "queue_req": 6})
+
+
+def test_sglang_accept_len_and_rate_on_decode_lines() -> None:
+    # real: sglang-11948-eagle3-decode-accept-len.log, line 2
+    rec = _rec("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: "
+               "0.00, accept len: 2.17, accept rate: 0.54, cuda graph: True, gen throughput "
+               "(token/s): 0.39, #queue-req: 0, ")
+    _has(rec, {"kind": "decode", "accept_len": 2.17, "accept_rate": 0.54})
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # vLLM 0.10.2+ (v1/spec_decode/metrics.py): the per-position list holds `, `
+    (API + "SpecDecoding metrics: Mean acceptance length: 3.10, Accepted throughput: 142.40 "
+     "tokens/s, Drafted throughput: 200.00 tokens/s, Accepted: 1424 tokens, Drafted: 2000 tokens, "
+     "Per-position acceptance rate: 0.812, 0.703, 0.621, Avg Draft acceptance rate: 41.0%",
+     {"kind": "spec", "engine": "vllm", "accept_len": 3.1, "accepted_throughput": 142.4,
+      "drafted_throughput": 200.0, "accepted_tokens": 1424, "drafted_tokens": 2000,
+      "accept_rate_per_pos": [0.812, 0.703, 0.621], "accept_rate": 0.41}),
+    # builds that print more (timings, rejected tokens), a named item after the list
+    (API + "SpecDecoding metrics: Mean acceptance length: 2.42, Accepted throughput: 80.00 "
+     "tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 800 tokens, Drafted: 1200 tokens, "
+     "Rejected: 400 tokens, Reverify: 3, Per-position acceptance rate: 0.812, 0.703, Avg Draft "
+     "acceptance rate: 66.7%, Draft time/step: 1.234 ms, Verify time/step: 4.567 ms",
+     {"kind": "spec", "accept_len": 2.42, "rejected_tokens": 400,
+      "accept_rate_per_pos": [0.812, 0.703], "accept_rate": 0.667}),
+    # vLLM 0.8.5-0.10.1: the rate first, the list last
+    ("INFO 05-01 12:00:10 [metrics.py:87] SpecDecoding metrics: Draft acceptance rate: 71.2%, "
+     "Mean acceptance length: 2.14, Accepted: 1424 tokens, Drafted: 2000 tokens, Per-position "
+     "acceptance rate: 0.812, 0.703, 0.621",
+     {"kind": "spec", "accept_rate": 0.712, "accept_len": 2.14,
+      "accept_rate_per_pos": [0.812, 0.703, 0.621]}),
+    # vLLM V0 (engine/metrics.py): fractions, and a final period
+    ("INFO 03-01 12:00:10 metrics.py:400] Speculative metrics: Draft acceptance rate: 0.712, System "
+     "efficiency: 0.650, Number of speculative tokens: 3, Number of accepted tokens: 1424, Number "
+     "of draft tokens: 2000, Number of emitted tokens: 1900.",
+     {"kind": "spec", "accept_rate": 0.712, "system_efficiency": 0.65, "num_spec_tokens": 3,
+      "accepted_tokens": 1424, "drafted_tokens": 2000, "emitted_tokens": 1900,
+      "accept_len": None}),
+])
+def test_vllm_speculative_decoding_records(line: str, want: dict[str, Any]) -> None:
+    rec = _rec(line)
+    _has(rec, want)
+    assert "incomplete" not in rec
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    (API + "Engine 000: MFU: 312.4 TF/s/GPU 1520.3 GB/s/GPU",
+     {"kind": "mfu", "engine_index": 0, "tflops_per_gpu": 312.4, "gbps_per_gpu": 1520.3}),
+    (API + "Engine 001: MFU: 88.0 TF/s/device 410.5 GB/s/device",
+     {"kind": "mfu", "engine_index": 1, "tflops_per_gpu": 88.0, "gbps_per_gpu": 410.5}),
+])
+def test_vllm_mfu_records(line: str, want: dict[str, Any]) -> None:
+    _has(_rec(line), want)
+
+
+DECODE = ("[2025-09-03 18:33:19 TP0] Decode batch. #running-req: 1, #token: 137, token usage: 0.00, "
+          "cuda graph: True, gen throughput (token/s): 1.06, #queue-req: 0, ")  # real: sglang-10053
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    (DECODE[:120], "no queue_req"),  # wrapped by a terminal: the rest is on the next line
+    (DECODE.rstrip(", ") + "$", "no queue_req"),  # `cat -A`'s line end pasted along
+    (DECODE + "$" + DECODE, "two stats lines in one"),  # two lines glued at a `$`
+    # a prefix no rule peels (vLLM's VLLM_LOGGING_PREFIX): its stamp is lost
+    ("gpu7 INFO 06-16 10:03:14 [loggers.py:87] Engine 000: Avg prompt throughput: 1254.4 "
+     "tokens/s, Avg generation throughput: 29.2 tokens/s, Running: 10 reqs, Waiting: 4 reqs, "
+     "GPU KV cache usage: 57.9%, Prefix cache hit rate: 40.5%", "text before the head"),
+    # real: vllm-19680, wrapped after `Waiting: 4 r`
+    ("INFO 06-16 10:03:14 [loggers.py:87] Engine 000: Avg prompt throughput: 1254.4 tokens/s, "
+     "Avg generation throughput: 29.2 tokens/s, Running: 10 reqs, Waiting: 4 r", "no token_usage"),
+])
+def test_damaged_stats_lines_are_read_and_marked(line: str, problem: str) -> None:
+    rec = _rec(line)
+    assert rec["kind"] in ("decode", "prefill"), line
+    assert problem in rec["incomplete"] and rec["text"] == line
+
+
+def test_complete_lines_are_not_marked() -> None:
+    assert "incomplete" not in _rec(DECODE)
+    # a `> ` quote of a whole line is read with its stamp (the bracket is found inside)
+    quoted = _rec("> " + DECODE)
+    assert quoted["ts"] == "2025-09-03T18:33:19" and "incomplete" not in quoted
+
+
+@pytest.mark.parametrize("line", [
+    # a family kdash has no rule for: several `name: number` items
+    (API + "DiffusionDecoding metrics: Committed token throughput: 120.50 tokens/s, Mean "
+     "denoising steps per canvas: 4.20, Mean tokens committed per denoising step: 2.10"),
+    # the tail of a terminal-wrapped stats line
+    "Waiting: 0 reqs, GPU KV cache usage: 0.3%, Prefix cache hit rate: 68.2%",
+    "[2025-09-11 10:25:33 TP0] #all_names: 835, #hit_names: 707, #missing_exclude_scales: 0",
+])
+def test_lines_that_carry_stats_nobody_reads_are_unparsed(line: str) -> None:
+    rec = _rec(line)
+    assert rec["kind"] == "unparsed" and rec["text"]
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-11-30 11:18:05] Using default chat sampling params from model generation config: "
+    "{'repetition_penalty': 1.05, 'temperature': 1e-06, 'top_k': 50, 'top_p': 1.0}",
+    "[2025-09-11 10:25:44 TP0] Capture cuda graph bs [1, 2, 4, 8, 16, 24, 32]",
+    '  File "/x/engine.py", line 155, in start',
+    "Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:02<00:00,  1.6it/s]",
+])
+def test_lines_with_numbers_but_no_stats_are_not(line: str) -> None:
+    rec = parse_line(line, 1)
+    assert rec is None or rec["kind"] != "unparsed", line

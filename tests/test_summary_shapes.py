@@ -1,0 +1,86 @@
+"""What `summary`, the server log tracker and the server panel make of the new shapes:
+speculative decoding's acceptance, incomplete stats lines, spec/mfu records, capacity facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dash.commands.summary import render_text, summarize
+from dash.core.log.parse import parse_line
+from dash.core.state.server_log import ServerLogTracker
+
+API = "(APIServer pid=1) INFO 09-10 12:00:{s:02d} [loggers.py:236] "
+VLLM_LOG = "\n".join([
+    API.format(s=10) + "Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: "
+    "300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache "
+    "hit rate: 52.5%",
+    API.format(s=10) + "SpecDecoding metrics: Mean acceptance length: 3.10, Accepted throughput: "
+    "142.40 tokens/s, Drafted throughput: 200.00 tokens/s, Accepted: 1424 tokens, Drafted: 2000 "
+    "tokens, Per-position acceptance rate: 0.812, 0.703, 0.621, Avg Draft acceptance rate: 71.2%",
+    API.format(s=10) + "Engine 000: MFU: 312.4 TF/s/GPU 1520.3 GB/s/GPU",
+    API.format(s=20) + "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+    "310.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 13.0%, Prefix cache "
+    "hit rate: 52.5%",
+    API.format(s=20) + "SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: "
+    "120.00 tokens/s, Drafted throughput: 200.00 tokens/s, Accepted: 1200 tokens, Drafted: 2000 "
+    "tokens, Per-position acceptance rate: 0.700, 0.500, 0.300, Avg Draft acceptance rate: 50.0%",
+    # cut by a terminal: read, and counted
+    API.format(s=30) + "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+    "305.0 tokens/s, Running: 4 re",
+]) + "\n"
+
+
+def test_summary_reports_acceptance_and_incomplete_lines(tmp_path: Path) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_LOG)
+    doc = summarize(log)
+    assert doc["records"] == {"decode": 3, "prefill": 0, "event": 0, "unparsed": 0, "mfu": 1,
+                              "spec": 2}
+    assert doc["spec"] == {"accept_len": {"mean": 2.8, "last": 2.5, "samples": 2},
+                           "accept_rate": {"mean": 0.606, "last": 0.5, "samples": 2}}
+    assert doc["incomplete"] == 1 and doc["unparsed_samples"] == []
+    sample = doc["incomplete_samples"][0]
+    assert sample["line"] == 6 and "no queue_req" in sample["incomplete"]
+    text = render_text(doc, 120)
+    assert "accept len mean 2.80, last 2.50 over 2 lines" in text
+    assert "incomplete (no queue_req; no token_usage)" in text and "spec 2" in text
+
+
+def test_summary_of_an_sglang_eagle_log(real_logs: Path) -> None:
+    """sglang-11948: accept len 2.17, 1.95, 1.80, 2.05, 1.80; accept rate .54 .49 .45 .51 .45."""
+    doc = summarize(real_logs / "sglang-11948-eagle3-decode-accept-len.log")
+    assert doc["spec"] == {"accept_len": {"mean": 1.954, "last": 1.8, "samples": 5},
+                           "accept_rate": {"mean": 0.488, "last": 0.45, "samples": 5}}
+
+
+def test_a_log_without_speculative_decoding_has_no_spec(real_logs: Path) -> None:
+    assert summarize(real_logs / "sglang-13023-decode-comma-cuda-graph-false-true.log")["spec"] is None
+
+
+def test_the_tracker_keeps_acceptance_over_time_and_counts_incomplete_lines() -> None:
+    tr = ServerLogTracker("vllm.log")
+    recs = [parse_line(line, n) for n, line in enumerate(VLLM_LOG.splitlines(), 1)]
+    tr.feed(recs, 1.9e9)
+    snap = tr.snapshot(1.9e9)
+    assert snap.accept_len.v == (3.1, 2.5)
+    assert (snap.records, snap.unparsed) == (6, 1)
+    assert snap.last_decode is not None and snap.last_decode["gen_throughput"] == 305.0
+
+
+@pytest.mark.parametrize(("line", "fact", "value"), [
+    ("[2026-06-01 11:58:26] Allocating full hierarchical KV host pool: 926000 tokens, 121.38 GB "
+     "host memory.", "hicache_host_gb", 121.38),
+    ("(EngineCore_DP0 pid=2201) INFO 09-10 12:00:10 [gpu_worker.py:298] Available KV cache memory: "
+     "31.50 GiB", "kv_size_gb", 31.5),
+    ("INFO 01-13 11:35:23 worker.py:241] model weights take 14.96GiB; non_torch_memory takes "
+     "0.10GiB; PyTorch activation peak memory takes 9.37GiB; the rest of the memory reserved for KV "
+     "Cache is 4.20GiB.", "kv_size_gb", 4.2),
+    ("INFO 03-01 12:00:10 executor_base.py:111] # cuda blocks: 26436, # CPU blocks: 2048",
+     "gpu_blocks", 26436),
+])
+def test_capacity_lines_feed_the_server_facts(line: str, fact: str, value: float) -> None:
+    tr = ServerLogTracker()
+    tr.feed([parse_line(line, 1)], 1.9e9)
+    assert tr.snapshot(1.9e9).facts[fact] == value
