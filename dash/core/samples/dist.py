@@ -9,8 +9,8 @@ and a dependency's per-value overhead would be most of `kdash outputs`' cost.
 
 from __future__ import annotations
 
+import bisect
 import math
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -56,7 +56,8 @@ class Running:
         self.total = 0
         self.max = 0
         self.zeros = 0
-        self._exact: array[int] | None = array("q")
+        self._exact: list[int] | None = []
+        """Every value, sorted (kept sorted as they come: a figure never sorts them again)."""
         self._buckets: dict[int, int] = {}
 
     def add(self, value: int) -> None:
@@ -65,7 +66,7 @@ class Running:
         if value > self.max:
             self.max = value
         if self._exact is not None:
-            self._exact.append(value)
+            bisect.insort(self._exact, value)
             if len(self._exact) > EXACT_MAX:
                 self._exact = None
         if value <= 0:
@@ -77,8 +78,10 @@ class Running:
     def dist(self) -> Dist:
         if not self.n:
             return Dist()
-        if self._exact is not None:
-            return summarize(self._exact)
+        ordered = self._exact
+        if ordered is not None:
+            return Dist(len(ordered), rank(ordered, 0.5), rank(ordered, 0.95),
+                        float(ordered[-1]), float(self.total))
         return Dist(self.n, self._quantile(0.5), self._quantile(0.95), float(self.max),
                     float(self.total))
 
