@@ -187,3 +187,50 @@ def test_the_healthy_simulation_raises_no_output_alert(tmp_path: Path) -> None:
         collector.close()
     engine = AlertEngine(AlertConfig(), rules=OUTPUT_RULES)
     assert not engine.evaluate(state.snapshot(SIM_T0 + 600), SIM_T0 + 600).new
+
+
+def test_a_crashed_and_failing_client_on_a_simulated_run(tmp_path: Path) -> None:
+    """Invalid lines and error records appended to a simulated run's output, as a client that
+    was killed mid-line and then got errors back would leave them, fire live; and the empty
+    answers of samples cut off while reasoning fire in truncated-outputs."""
+    run = SimRun(tmp_path, "truncated-outputs", seed=0, gpus=1, start_epoch=SIM_T0)
+    cfg = dataclasses.replace(run.config(), url="")
+    state = RunState(cfg)
+    collector = Collector(cfg)
+    out = run.outputs_dir / "B2_opencodeinstruct.jsonl"
+    fired: dict[str, str] = {}
+    try:
+        for t in range(0, 901, 10):
+            run.advance_to(t)
+            if t == 300:
+                with out.open("a") as fh:  # killed mid-line, then restarted
+                    fh.write('{"id": "B2_opencodeinstruct-0', )
+                    fh.write("\n" + "".join(json.dumps(
+                        {"id": f"e{i}", "error": {"message": "Request timed out."}}) + "\n"
+                        for i in range(12)))
+            apply_files(state, collector.read_files(), SIM_T0 + t)
+            fired.update({a.id: a.evidence for a in state.tick(SIM_T0 + t).new})
+    finally:
+        collector.close()
+    assert {"outputs_invalid", "outputs_errors", "outputs_empty", "outputs_truncated"} <= set(fired)
+    assert "Request timed out." in fired["outputs_errors"]
+
+
+def test_a_configured_path_that_never_matches_is_a_notice(tmp_path: Path) -> None:
+    from dash.core.samples.fieldspec import OutputFields
+    from dash.core.samples.paths import parse_path
+
+    write(tmp_path / "B1.jsonl", [sglang(i) for i in range(30)])
+    cfg = Config(outputs=(str(tmp_path / "*.jsonl"),), url="",
+                 output_fields=OutputFields(text=parse_path("result.answer")))
+    state = RunState(cfg)
+    collector = Collector(cfg)
+    try:
+        apply_files(state, collector.read_files(), SIM_T0)
+    finally:
+        collector.close()
+    snap = state.snapshot(SIM_T0)
+    assert any("[outputs] text = 'result.answer' matched none" in n for n in snap.notices)
+    (p,) = snap.partitions
+    assert p.quality is not None and [f.path for f in p.quality.unmatched] == ["result.answer"]
+    assert p.quality.window.samples == 30  # the detected text is used meanwhile

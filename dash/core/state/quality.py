@@ -18,7 +18,7 @@ from dash.core.samples.stats import QualityFigures, QualityStats
 
 LATEST = 8
 """Raw lines kept per partition for the sample view (`n`/`p` go through them)."""
-LATEST_BYTES = 8 * 1024 * 1024
+LATEST_BYTES = 4 * 1024 * 1024
 """...but no more than this many characters of them (the newest is always kept)."""
 RATE_WINDOW_S = 60.0
 MIN_RATE_SPAN_S = 10.0

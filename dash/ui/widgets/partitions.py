@@ -22,12 +22,13 @@ class PartitionTable(KeyedTable):
         "parts--bar", "parts--empty", "parts--ok", "parts--crit", "parts--dim",
     }
     FULL_COLUMNS = (
-        ("n", "#", 1), ("name", "partition", 17), ("done", "done/total", 11), ("pct", "%", 4),
+        ("n", "#", 1), ("name", "partition", 22), ("done", "done/total", 11),
         ("bar", "progress", BAR_WIDTH), ("rate", "/min", 5), ("eta", "ETA", 6),
         ("status", "status", 8), ("trunc", "trunc", 5), ("tok", "tok", 5), ("err", "err", 4),
     )
     """The last three: of the recent samples, the share cut at the token limit and the median
-    output tokens; error records and invalid lines since start."""
+    output tokens; error records and invalid lines since start. They take the place of the
+    percentage, which the bar and the details (`done N of M`) still show."""
     COMPACT_COLUMNS = (
         ("n", "#", 1), ("name", "partition", 11), ("done", "done/total", 11),
         ("eta", "ETA", 6), ("status", "status", 7),
@@ -56,7 +57,6 @@ class PartitionTable(KeyedTable):
             "n": str(i + 1) if i < 9 else "",
             "name": Text(fmt.clean(p.name, 60)),
             "done": f"{p.done}/{total}",
-            "pct": "-" if pct is None else f"{pct:.0f}%",
             "bar": bar,
             "rate": fmt.num(p.rate_per_min, digits=1),
             "eta": "done" if p.status == "done" else fmt.dur(p.eta_s),
