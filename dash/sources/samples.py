@@ -75,9 +75,10 @@ class SampleReader:
         except OSError:
             return _Read(None, 0, False)
         try:
-            if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != ident:
+            fst = os.fstat(fd)
+            if (fst.st_dev, fst.st_ino) != ident:
                 return _Read(None, 0, False)  # replaced between stat and open: next read
-            size = os.fstat(fd).st_size
+            size = fst.st_size
             if (reset or ident != self._ident or size < self.offset
                     or not self._mark.holds(*read_spans(fd, self._mark.spans()))):
                 return self._tail(fd, ident, size, counted, restart=True)

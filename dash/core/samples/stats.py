@@ -175,15 +175,28 @@ class QualityStats:
 
 
 def figures_of(samples: Iterable[Sample], *, lines: int = 0, invalid: int = 0) -> QualityFigures:
-    """Exact figures of a few samples (the window)."""
-    items = list(samples)
-    finish = Counter(s.finish for s in items if s.finish is not None)
-    reasoning = Counter(s.reasoning for s in items if s.reasoning is not None)
+    """Exact figures of a few samples (the window), in one pass: this runs every refresh."""
+    finish: Counter[str] = Counter()
+    reasoning: Counter[str] = Counter()
+    tokens: list[int] = []
+    chars: list[int] = []
+    prompt: list[int] = []
+    n = errors = empty = 0
+    for s in samples:
+        n += 1
+        errors += s.error is not None
+        empty += s.empty
+        if s.finish is not None:
+            finish[s.finish] += 1
+        if s.reasoning is not None:
+            reasoning[s.reasoning] += 1
+        if s.tokens is not None:
+            tokens.append(s.tokens)
+        if s.chars is not None:
+            chars.append(s.chars)
+        if s.prompt_tokens is not None:
+            prompt.append(s.prompt_tokens)
     return QualityFigures(
-        lines=lines, invalid=invalid, samples=len(items),
-        errors=sum(s.error is not None for s in items), empty=sum(s.empty for s in items),
-        finish=tuple(finish.most_common()),
-        tokens=summarize(s.tokens for s in items if s.tokens is not None),
-        chars=summarize(s.chars for s in items if s.chars is not None),
-        prompt_tokens=summarize(s.prompt_tokens for s in items if s.prompt_tokens is not None),
-        reasoning=tuple(reasoning.most_common()))
+        lines=lines, invalid=invalid, samples=n, errors=errors, empty=empty,
+        finish=tuple(finish.most_common()), tokens=summarize(tokens), chars=summarize(chars),
+        prompt_tokens=summarize(prompt), reasoning=tuple(reasoning.most_common()))
