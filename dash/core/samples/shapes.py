@@ -177,18 +177,31 @@ def normalize_finish(raw: str) -> Finish:
     return FINISH_WORDS.get(raw.lower(), "other")
 
 
+def _first_count(*candidates: Any) -> int | None:
+    for value in candidates:
+        n = count(value)
+        if n is not None:
+            return n
+    return None
+
+
 def tokens_of(body: Rec, outer: Rec) -> int | None:
-    usage = body.get("usage")
-    for value in (dig(usage, "completion_tokens"), dig(usage, "output_tokens"),
-                  dig(body, "meta_info", "completion_tokens"), dig(body, "details",
-                                                                   "generated_tokens"),
-                  body.get("generated_token_count")):
-        if count(value) is not None:
-            return count(value)
-    meta = body.get("usageMetadata")
-    if isinstance(meta, dict) and count(meta.get("candidatesTokenCount")) is not None:
-        return (count(meta.get("candidatesTokenCount")) or 0) + (
-            count(meta.get("thoughtsTokenCount")) or 0)
+    usage, meta = body.get("usage"), body.get("meta_info")
+    # Each source only where the record has it: this runs for every sample read.
+    found = _first_count(usage.get("completion_tokens"), usage.get("output_tokens")) \
+        if isinstance(usage, dict) else None
+    if found is None and isinstance(meta, dict):
+        found = count(meta.get("completion_tokens"))
+    if found is not None:
+        return found
+    found = _first_count(dig(body, "details", "generated_tokens"),
+                         body.get("generated_token_count"))
+    if found is not None:
+        return found
+    gemini = body.get("usageMetadata")
+    if isinstance(gemini, dict) and count(gemini.get("candidatesTokenCount")) is not None:
+        return (count(gemini.get("candidatesTokenCount")) or 0) + (
+            count(gemini.get("thoughtsTokenCount")) or 0)
     for ids in (dig(body, "outputs", 0, "token_ids"), body.get("output_ids"),
                 dig(body, "choices", 0, "token_ids")):
         if isinstance(ids, list):
@@ -197,12 +210,15 @@ def tokens_of(body: Rec, outer: Rec) -> int | None:
 
 
 def prompt_tokens_of(body: Rec, outer: Rec) -> int | None:
-    usage = body.get("usage")
-    for value in (dig(usage, "prompt_tokens"), dig(usage, "input_tokens"),
-                  dig(body, "meta_info", "prompt_tokens"),
-                  dig(body, "usageMetadata", "promptTokenCount")):
-        if count(value) is not None:
-            return count(value)
+    usage, meta = body.get("usage"), body.get("meta_info")
+    found = _first_count(usage.get("prompt_tokens"), usage.get("input_tokens")) \
+        if isinstance(usage, dict) else None
+    if found is None and isinstance(meta, dict):
+        found = count(meta.get("prompt_tokens"))
+    if found is None:
+        found = count(dig(body, "usageMetadata", "promptTokenCount"))
+    if found is not None:
+        return found
     ids = body.get("prompt_token_ids")
     if isinstance(ids, list):
         return len(ids)
@@ -238,14 +254,26 @@ def reasoning_of(body: Rec, outer: Rec) -> str | None:
     return None
 
 
+_LIMIT_KEYS = frozenset(LIMIT_KEYS)
+_LIMIT_HOLDERS = frozenset(LIMIT_HOLDERS)
+
+
+def _limit_in(rec: Rec) -> int | None:
+    for key in sorted(rec.keys() & _LIMIT_KEYS, key=LIMIT_KEYS.index):
+        if count(rec[key]):
+            return count(rec[key])
+    return None
+
+
 def limit_of(body: Rec, outer: Rec) -> int | None:
     """The max-token limit echoed in the record (top level or under a request holder)."""
-    for rec in (outer, body):
-        for holder in (rec, *(rec.get(h) for h in LIMIT_HOLDERS)):
-            if isinstance(holder, dict):
-                for key in LIMIT_KEYS:
-                    if count(holder.get(key)):
-                        return count(holder[key])
+    for rec in (outer, body) if body is not outer else (outer,):
+        found = _limit_in(rec)
+        if found is None:
+            found = next((n for h in sorted(rec.keys() & _LIMIT_HOLDERS, key=LIMIT_HOLDERS.index)
+                          if isinstance(rec[h], dict) and (n := _limit_in(rec[h]))), None)
+        if found:
+            return found
     return None
 
 

@@ -85,7 +85,10 @@ class HeaderBar(Panel):
         if snap.totals.output_tokens_per_s is not None:
             # The samples' own rate beside the server's: aborted or retried requests, or a
             # client that cannot keep up, show as a gap between the two.
-            t.append(f"  samples {snap.totals.output_tokens_per_s:.0f} tok/s", self._st("dim"))
+            # Two significant figures: a rate over a minute of arrivals moves every second, and
+            # a header that changes repaints.
+            t.append(f"  samples {_two_figures(snap.totals.output_tokens_per_s)} tok/s",
+                     self._st("dim"))
         if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
         facts = snap.facts
@@ -131,3 +134,11 @@ class HeaderBar(Panel):
         if acked:
             t.append(f"  {acked} ack'd", self._st("dim"))
         return t
+
+
+def _two_figures(value: float) -> str:
+    """`588` -> `590`, `1328` -> `1300`, `7.4` -> `7.4`: two significant figures."""
+    if value <= 0:
+        return "0"
+    return f"{float(f'{value:.2g}'):g}" if value < 1e5 else f"{value:,.0f}"
+
