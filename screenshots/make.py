@@ -1,6 +1,7 @@
 """Regenerate the screenshots in this folder (SVG, and PNG through cairosvg).
 
-    .venv/bin/python screenshots/make.py
+    .venv/bin/python screenshots/make.py           # all of them
+    .venv/bin/python screenshots/make.py help      # only these (names without .svg)
 
 Two kinds of picture, each drawn by the real app at a fixed size:
 - `demo-*`: a simulated run (dash.sim, fixed seed and start time) read through the real
@@ -11,8 +12,10 @@ Two kinds of picture, each drawn by the real app at a fixed size:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,14 +24,24 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.pop("NO_COLOR", None)
+os.environ["TZ"] = "UTC"  # clock times on screen ("since 14:02") are local: one zone, stable
+time.tzset()
 
 from ui.conftest import build_app  # noqa: E402
-from ui.fake_run import CLIENT_LINES, NOW, SERVER_LINES, FrozenState, snapshot  # noqa: E402
+from ui.fake_run import (  # noqa: E402
+    CLIENT_LINES,
+    NOW,
+    SERVER_LINES,
+    FrozenState,
+    server,
+    snapshot,
+)
 
 from dash.core.clock import FakeClock  # noqa: E402
 from dash.core.config import Config  # noqa: E402
 from dash.core.snapshot import GpusSnapshot, HttpSnapshot, RunSnapshot  # noqa: E402
 from dash.ui.app import DashApp  # noqa: E402
+from dash.ui.widgets.alerts import AlertsPanel  # noqa: E402
 from dash.ui.widgets.log_pane import LogPane  # noqa: E402
 
 SIM_START = 1_780_000_000.0
@@ -43,17 +56,32 @@ async def _feed_logs(app: Any) -> None:
     app.query_one(LogPane).append("client", CLIENT_LINES)
 
 
+async def _focus_alerts(app: Any) -> None:
+    app.query_one(AlertsPanel).focus()
+
+
+async def _scroll_back(app: Any) -> None:
+    lines = [f"{SERVER_LINES[i % len(SERVER_LINES)]}  #{i}" for i in range(400)]
+    app.query_one(LogPane).append("server", lines)
+
+
 SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]] = {
     "dashboard": ((160, 45), None, (), None),
     "compact-80x24": ((80, 24), None, (), None),
     "log-pane": ((160, 45), None, ("l", "2", "g", "g", "plus"), _feed_logs),
     "server-down-no-nvml": ((160, 45), snapshot(
+        server=dataclasses.replace(server(), last_record_at=NOW - 80.0),
         http=HttpSnapshot(url="http://127.0.0.1:30000", state="down", since=NOW - 75.0,
-                          reason="connection refused", consecutive_failures=38),
+                          reason="connection refused", consecutive_failures=38,
+                          last_ok_at=NOW - 77.0),
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"), alerts=(),
     ), (), None),
     "help": ((160, 45), None, ("question_mark",), None),
     "sample-view": ((160, 45), None, ("2", "o"), None),
+    "alert-describe-80x24": ((80, 24), None, ("down", "enter"), _focus_alerts),
+    "alerts-focused-80x24": ((80, 24), None, ("down", "down"), _focus_alerts),
+    "alert-history": ((160, 45), None, ("h",), None),
+    "log-pane-scrolled-back": ((160, 45), None, ("l", "tab", "tab", "pageup"), _scroll_back),
 }
 
 
@@ -100,10 +128,11 @@ def _sim_app(snap: RunSnapshot) -> DashApp:
                    cpu_meter=lambda: 1.8)
 
 
-async def shoot_sim(name: str, scenario: str, until: int, keys: tuple[str, ...]) -> Path:
+async def shoot_sim(name: str, scenario: str, until: int, keys: tuple[str, ...],
+                    size: tuple[int, int]) -> Path:
     snap, server, client = await simulated(scenario, until)
     app = _sim_app(snap)
-    async with app.run_test(size=(160, 45)) as pilot:
+    async with app.run_test(size=size) as pilot:
         app.query_one(LogPane).append("server", server)
         app.query_one(LogPane).append("client", client)
         await pilot.pause()
@@ -116,11 +145,13 @@ async def shoot_sim(name: str, scenario: str, until: int, keys: tuple[str, ...])
     return svg
 
 
-SIMULATED: dict[str, tuple[str, int, tuple[str, ...]]] = {
-    "demo-peak-plateau": ("peak-plateau", 1500, ("plus",)),
-    "demo-oom-crash-restart": ("oom-crash-restart", 340, ()),
-    "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c")),
-    "demo-truncated-outputs": ("truncated-outputs", 900, ("2",)),
+SIMULATED: dict[str, tuple[str, int, tuple[str, ...], tuple[int, int]]] = {
+    "demo-peak-plateau": ("peak-plateau", 1500, ("plus",), (160, 45)),
+    "demo-oom-crash-restart": ("oom-crash-restart", 340, (), (160, 45)),
+    "demo-oom-crash-restart-80x24": ("oom-crash-restart", 340, (), (80, 24)),
+    "demo-oom-20-min-after-restart": ("oom-crash-restart", 360 + 1200, (), (160, 45)),
+    "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c"), (160, 45)),
+    "demo-truncated-outputs": ("truncated-outputs", 900, ("2",), (160, 45)),
 }
 
 
@@ -142,8 +173,12 @@ async def shoot(name: str, size: tuple[int, int], snap: Any, keys: tuple[str, ..
 def main() -> int:
     import cairosvg
 
-    shots = [(asyncio.run(shoot_sim(name, *args)), 160) for name, args in SIMULATED.items()]
+    only = set(sys.argv[1:])  # names to regenerate; none: all
+    shots = [(asyncio.run(shoot_sim(name, *args)), args[3][0]) for name, args in SIMULATED.items()
+             if not only or name in only]
     for name, (size, snap, keys, setup) in SCENARIOS.items():
+        if only and name not in only:
+            continue
         shots.append((asyncio.run(shoot(name, size, snap, keys, setup)), size[0]))
     for svg, columns in shots:
         png = svg.with_suffix(".png")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from dash.commands.cli import main
-from dash.core.config import DEFAULT_URL
 from dash.core.errors import ConfigError
 from dash.sources.config_files import build_config
 
@@ -31,7 +31,7 @@ def test_later_layers_win_user_then_cwd_then_file_then_flags(tmp_path: Path) -> 
 
 def test_defaults_and_emptiness(tmp_path: Path) -> None:
     cfg = build_config({}, cwd=tmp_path, user_file=tmp_path / "none.toml")
-    assert cfg.url == DEFAULT_URL
+    assert cfg.url is None and cfg.http_enabled  # found in the log's server_args, else default
     assert cfg.is_empty()
     assert not build_config({"url": "http://h:1"}, cwd=tmp_path, user_file=tmp_path / "n").is_empty()
 
@@ -48,6 +48,12 @@ def test_defaults_and_emptiness(tmp_path: Path) -> None:
         ("log = [\n", "invalid TOML"),
         ("metrics_port = 70000\n", "a port number"),
         ("nvml_interval = 0.1\n", "NVML holds a driver lock"),
+        ("[alerts]\nkv_usage = 90\n", "kv_usage = 90: a ratio 0..1; did you mean 0.90?"),
+        ("[alerts]\nplateau_drop = 1.5\n", "plateau_drop = 1.5: a ratio 0..1"),
+        ("[alerts]\ndown_polls = 0\n", "down_polls = 0: a count, a whole number of at least 1"),
+        ("[alerts]\nretract_min_events = 0.5\n", "a count, a whole number of at least 1"),
+        ("[alerts]\nsilent_after_s = -30\n", "silent_after_s = -30: a duration in seconds"),
+        ("[alerts]\ngpu_free_min_gb = -1\n", "gpu_free_min_gb = -1: must be 0 or more"),
     ],
 )
 def test_bad_config_is_one_line_exit_2(tmp_path: Path, capsys, text: str, message: str) -> None:
@@ -147,3 +153,64 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_no_http_and_an_empty_url_turn_http_off(tmp_path: Path) -> None:
+    from dash.commands.cli import _dashboard_parser
+    from dash.commands.options import config_from
+
+    for argv in (["--no-http"], ["--url", ""], ["--url", "http://h:1", "--no-http"]):
+        ns = _dashboard_parser().parse_args(["--log", "x.log", *argv])
+        assert config_from(ns).url == "" and not config_from(ns).http_enabled
+    _write(tmp_path / "kdash.toml", 'url = ""\n')
+    assert not build_config({}, cwd=tmp_path, user_file=tmp_path / "n").http_enabled
+    assert "--no-http" in _dashboard_parser().format_help()
+
+
+def test_a_home_that_cannot_be_entered_is_a_notice_and_the_defaults(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    # sudo keeping HOME=/root, or setpriv: looking inside the home directory is refused.
+    home = tmp_path / "root"
+    home.mkdir()
+    real_stat = Path.stat
+
+    def stat(self: Path, *args, **kwargs):
+        if str(self).startswith(str(home)):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    notices: list[str] = []
+    cfg = build_config({"log": "x.log"}, cwd=tmp_path, user_file=home / ".config/kdash/config.toml",
+                       notices=notices)
+    assert cfg.log == Path("x.log") and cfg.refresh == 1.0
+    assert len(notices) == 1 and "Permission denied" in notices[0] and "defaults" in notices[0]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.log").write_text("")
+    assert main(["--once", "--window", "0", "--log", "x.log", "--no-http"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kdash: note: ") and "Traceback" not in err
+
+
+def test_a_log_that_is_a_directory_or_unreadable_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    (tmp_path / "logs").mkdir()
+    assert main(["--log", str(tmp_path / "logs"), "--no-http"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err
+    log = tmp_path / "server.log"
+    log.write_text("")
+    real_open = os.open
+
+    def refuse(path, flags, *args):  # root reads everything: refuse the way a chmod 000 does
+        if str(path) == str(log):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refuse)
+    assert main(["--once", "--log", str(log), "--no-http"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Permission denied" in err and "--log" in err
+    # Not there yet is fine: the server may start after kdash.
+    assert main(["--once", "--window", "0", "--log", str(tmp_path / "later.log"), "--no-http"]) == 0

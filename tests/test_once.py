@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,13 +26,16 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (tmp_path / "prepared" / name / "prompts.jsonl").write_text('{"p": 1}\n' * 10)
     (tmp_path / "server.log").write_text("".join(DECODE.format(s=i, g=40.0 + i) for i in range(5)))
     (tmp_path / "client.log").write_text("Resuming: 4 already done\r 40%|####| 4/10 [00:04<00:06, 1.0it/s]")
+    hour_ago = time.time() - 3600  # outputs of an earlier session: nothing written lately
+    for name in ("B1", "B2"):
+        os.utime(tmp_path / "prepared" / name / "responses.jsonl", (hour_ago, hour_ago))
     return tmp_path
 
 
-def _args(*extra: str) -> list[str]:
+def _args(*extra: str, window: str = "0") -> list[str]:
     return ["--once", "--log", "server.log", "--client-log", "client.log",
             "--outputs", "prepared/*/responses.jsonl", "--inputs", "prepared/*/prompts.jsonl",
-            "--url", "", *extra]
+            "--url", "", "--window", window, *extra]
 
 
 def test_json_document_has_the_contract_keys(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,3 +93,71 @@ def test_partitions_with_prompts_or_expect_but_no_output_yet_are_pending(
             {"done": 0, "total": total, "at_start": 0, "status": "pending",
              "path": f"prepared/{name}/responses.jsonl"}
     assert (doc["totals"]["done"], doc["totals"]["total"]) == (4 + 2, 10 + 10 + 7 + 3)
+
+
+def test_window_0_is_an_instant_snapshot_with_rates_unknown(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_args("--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sample"]["window_s"] == 0 and doc["sample"]["rates"] == "unknown"
+    assert all(p["rate_per_min"] is None for p in doc["partitions"])
+    assert main(_args()) == 0
+    assert "instant snapshot (--window 0): rates unknown" in capsys.readouterr().out
+
+
+def test_a_window_measures_a_partition_being_written_as_running_with_its_rate(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_dir / "prepared" / "B2" / "responses.jsonl"
+    stop = threading.Event()
+
+    def client() -> None:  # one sample every 0.1 s: 600 a minute
+        while not stop.wait(0.1):
+            with out.open("a") as fh:
+                fh.write('{"x": 1}\n')
+
+    writer = threading.Thread(target=client)
+    writer.start()
+    try:
+        assert main(_args("--json", "--expect", "B2=100000", window="1.5")) == 0
+    finally:
+        stop.set()
+        writer.join()
+    doc = json.loads(capsys.readouterr().out)
+    parts = {p["name"]: p for p in doc["partitions"]}
+    b2 = parts["B2"]
+    assert b2["status"] == "running" and b2["last_write"] is not None
+    assert 300 <= b2["rate_per_min"] <= 900
+    assert parts["B1"]["status"] == "pending"  # written an hour ago: not seen being written
+    assert doc["sample"]["window_s"] == 1.5 and doc["sample"]["sampled_s"] >= 1.5
+
+
+def test_a_file_written_seconds_ago_counts_as_running_without_a_write_in_the_window(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.utime(run_dir / "prepared" / "B2" / "responses.jsonl")  # written just now
+    assert main(_args("--json", window="0.2")) == 0
+    parts = {p["name"]: p for p in json.loads(capsys.readouterr().out)["partitions"]}
+    assert parts["B2"]["status"] == "running" and parts["B2"]["last_write"] is not None
+
+
+def test_once_reports_a_server_that_does_not_answer_as_down(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = [a if a != "" else f"http://127.0.0.1:{port}" for a in _args("--json", window="1")]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["server"]["http"]["state"] == "down"
+    assert doc["sample"]["http_polls"] == 3  # down_polls, spread over the window
+    # The log is an old one (stamps from 2025): not live, so the server reads as down.
+    assert doc["server"]["liveness"]["down"] is True
+    assert "server_down" in {a["id"] for a in doc["alerts"]}
+
+
+def test_a_glob_that_matches_nothing_is_named(run_dir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--once", "--window", "0", "--url", "", "--outputs", "out/*.jsnl"]) == 0
+    out = capsys.readouterr().out
+    assert "no file matches --outputs 'out/*.jsnl'" in out

@@ -28,27 +28,32 @@ pytestmark = [
 
 
 class Tmux:
-    """One detached tmux session running kdash under bash, which records the exit status."""
+    """One detached tmux session running kdash under bash, which records the exit status.
 
-    def __init__(self, tmp: Path, args: str | None = None) -> None:
+    `args`: kdash's arguments (default: the demo); `size`: the pane's; `env`: more variables.
+    """
+
+    def __init__(self, tmp: Path, args: str | None = None, size: tuple[int, int] = (160, 45),
+                 env: dict[str, str] | None = None) -> None:
         self.name = f"kdash-test-{uuid.uuid4().hex[:8]}"
         self.exit_file = tmp / "exit"
         self.pid_file = tmp / "pid"
         run_dir = tmp / "run"
-        kdash = f"{sys.executable} -m dash {args or f'demo --speed 10 --dir {run_dir}'}"
+        kdash = f"{sys.executable} -m dash " + (args or f"demo --speed 10 --dir {run_dir}")
         # kdash runs in the foreground (it owns the terminal); bash records its exit status.
         script = (f"cd {REPO}; echo $$ > {self.pid_file}; {kdash}; echo $? > {self.exit_file}; "
                   "sleep 60")
         # pytest-xdist workers export COLUMNS=80 and LINES=24, which would override the pane's size.
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
-        env["TERM"] = "xterm-256color"
-        env["XDG_STATE_HOME"] = str(tmp / "state")  # the alert history stays in the test's dir
+        full = {k: v for k, v in os.environ.items()
+                if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}
+        full["TERM"] = "xterm-256color"
+        full["XDG_STATE_HOME"] = str(tmp / "state")  # the alert history stays in the test's dir
+        full.update(env or {})
         # A server of its own (-L) with no user config (-f): another tmux server on the machine,
         # with its own sizes and options, cannot change what this test sees.
         self.base = ["tmux", "-L", self.name, "-f", "/dev/null"]
-        subprocess.run([*self.base, "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45",
-                        "bash", "--norc", "-c", script], check=True, env=env)
+        subprocess.run([*self.base, "new-session", "-d", "-s", self.name, "-x", str(size[0]),
+                        "-y", str(size[1]), "bash", "--norc", "-c", script], check=True, env=full)
 
     def tmux(self, *args: str) -> str:
         out = subprocess.run([*self.base, *args], capture_output=True, text=True, check=False)
@@ -102,8 +107,10 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 def _ready(screen: str) -> bool:
-    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and (
-        "B2_opencodeinstruct" in screen
+    # The partition's row, not the client line's progress bar, which names it too.
+    return all(word in screen for word in ("partitions", "GPUs", "alerts", "gen tok/s")) and any(
+        "B2_opencodeinstruct" in line and "/5000" in line and "%|" not in line
+        for line in screen.splitlines()
     )
 
 

@@ -3,7 +3,9 @@
 Each command's work lives in its own module, imported only when that command runs, so that
 `kdash summary` or `kdash export` never pays for importing Textual.
 Exit codes: 0 ok, 2 usage or config error (one line on stderr, no traceback), 128 + N when
-signal N stopped a long-running command (SIGTERM 143, SIGHUP 129, SIGINT 130), 1 for a bug.
+signal N stopped a long-running command (SIGTERM 143, SIGHUP 129, SIGINT 130), 1 for a bug;
+`kdash check` uses Nagios's codes instead (0 ok, 1 warn, 2 crit, 3 unknown, a usage error
+included).
 """
 
 from __future__ import annotations
@@ -13,51 +15,23 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
 
 from dash import __version__
-from dash.core.config import Config
-from dash.core.errors import UsageError
-from dash.sources.config_files import build_config
-
-SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "outputs")
-
-NOTHING_CONFIGURED = (
-    "kdash: nothing to watch: pass --log server.log (and --outputs 'out/*.jsonl', --url URL), "
-    "or put them in ./kdash.toml; try `kdash demo` to see it on a simulated run"
+from dash.commands.options import (
+    NOTHING_CONFIGURED,
+    Parser,
+    add_source_options,
+    add_window,
+    check_sources,
+    config_from,
+    window_of,
 )
+from dash.core.errors import UsageError
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting, so errors stay one line."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def _add_source_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("what to watch")
-    g.add_argument("--log", metavar="PATH", help="server log (SGLang or vLLM output)")
-    g.add_argument("--url", metavar="URL", help="server base URL (default http://127.0.0.1:30000)")
-    g.add_argument("--client-log", metavar="PATH", help="the inference client's log")
-    g.add_argument("--outputs", metavar="GLOB", action="append", help="per-partition JSONL outputs")
-    g.add_argument("--inputs", metavar="GLOB", action="append", help="per-partition prompt files")
-    g.add_argument("--expect", metavar="NAME=N", action="append", help="expected total of a partition")
-    g.add_argument("--process", metavar="PATTERN", help="client process command-line pattern")
-    g.add_argument("--gpus", metavar="LIST", help="GPU indices to show, e.g. 0,3")
-    g.add_argument("--config", metavar="FILE", help="a TOML config file")
-    g.add_argument("--refresh", metavar="SECONDS", type=float, help="screen refresh interval")
-    g.add_argument("--poll", action="store_true", default=None, help="poll files (NFS, overlayfs)")
-    g.add_argument("--on-alert", metavar="CMD", help="run CMD with each new alert as JSON on stdin")
-    g.add_argument("--webhook", metavar="URL", help="POST each new alert (Slack-compatible)")
-    g.add_argument("--no-bell", dest="bell", action="store_false", default=None,
-                   help="no terminal bell on new alerts")
-    g.add_argument("--metrics-port", metavar="N", type=int, help="serve Prometheus metrics on port N")
-    g.add_argument("--metrics-host", metavar="H", help="address to bind (default 127.0.0.1)")
-
+SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "outputs")
 
 def _dashboard_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="kdash",
         description="A terminal dashboard for LLM inference runs. "
         f"Commands: {', '.join(SUBCOMMANDS)} (kdash COMMAND --help).",
@@ -65,41 +39,36 @@ def _dashboard_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kdash {__version__}")
     p.add_argument("--once", action="store_true", help="print the state once and exit")
     p.add_argument("--json", action="store_true", help="with --once: print JSON")
-    _add_source_options(p)
+    add_window(p)
+    add_source_options(p)
     return p
-
-
-def _flags(ns: argparse.Namespace) -> dict[str, Any]:
-    keys = ("log", "url", "client_log", "outputs", "inputs", "expect", "process", "gpus", "refresh",
-            "poll", "on_alert", "webhook", "bell", "metrics_port", "metrics_host")
-    return {k: getattr(ns, k, None) for k in keys}
-
-
-def config_from(ns: argparse.Namespace) -> Config:
-    """Build the Config for a parsed namespace that has the source options."""
-    cfg_file = Path(ns.config) if getattr(ns, "config", None) else None
-    return build_config(_flags(ns), config_file=cfg_file)
 
 
 def _run_dashboard(argv: Sequence[str]) -> int:
     ns = _dashboard_parser().parse_args(argv)
     if ns.json and not ns.once:
         raise UsageError("--json goes with --once")
-    cfg = config_from(ns)
+    if ns.window is not None and not ns.once:
+        raise UsageError("--window goes with --once (or kdash check)")
+    notices: list[str] = []
+    cfg = config_from(ns, notices if not ns.once else None)
     if cfg.is_empty():
         print(NOTHING_CONFIGURED, file=sys.stderr)
         return 2
+    check_sources(cfg)
     if ns.once:
         from dash.commands.once import run_once
 
-        return run_once(cfg, as_json=ns.json)
+        return run_once(cfg, as_json=ns.json, window=window_of(ns))
     from dash.ui.app import run_dashboard
 
-    return run_dashboard(cfg)
+    for text in notices:
+        print(f"kdash: note: {text}", file=sys.stderr)
+    return run_dashboard(cfg, notices=tuple(notices))
 
 
 def _sub_parser(name: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"kdash {name}")
+    p = Parser(prog=f"kdash {name}")
     if name == "summary":
         p.description = "A headless report of a server log (with the alerts that would have fired)."
         p.add_argument("path", metavar="LOG")
@@ -110,7 +79,7 @@ def _sub_parser(name: str) -> argparse.ArgumentParser:
         p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     elif name == "serve":
         p.description = "No UI: the same sources and alerts, exported for Prometheus."
-        _add_source_options(p)
+        add_source_options(p)
     elif name in ("demo", "sim"):
         from dash.commands.sim import add_arguments
 
@@ -146,11 +115,13 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
         if cfg.is_empty():
             print(NOTHING_CONFIGURED, file=sys.stderr)
             return 2
+        check_sources(cfg)
         from dash.commands.serve import run_serve
 
         return run_serve(cfg)
     if name == "outputs":
         from dash.commands.outputs import run_outputs
+        from dash.sources.config_files import build_config
 
         cfg = build_config({"outputs": ns.globs},
                            config_file=Path(ns.config) if ns.config else None)
@@ -173,6 +144,10 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `kdash` console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "check":
+        from dash.commands.check import main_check
+
+        return main_check(args[1:])
     try:
         if args and args[0] in SUBCOMMANDS:
             return _run_sub(args[0], args[1:])

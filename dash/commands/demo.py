@@ -1,11 +1,14 @@
 """`kdash demo`: the simulated run and the dashboard on it, in one process (no GPU needed).
 
-The simulator stays headless (`dash.sim`); this command is where it meets the UI.
+The simulator stays headless (`dash.sim`); this command is where it meets the UI. The demo's own
+state (its alert history) goes in the run's directory, never in the user's state directory: a
+demo's simulated OOM must not show up in the history of real runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,7 +31,8 @@ def run_demo(ns: argparse.Namespace) -> int:
         run.start()
         from dash.ui.app import run_dashboard
 
-        return run_dashboard(run.config(), nvml_module=run.nvml, clock=run.clock(),
+        cfg = dataclasses.replace(run.config(), state_dir=where / "kdash-state")
+        return run_dashboard(cfg, nvml_module=run.nvml, clock=run.clock(),
                              extra_title=f"demo: {ns.scenario}")
     finally:
         run.stop()

@@ -1,133 +1,157 @@
-"""`kdash --once [--json]`: read every configured source once, print the state, exit.
+"""`kdash --once [--json]`: sample every configured source for a short window, print, exit.
 
-The first counts of the outputs are waited for here (unlike the dashboard, which shows them
-counting), so the numbers printed are complete.
+One read of everything cannot say what the dashboard says: a partition's rate needs two counts,
+"server down" needs several failed polls, "running" needs a write. So the sources are sampled for
+`--window` seconds (5 by default): files every half second, HTTP `down_polls` times spread over
+the window, GPUs and processes at both ends. Alerts fire as soon as their condition holds (the
+window is too short for their durations), and "down" counts the polls made. `--window 0` is one
+instant read: rates are unknown and said to be. The first counts of large output files are
+waited for, so the numbers printed are complete.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
 
+from dash.commands.options import DEFAULT_WINDOW_S
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
 from dash.core.views.jsondoc import snapshot_to_json
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
 
-
-async def _http_once(collector: Collector) -> object:
-    try:
-        return await collector.poll_http()
-    finally:
-        await collector.aclose()
-
-
-def collect_once(cfg: Config, *, nvml_module: object | None = None,
-                 clock: Clock | None = None) -> RunSnapshot:
-    """The run's state from one pass over every source (blocks until counts are done)."""
+if TYPE_CHECKING:
     from dash.core.state.run import RunState
 
-    clock = clock or SystemClock()
-    collector = Collector(cfg, nvml_module=nvml_module)
-    state = RunState(cfg)
-    try:
-        read = collector.read_files()
-        apply_files(state, read, clock.now())
+READ_EVERY_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """How a snapshot was taken: the window asked for, how long it took, the HTTP polls."""
+
+    window_s: float
+    sampled_s: float
+    http_polls: int
+
+    @property
+    def rates_known(self) -> bool:
+        return self.window_s > 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"window_s": self.window_s, "sampled_s": round(self.sampled_s, 2),
+                "http_polls": self.http_polls,
+                "rates": "measured" if self.rates_known else "unknown"}
+
+    def text(self) -> str:
+        if not self.rates_known:
+            return "instant snapshot (--window 0): rates unknown"
+        polls = f", {self.http_polls} HTTP polls" if self.http_polls else ""
+        return f"sampled {self.sampled_s:.1f} s{polls}"
+
+
+class _Sampler:
+    """One Collector and one RunState, sampled on a schedule over the window."""
+
+    def __init__(self, cfg: Config, window: float, nvml_module: object | None,
+                 clock: Clock) -> None:
+        from dash.core.state.run import RunState
+
+        self.window = window
+        self.polls_planned = 0 if not cfg.http_enabled else (
+            1 if window == 0 else max(1, _alerts_down_polls(cfg)))
+        # "Down" is judged on the polls this window makes (all of them failed), not more.
+        alerts = {**cfg.alerts, "down_polls": max(1, self.polls_planned)}
+        self.cfg = dataclasses.replace(cfg, alerts=alerts)
+        self.clock = clock
+        self.collector = Collector(self.cfg, nvml_module=nvml_module)
+        self.state: RunState = RunState(self.cfg, sample_s=window)
+        self.polls = 0
+
+    def read_files(self) -> None:
+        read = self.collector.read_files()
+        apply_files(self.state, read, self.clock.now())
         while read.more or read.counting:
-            collector.wait_counts()
-            read = collector.read_files()
-            apply_files(state, read, clock.now())
-        apply_processes(state, collector.sample_processes(), clock.now())
-        apply_gpus(state, collector.sample_gpus(), clock.now())
-        apply_http(state, asyncio.run(_http_once(collector)), clock.now())
-    finally:
-        collector.close()
-    now = clock.now()
-    return state.tick_and_snapshot(now)[1]
+            self.collector.wait_counts()
+            read = self.collector.read_files()
+            apply_files(self.state, read, self.clock.now())
+
+    def read_slow(self) -> None:
+        apply_processes(self.state, self.collector.sample_processes(), self.clock.now())
+        apply_gpus(self.state, self.collector.sample_gpus(), self.clock.now())
+
+    async def poll_http(self) -> None:
+        sample = await self.collector.poll_http()
+        if sample is not None:
+            self.polls += 1
+        apply_http(self.state, sample, self.clock.now())
+
+    async def run(self) -> Sample:
+        start = time.monotonic()
+        self.read_files()
+        self.read_slow()
+        await self.poll_http()
+        gap = self.window / (self.polls_planned - 1) if self.polls_planned > 1 else None
+        next_poll = start + gap if gap is not None else float("inf")
+        end = start + self.window
+        while (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(READ_EVERY_S, left, max(0.0, next_poll - time.monotonic())))
+            self.read_files()
+            if time.monotonic() >= next_poll - 0.01 and gap is not None:
+                await self.poll_http()
+                next_poll += gap
+        for _ in range(self.polls_planned - self.polls):
+            await self.poll_http()  # the last one, at the window's end
+        if self.window > 0:
+            self.read_slow()
+        self.state.partitions.note_mtimes(self.collector.output_mtimes(), self.clock.now())
+        return Sample(self.window, time.monotonic() - start, self.polls)
+
+    async def close(self) -> None:
+        await self.collector.aclose()
 
 
-def run_once(cfg: Config, as_json: bool, *, nvml_module: object | None = None,
-             out: TextIO | None = None) -> int:
+def _alerts_down_polls(cfg: Config) -> int:
+    from dash.core.config import AlertConfig
+
+    return AlertConfig.from_mapping(cfg.alerts).down_polls
+
+
+def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
+                 nvml_module: object | None = None,
+                 clock: Clock | None = None) -> tuple[RunSnapshot, Sample]:
+    """The run's state after sampling every source for `window` seconds, and how it was taken."""
+    sampler = _Sampler(cfg, window, nvml_module, clock or SystemClock())
+
+    async def main() -> Sample:
+        try:
+            return await sampler.run()
+        finally:
+            await sampler.close()
+
+    sample = asyncio.run(main())
+    return sampler.state.tick_and_snapshot(sampler.clock.now())[1], sample
+
+
+def run_once(cfg: Config, as_json: bool, *, window: float = DEFAULT_WINDOW_S,
+             nvml_module: object | None = None, out: TextIO | None = None) -> int:
     """Print the state once; 0 on success (a bad glob raises ConfigError: exit 2 in the CLI)."""
+    from dash.commands.once_text import render_text
+
     out = out or sys.stdout
-    snap = collect_once(cfg, nvml_module=nvml_module)
+    snap, sample = collect_once(cfg, window=window, nvml_module=nvml_module)
     if as_json:
-        json.dump(snapshot_to_json(snap), out, indent=2, sort_keys=False)
+        doc = snapshot_to_json(snap)
+        doc["sample"] = sample.to_json()
+        json.dump(doc, out, indent=2, sort_keys=False)
         out.write("\n")
     else:
-        out.write(render_text(snap))
+        out.write(render_text(snap, sample.text()))
     out.flush()
     return 0
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    if s >= 86400:
-        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s"
-
-
-def _num(v: object, fmt: str = "{:.1f}") -> str:
-    return "?" if v is None else fmt.format(v)
-
-
-def render_text(snap: RunSnapshot) -> str:
-    """A readable report of one snapshot (what `kdash --once` prints)."""
-    lines = [f"kdash at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.now))}"]
-    s, h = snap.server, snap.http
-    if s.path:
-        lines.append(f"server log  {s.path} [{s.status}]"
-                     + (f" {s.status_message}" if s.status_message else ""))
-    d = s.last_decode
-    if d:
-        lines.append(f"  last decode  gen {_num(d.get('gen_throughput'))} tok/s, running "
-                     f"{d.get('running_req', '?')}, queue {d.get('queue_req', '?')}, "
-                     f"token usage {_num(d.get('token_usage'), '{:.2f}')}  ({d.get('ts') or '-'})")
-    if s.peak:
-        lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
-    for ev in s.events[-5:]:
-        lines.append(f"  event        {ev.get('event')}: {str(ev.get('message', ''))[:120]}")
-    if h.url:
-        lines.append(f"server http {h.url} [{h.state}]" + (f" {h.reason}" if h.reason else "")
-                     + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))
-    if snap.partitions:
-        lines.append("partitions")
-        for p in snap.partitions:
-            total = "?" if p.total is None else str(p.total)
-            pct = "" if p.percent is None else f" {p.percent:5.1f}%"
-            lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{p.status}] "
-                         f"+{p.written} since start, {_num(p.rate_per_min)}/min, "
-                         f"eta {_dur(p.eta_s)}")
-        t = snap.totals
-        lines.append(f"  {'total':<24} {t.done:>8}/{'?' if t.total is None else t.total:<8} "
-                     f"{_num(t.rate_per_min)}/min, eta {_dur(t.eta_s)}"
-                     + (f", last to finish {t.last_to_finish}" if t.last_to_finish else ""))
-    c = snap.client
-    if c.log_path:
-        prog = c.last_progress.text if c.last_progress else "no progress bar"
-        lines.append(f"client log  {c.log_path} {_num(c.log_bytes, '{}')} bytes; {prog}")
-    if c.processes is not None:
-        pids = ", ".join(str(p.pid) for p in c.processes) or "none"
-        lines.append(f"client proc {c.process_pattern!r}: {pids}")
-    g = snap.gpus
-    if not g.available:
-        lines.append(f"gpus        NVML unavailable: {g.reason}")
-    for gpu in g.gpus:
-        used = "?" if gpu.memory_used is None else f"{gpu.memory_used / 2**30:.1f}"
-        tot = "?" if gpu.memory_total is None else f"{gpu.memory_total / 2**30:.1f}"
-        lines.append(f"gpu {gpu.index:<7} {used}/{tot} GiB, util {_num(gpu.util_gpu, '{:.0f}')}%")
-    if not snap.alerts:
-        lines.append("alerts      none")
-    for a in snap.alerts:
-        lines.append(f"ALERT {a.severity:<4} {a.id}: {a.message}")
-    for n in snap.notices:
-        lines.append(f"note  {n}")
-    return "\n".join(lines) + "\n"

@@ -103,7 +103,7 @@ class ServeLoop:
         """Poll every source on its own interval until `stop` is set; then release them."""
         cfg = self.cfg
         steps = [(cfg.refresh, self.files), (cfg.nvml_interval, self.gpus)]
-        if cfg.url:
+        if cfg.http_enabled:
             steps.append((cfg.http_interval, self.http))
         if cfg.process:
             steps.append((cfg.nvml_process_interval, self.processes))

@@ -9,6 +9,7 @@ import argparse
 import math
 import shlex
 import signal
+import sys
 from pathlib import Path
 from types import FrameType
 
@@ -44,15 +45,25 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--gpus", type=int, default=8, help="simulated GPUs (96 GB each)")
 
 
+def kdash_command() -> str:
+    """How to run the kdash that runs now, from any directory: its script's full path, or
+    `python -m dash` with this interpreter (quoted for a POSIX shell)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name not in ("__main__.py", "-c", "") and script.exists():
+        return shlex.quote(str(script.resolve()))
+    return f"{shlex.quote(sys.executable)} -m dash"
+
+
 def watch_command(run: object) -> str:
-    """The `kdash ...` command line that watches a SimRun."""
+    """The command line that watches a SimRun, runnable as printed."""
     from dash.sim.run import SimRun
 
     assert isinstance(run, SimRun)
     q = shlex.quote
-    return (f"kdash --log {q(str(run.server_log))} --outputs {q(str(run.outputs_dir / '*.jsonl'))}"
-            f" --inputs {q(str(run.inputs_dir / '*.jsonl'))} --client-log {q(str(run.client_log))}"
-            f" --url {run.url}")
+    return (f"{kdash_command()} --log {q(str(run.server_log.resolve()))}"
+            f" --outputs {q(str(run.outputs_dir.resolve() / '*.jsonl'))}"
+            f" --inputs {q(str(run.inputs_dir.resolve() / '*.jsonl'))}"
+            f" --client-log {q(str(run.client_log.resolve()))} --url {q(run.url)}")
 
 
 MAX_GPUS = 64

@@ -21,7 +21,9 @@ from dash.core.errors import ConfigError
 from dash.core.samples.fieldspec import OutputFields, parse_outputs_table
 
 DEFAULT_URL = "http://127.0.0.1:30000"
-"""SGLang's default port."""
+"""SGLang's default address: what is polled when neither `--url` nor the log says otherwise."""
+DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+"""Each engine's default HTTP port."""
 
 MIN_REFRESH_S = 0.2
 MIN_NVML_INTERVAL_S = 0.5
@@ -33,8 +35,9 @@ class Config:
 
     log: Path | None = None
     """The server log (SGLang or vLLM stdout/stderr redirected to a file)."""
-    url: str | None = DEFAULT_URL
-    """The server's base URL; an empty string disables HTTP polling."""
+    url: str | None = None
+    """The server's base URL. None: host and port from the log's server_args, else the engine's
+    default port; an empty string (`--no-http`) turns HTTP polling off."""
     client_log: Path | None = None
     """The inference client's stdout/stderr log."""
     outputs: tuple[str, ...] = ()
@@ -67,17 +70,23 @@ class Config:
     webhook: str | None = None
     """A URL that receives a Slack-compatible `{"text": ...}` POST for each new alert."""
     alert_history: bool = True
-    """Append alerts as JSONL to the user state directory."""
+    """Append alerts as JSONL to the state directory (and read the last ones back at start)."""
+    state_dir: Path | None = None
+    """Where kdash keeps its own files (the alert history); None: the user state directory."""
     alerts: Mapping[str, Any] = field(default_factory=dict)
     """Alert thresholds by name (see README "Alerts")."""
 
     def is_empty(self) -> bool:
         """True when nothing to watch is configured."""
-        explicit_url = bool(self.url) and self.url != DEFAULT_URL
-        return not (self.log or explicit_url or self.client_log or self.outputs or self.process)
+        return not (self.log or self.url or self.client_log or self.outputs or self.process)
+
+    @property
+    def http_enabled(self) -> bool:
+        """Whether the server is polled over HTTP (`url = ""` and `--no-http` turn it off)."""
+        return self.url != ""
 
 
-_PATH_FIELDS = {"log", "client_log"}
+_PATH_FIELDS = {"log", "client_log", "state_dir"}
 _GLOB_FIELDS = {"outputs", "inputs"}
 _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_interval"}
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}
@@ -214,13 +223,20 @@ class AlertConfig:
     """Every alert threshold; set any of them in TOML under `[alerts]` by the same name."""
 
     clear_after_s: float = 60.0
-    """An active alert clears only after its condition has been false this long (hysteresis)."""
+    """An active alert clears only after its condition has been false this long (hysteresis);
+    a confirmed recovery (the server answers again, a stats line arrives) clears it at once."""
     down_polls: int = 3
     """`server_down`: consecutive failed HTTP polls before the server counts as down."""
     silent_after_s: float = 300.0
     """`server_silent`: no decode/prefill line for this long while requests were running."""
     restart_show_s: float = 900.0
     """`server_restarted`: how long the info alert stays up after a restart."""
+    incident_show_s: float = 3600.0
+    """`server_restarted` after an OOM or crash: the incident line stays at least this long,
+    and after that until acknowledged."""
+    log_live_s: float = 60.0
+    """A decode/prefill line at most this old means the server is running: an unreachable URL is
+    then `http_unreachable` (a warning about the URL), not `server_down`."""
     buffered_after_s: float = 120.0
     """`client_log_buffered`: the client log has not grown for this long while an output grew."""
     buffered_min_lines: int = 5
@@ -283,14 +299,35 @@ class AlertConfig:
             if (isinstance(value, bool) or not isinstance(value, (int, float))
                     or not math.isfinite(value)):
                 raise ConfigError(f"{where}: {name} must be a number, got {value!r}")
-            if value < 0:
-                raise ConfigError(f"{where}: {name} must be >= 0, got {value!r}")
+            problem = _threshold_problem(name, value)
+            if problem:
+                raise ConfigError(f"{where}: {name} = {value!r}: {problem}")
             if kinds[name] in (int, "int"):
-                if int(value) != value:
-                    raise ConfigError(f"{where}: {name} must be a whole number, got {value!r}")
                 value = int(value)
             out[name] = float(value) if kinds[name] in (float, "float") else value
         return cls(**out)
+
+
+RATIO_THRESHOLDS = frozenset({"plateau_drop", "kv_bound_usage", "kv_usage"})
+"""Thresholds that are fractions 0..1 (a usage, a fall from the peak)."""
+COUNT_THRESHOLDS = frozenset({"down_polls", "buffered_min_lines", "plateau_min_points",
+                              "retract_min_events"})
+"""Thresholds that count things: whole numbers, at least 1."""
+
+
+def _threshold_problem(name: str, value: float) -> str | None:
+    """Why `value` is out of range for the threshold `name`, or None."""
+    if name in RATIO_THRESHOLDS and not 0 <= value <= 1:
+        if 1 < value <= 100 and value == int(value):  # a percentage, by the look of it
+            return f"a ratio 0..1; did you mean {value / 100:.2f}?"
+        return "a ratio 0..1"
+    if name in COUNT_THRESHOLDS and (value < 1 or int(value) != value):
+        return "a count, a whole number of at least 1"
+    if name.endswith("_s") and value < 0:
+        return "a duration in seconds, 0 or more"
+    if value < 0:
+        return "must be 0 or more"
+    return None
 
 
 def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:

@@ -55,6 +55,12 @@ class ServerLogSnapshot:
     """Speculative decoding's acceptance length (empty when the server runs none)."""
     last_record_at: float | None = None
     """Clock time of the last decode or prefill record (for `server_silent`)."""
+    last_record_arrived_at: float | None = None
+    """When kdash last read a decode or prefill line as it was written (not in the first read
+    of the log): the log is live by this too, whatever its stamps say."""
+    stamps_ahead: bool = False
+    """The last stats line is stamped well ahead of the clock (a log in another time zone): its
+    stamp says nothing about how fresh it is."""
     lines: int = 0
     records: int = 0
     unparsed: int = 0
@@ -71,6 +77,12 @@ class HttpSnapshot:
     """What polling the server over HTTP says."""
 
     url: str | None = None
+    url_source: str | None = None
+    """"flag" (--url), "server_args" (taken from the log) or "default" (the engine's port)."""
+    url_why: str | None = None
+    """Why this URL, for the user: "--url", "the log's server_args, port 8000"..."""
+    log_port: int | None = None
+    """The port the log's server_args name, when they do."""
     state: Literal["unknown", "up", "down", "degraded"] = "unknown"
     since: float | None = None
     reason: str | None = None
@@ -83,6 +95,39 @@ class HttpSnapshot:
     """Normalised metric names: running_req, queue_req, token_usage, gen_throughput, ..."""
     disagreement: str | None = None
     """Set when /metrics and the log disagree by a wide margin on running/queue/usage."""
+
+
+LogLiveness = Literal["live", "quiet", "crashed", "waiting", "error", "none"]
+HttpReach = Literal["up", "degraded", "down", "unknown", "off"]
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """Two separate facts about the server, and what they mean together.
+
+    The log says whether the server works (fresh decode/prefill lines); HTTP says whether its URL
+    answers. A server whose log is live is not down, whatever its URL does.
+    """
+
+    log: LogLiveness = "none"
+    """"live": a decode/prefill line within `log_live_s`; "quiet": none since; "crashed": an OOM
+    or crash line after the last stats line of this server start; "waiting": no file yet;
+    "error": the file cannot be read; "none": no log configured."""
+    log_age_s: float | None = None
+    """Seconds since the last decode/prefill line (None: none seen)."""
+    http: HttpReach = "off"
+    """"off": HTTP polling is turned off; "unknown": not polled yet."""
+    http_ever_up: bool = False
+    """The URL answered at least once since kdash started polling it."""
+    down: bool = False
+    """The server is down as far as kdash can tell: it crashed, or its URL does not answer and
+    its log is not live."""
+    down_since: float | None = None
+    stale: bool = False
+    """The log's figures (throughput, running, usage) are not current: they are from
+    `values_at`. Set when the log is not live, whatever the reason."""
+    values_at: float | None = None
+    """Clock time of the last decode/prefill line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +144,13 @@ class PartitionSnapshot:
     eta_s: float | None
     eta_low_s: float | None = None
     eta_high_s: float | None = None
-    status: Literal["counting", "pending", "running", "stalled", "idle", "done"] = "pending"
+    status: Literal["counting", "pending", "running", "stalled", "idle", "done",
+                    "unreadable"] = "pending"
     """"stalled": owes lines (known total) but has not grown for minutes; "idle": the same quiet
     with no total, which may just mean finished; "pending": no line written since kdash started
-    (or no output file yet)."""
+    (or no output file yet); "unreadable": the file is there but cannot be read (`error`)."""
+    error: str | None = None
+    """Why the output file cannot be read now (permission denied, not a regular file)."""
     last_write: float | None = None
     """Clock time the file last grew."""
     counting_progress: float | None = None
@@ -160,6 +208,11 @@ class ClientSnapshot:
     log_bytes: int | None = None
     """None when no client log is configured or the file does not exist."""
     log_last_growth: float | None = None
+    log_still_since: float | None = None
+    """Since when kdash has seen the log at its present size (its first read, or last growth)."""
+    log_status: str = "ok"
+    """"ok", "waiting" (not there yet) or "error" (`log_message` says why)."""
+    log_message: str | None = None
     last_progress: ClientProgress | None = None
     resuming: int | None = None
     """N from `Resuming: N already done`."""
@@ -231,6 +284,44 @@ class Alert:
 
 
 @dataclass(frozen=True, slots=True)
+class Incident:
+    """Alerts that share a cause: the root (an OOM) and what it caused (the crash, the server
+    down, the silent log), shown as one."""
+
+    root: Alert
+    consequences: tuple[Alert, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.root.key
+
+    @property
+    def alerts(self) -> tuple[Alert, ...]:
+        return (self.root, *self.consequences)
+
+    @property
+    def severity(self) -> Severity:
+        worst = max(self.alerts, key=lambda a: SEVERITY_ORDER[a.severity])
+        return worst.severity
+
+    @property
+    def acknowledged(self) -> bool:
+        return all(a.acknowledged for a in self.alerts)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One alert as it came and went: this session's, or an earlier one's (from the history
+    file). `cleared_at` None: still active (or, for an earlier session, active when it ended)."""
+
+    alert: Alert
+    fired_at: float
+    cleared_at: float | None = None
+    earlier: bool = False
+    """From an earlier kdash session (read from the history file at start)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RunSnapshot:
     """Everything the screen shows at one instant."""
 
@@ -244,6 +335,13 @@ class RunSnapshot:
     alerts: tuple[Alert, ...] = ()
     notices: tuple[str, ...] = ()
     """Non-fatal problems to show once (a vanished file, a garbage config value)."""
+    liveness: Liveness = Liveness()
+    unmatched_globs: tuple[str, ...] = ()
+    """`--outputs` globs that match no file (checked at every poll)."""
+    incidents: tuple[Incident, ...] = ()
+    """The active alerts grouped by cause, the one to act on first (see `alerts` for each)."""
+    history: tuple[HistoryEntry, ...] = ()
+    """Every alert of this session and the last ones of earlier sessions, oldest first."""
 
     @property
     def facts(self) -> dict[str, Any]:

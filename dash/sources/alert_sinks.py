@@ -1,8 +1,10 @@
 """Alert delivery: `--on-alert CMD`, a Slack-compatible webhook, and a JSONL history.
 
 Every function returns an error text (or None) instead of raising: a broken hook must never take
-the dashboard down. `run_command` and `append_history` block, so the caller runs them in a thread
-or an executor; `post` is async. The terminal bell is the UI's job (it reads `AlertChanges.new`).
+the dashboard down. `run_command`, `append_history` and `read_history` block, so the caller runs
+them in a thread or an executor; `post` is async. The terminal bell is the UI's job (it reads
+`AlertChanges.new`). The history lives in the state directory (`state_dir`, default the user's),
+never beside watched files; each line names the kdash session that wrote it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +28,62 @@ from dash.sources.config_files import user_state_dir
 HISTORY_NAME = "alerts.jsonl"
 HISTORY_MAX_BYTES = 8 * 1024 * 1024
 """The history rolls over to `alerts.jsonl.1` past this size, so it stays bounded."""
+HISTORY_READ_BYTES = 512 * 1024
+"""How much of the history's end is read at start (the last few hundred alerts)."""
 COMMAND_TIMEOUT_S = 10.0
 
 
-def history_path() -> Path:
-    """Where the alert history lives: the user state directory, never beside watched files."""
-    return user_state_dir() / HISTORY_NAME
+def history_path(cfg: Config | None = None) -> Path:
+    """Where the alert history lives: the state directory, never beside watched files."""
+    base = cfg.state_dir if cfg is not None and cfg.state_dir is not None else user_state_dir()
+    return base / HISTORY_NAME
 
 
-def alert_payload(alert: Alert, event: str = "fired", at: float | None = None) -> dict[str, Any]:
+def new_session() -> str:
+    """An id for this kdash process's history lines: its start time and pid."""
+    return f"{int(time.time())}-{os.getpid()}"
+
+
+def alert_payload(alert: Alert, event: str = "fired", at: float | None = None,
+                  session: str | None = None) -> dict[str, Any]:
     """The JSON given to the command and the history: the alert plus what happened to it."""
     doc = alert_to_json(alert)
     doc["event"] = event
     if at is not None:
         doc["at"] = at
+    if session is not None:
+        doc["session"] = session
     return doc
+
+
+def read_history(path: Path, max_bytes: int = HISTORY_READ_BYTES
+                 ) -> tuple[list[dict[str, Any]], str | None]:
+    """The last lines of the history file as dicts (oldest first), and an error text or None.
+
+    Only the file's end is read; a line cut at the start of that end, or one that is not JSON,
+    is skipped. A file that does not exist yet is no error.
+    """
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read(max_bytes)
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        return [], f"alert history {path}: {exc.strerror or exc}"
+    lines = data.split(b"\n")
+    if size > max_bytes:
+        lines = lines[1:]  # the first one is cut
+    out: list[dict[str, Any]] = []
+    for raw in lines:
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
+    return out, None
 
 
 def run_command(cmd: str, alert: Alert, *, event: str = "fired",
@@ -66,10 +110,10 @@ def run_command(cmd: str, alert: Alert, *, event: str = "fired",
 
 
 def append_history(alerts: Iterable[tuple[Alert, str]], at: float,
-                   path: Path | None = None) -> str | None:
+                   path: Path | None = None, session: str | None = None) -> str | None:
     """Append `(alert, event)` pairs as JSON lines; roll the file over when it grows too big."""
     path = path or history_path()
-    lines = "".join(json.dumps(alert_payload(a, ev, at)) + "\n" for a, ev in alerts)
+    lines = "".join(json.dumps(alert_payload(a, ev, at, session)) + "\n" for a, ev in alerts)
     if not lines:
         return None
     try:
@@ -99,18 +143,20 @@ class AlertDelivery:
     history: Path | None = None
     """None: no history file."""
     timeout: float = COMMAND_TIMEOUT_S
+    session: str = field(default_factory=new_session)
 
     @classmethod
     def from_config(cls, cfg: Config) -> AlertDelivery:
         return cls(on_alert=cfg.on_alert, webhook=cfg.webhook,
-                   history=history_path() if cfg.alert_history else None)
+                   history=history_path(cfg) if cfg.alert_history else None)
 
     async def deliver(self, changes: AlertChanges, at: float) -> list[str]:
         """Deliver new alerts (and record cleared ones); errors come back as texts."""
         errors: list[str | None] = []
         if self.history is not None and changes:
             pairs = [(a, "fired") for a in changes.new] + [(a, "cleared") for a in changes.cleared]
-            errors.append(await asyncio.to_thread(append_history, pairs, at, self.history))
+            errors.append(await asyncio.to_thread(append_history, pairs, at, self.history,
+                                                  self.session))
         for alert in changes.new:
             if self.on_alert:
                 errors.append(await asyncio.to_thread(

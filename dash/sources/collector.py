@@ -14,9 +14,13 @@ in a daemon thread with a timeout, so a hung driver never blocks the event loop 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dash.core.config import Config
@@ -27,6 +31,7 @@ from dash.core.snapshot import Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
+from dash.core.state.server_url import UrlChoice, UrlFinder
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower
@@ -41,12 +46,32 @@ if TYPE_CHECKING:
     from dash.sources.nvml import NvmlSource
 
 __all__ = ["CLIENT_BACKFILL", "CLOSE_TIMEOUT_S", "Collector", "FilesRead", "apply_files",
-           "apply_gpus", "apply_http", "apply_processes", "check_globs"]
+           "apply_gpus", "apply_http", "apply_processes", "check_globs", "unreadable"]
 
 CLIENT_BACKFILL = 64 * 1024
 """Enough of the client log's end for its last progress bar and recent errors."""
 CLOSE_TIMEOUT_S = 3.0
 """How long `aclose` waits for a poll in progress (and NVML's shutdown) before leaving them."""
+
+
+def unreadable(path: Path) -> str | None:
+    """Why `path` can never be followed (a directory, no permission to read it), or None.
+
+    A path that does not exist yet is fine: the server may not have started.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory; give the log file in it"
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def check_globs(cfg: Config) -> None:
@@ -77,6 +102,12 @@ class Collector:
         self._nvml: NvmlSource | None = None
         self._http: HttpPoller | None = None
         self._log_lines = LogLines(self._server, parser) if self._server is not None else None
+        self._urls = UrlFinder(cfg.url)
+        self.url_choice: UrlChoice | None = self._urls.choice()
+        """The URL polled now: replaced whole (one assignment) when the log names another."""
+        self._log_read = cfg.log is None
+        """Whether the log has been read once (until then, its server_args are unknown)."""
+        self._output_paths: tuple[str, ...] = ()
         # One lock per blocking resource: a poll in progress and the close of what it reads
         # never overlap, whichever threads they run on.
         self._files_lock = threading.Lock()
@@ -96,12 +127,17 @@ class Collector:
         if server is not None and self._log_lines is not None:
             records = self._log_lines.parse(server)
             window = self._log_lines.counted()
+            if records:
+                self._urls.feed(records)
+                self.url_choice = self._urls.choice()
+            self._log_read = True
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
         samples: tuple[SampleBatch, ...] = ()
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
+            self._output_paths = tuple(o.path for o in outputs)
             if self._samples is not None:
                 samples = self._samples.read(outputs, self._outputs.positions())
         more = bool((server and server.more) or (client and client.more)
@@ -111,6 +147,16 @@ class Collector:
         counting |= self._log_lines is not None and self._log_lines.counting
         return FilesRead(server, records, client, outputs, totals, counting, more, errors, window,
                          samples)
+
+    def output_mtimes(self) -> dict[str, float]:
+        """The output files' modification times (for `--once`: when each was last written)."""
+        out: dict[str, float] = {}
+        for path in self._output_paths:
+            try:
+                out[path] = os.stat(path).st_mtime
+            except OSError:
+                continue
+        return out
 
     @property
     def counting(self) -> bool:
@@ -145,14 +191,21 @@ class Collector:
     # -- async ----------------------------------------------------------------------------------
 
     async def poll_http(self) -> HttpSample | None:
-        """One poll of the server (an HttpSample), or None when no URL is configured."""
-        if not self.cfg.url:
+        """One poll of the server (an HttpSample), or None when HTTP is off, or while the log's
+        first read, which may name the server's port, has not happened yet."""
+        choice = self.url_choice
+        if choice is None or not self._log_read:
             return None
+        if self._http is not None and self._http.url != choice.url.rstrip("/"):
+            await self._http.aclose()  # the log named another address: poll that one
+            self._http = None
         if self._http is None:
             from dash.sources.http import HttpPoller
 
-            self._http = HttpPoller(self.cfg.url)
-        return await self._http.poll(time.time())
+            self._http = HttpPoller(choice.url)
+        sample = await self._http.poll(time.time())
+        return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
+                                   url_why=choice.why, log_port=choice.log_port)
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
@@ -213,10 +266,11 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
     if read.client is not None:
         c = read.client
         state.client.feed(c.lines, now, c.partial)
-        state.client.note_file(c.size, now)
-    if read.outputs or read.input_totals:
+        state.client.note_file(c.size, now, c.status, c.message)
+    if read.outputs or read.input_totals or state.cfg.outputs:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
+    state.partitions.note_errors(read.errors)
     if read.samples:
         for notice in state.quality.apply(read.samples, now):
             state.add_notice(notice)

@@ -58,21 +58,39 @@ def read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _is_file(path: Path, notices: list[str]) -> bool:
+    """Whether `path` is a file; a directory that cannot be entered (a `$HOME` kept by sudo or
+    setpriv, a deleted working directory) is a notice, and the file counts as absent."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        notices.append(f"cannot look for {path} ({exc.strerror or exc}); using the defaults")
+        return False
+
+
 def build_config(
     flags: Mapping[str, Any],
     config_file: Path | None = None,
     cwd: Path | None = None,
     user_file: Path | None = None,
+    notices: list[str] | None = None,
 ) -> Config:
     """Merge the user file, ./kdash.toml, --config FILE and flags (later wins) into a Config.
 
-    `flags` holds only what the user passed (None values are ignored).
+    `flags` holds only what the user passed (None values are ignored). Problems that do not stop
+    kdash (a home directory it may not enter) are appended to `notices`, one line each.
     """
-    cwd = cwd or Path.cwd()
+    notices = notices if notices is not None else []
+    if cwd is None:
+        try:
+            cwd = Path.cwd()
+        except OSError as exc:
+            notices.append(f"the working directory is gone ({exc.strerror or exc})")
+            cwd = None
     user_file = user_file if user_file is not None else user_config_path()
     layers: list[tuple[str, Mapping[str, Any]]] = []
-    for path in (user_file, cwd / "kdash.toml"):
-        if path.is_file():
+    for path in (user_file, cwd / "kdash.toml" if cwd is not None else None):
+        if path is not None and _is_file(path, notices):
             layers.append((str(path), read_toml(path)))
     if config_file is not None:
         layers.append((str(config_file), read_toml(config_file)))

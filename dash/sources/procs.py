@@ -1,8 +1,10 @@
 """The client processes: command lines matching a pattern, via psutil (blocking; call from a thread).
 
 Zero matches (the client died) and more than one (a stale client from an earlier run writing the
-same outputs) both matter, so every match is returned. kdash itself, whose own command line holds
-the pattern (`kdash --process run_inference`), and its ancestors are left out.
+same outputs) both matter, so every match is returned. kdash's own processes are left out: this
+one and its ancestors, and any other kdash given the pattern on its command line (a dashboard
+and a `kdash serve` with the same `--process`, a `--once` from cron), together with the shells
+and wrappers that started them (`bash -c "kdash --process ..."`, `tmux new "kdash ..."`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ class ProcessError:
     """Listing processes failed (the error, as a value)."""
 
     reason: str
+
+
+def is_kdash(argv: list[str]) -> bool:
+    """Whether a command line runs kdash with `--process` on it, directly or through a shell,
+    tmux, timeout or sudo (the words of `bash -c "..."` are looked at too)."""
+    words = [w for arg in argv for w in arg.split()]
+    for i, word in enumerate(words):
+        runs = os.path.basename(word) == "kdash" or (
+            word == "-m" and i + 1 < len(words) and words[i + 1] == "dash")
+        if runs and any(w == "--process" or w.startswith("--process=") for w in words[i + 1:]):
+            return True
+    return False
 
 
 def _matcher(pattern: str) -> re.Pattern[str]:
@@ -73,8 +87,9 @@ class ProcessSource:
         pid = int(info.get("pid") or proc.pid)
         if pid in self._exclude:
             return None
-        cmd = " ".join(info.get("cmdline") or [])[:MAX_CMDLINE]
-        if not cmd or not self._re.search(cmd):
+        argv = list(info.get("cmdline") or [])
+        cmd = " ".join(argv)[:MAX_CMDLINE]
+        if not cmd or not self._re.search(cmd) or is_kdash(argv):
             return None
         try:
             # cpu_percent(None) compares with this Process object's previous call; the first

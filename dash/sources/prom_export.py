@@ -37,7 +37,7 @@ def configured_sources(cfg: Config) -> frozenset[str]:
     names = {"nvml"}
     if cfg.log is not None:
         names.add("server_log")
-    if cfg.url:
+    if cfg.http_enabled:
         names.add("http")
     if cfg.client_log is not None:
         names.add("client_log")

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
@@ -34,6 +34,8 @@ from dash.ui.messages import (
     SourceFailed,
     SourceTrouble,
 )
+from dash.ui.meter import CpuMeter
+from dash.ui.pane_keys import AlertKeys, LogKeys
 from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.chart import BrailleChart
 from dash.ui.widgets.charts import WINDOWS, ChartsRow
@@ -50,8 +52,10 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  1-9 partition  o sample  g/G GPU  l log  c client/server  "
-             "/ filter  p pause  a ack  +/- window  r reset peak  ctrl+l redraw")
+KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  1-9 partition  o sample  "
+             "g/G GPU  l log  c client/server  / filter  p pause  a ack  +/- window  r reset peak")
+COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history v chart l log o sample a ack"
+"""The key line at 80 columns: the keys that reach what the small screen hides."""
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
@@ -61,24 +65,7 @@ EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 """Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
 
-class CpuMeter:
-    """This process's CPU use in percent of one core, averaged over `period` seconds."""
-
-    def __init__(self, period: float = 5.0) -> None:
-        self.period = period
-        self._last = (time.monotonic(), time.process_time())
-        self._value: float | None = None
-
-    def __call__(self) -> float | None:
-        wall, cpu = time.monotonic(), time.process_time()
-        dw, dc = wall - self._last[0], cpu - self._last[1]
-        if dw >= self.period:  # a steadier figure, and a header that repaints less often
-            self._last = (wall, cpu)
-            self._value = 100.0 * dc / dw
-        return self._value
-
-
-class DashApp(WorkerApp):
+class DashApp(LogKeys, AlertKeys, WorkerApp):
     """kdash's screen. `collector=None` runs without sources (the state is fed otherwise: by a
     replay, or by a test)."""
 
@@ -97,6 +84,8 @@ class DashApp(WorkerApp):
         Binding("d", "dim_decode", "dim decode lines", show=False),
         Binding("p", "pause", "pause"),
         Binding("a", "acknowledge", "acknowledge"),
+        Binding("h", "history", "alert history"),
+        Binding("v", "cycle_chart", "next chart (compact)"),
         Binding("plus,equals_sign", "window(1)", "longer window"),
         Binding("minus", "window(-1)", "shorter window"),
         Binding("r", "reset_peak", "reset peak"),
@@ -136,6 +125,8 @@ class DashApp(WorkerApp):
         self.gpu_index: int | None = None
         self.partition: str | None = None
         self.compact = False
+        self.chart_first = 0
+        """The first of the two charts the compact layout shows (`v` moves it)."""
         self.frames = 0
         self._cpu: float | None = None
         self._signals: list[int] = []
@@ -201,11 +192,15 @@ class DashApp(WorkerApp):
         try:
             if not self.paused or self.snap is None:
                 self.snap = fresh
-                self.render_snapshot(tick=True)
+                if self.overlay() is None:
+                    self.render_snapshot(tick=True)
             else:
                 self._render_header()
         except NoMatches:
             pass  # a tick that lands while the app shuts down finds its panels already gone
+        view = self.overlay()
+        if view is not None and self.snap is not None:
+            view.show(self.snap)
 
     def render_snapshot(self, tick: bool = False) -> None:
         """Push the current snapshot into every panel (each skips what did not change).
@@ -229,9 +224,12 @@ class DashApp(WorkerApp):
                 self.gpu_index = snap.gpus.gpus[0].index
             self.query_one("#charts", ChartsRow).show(snap, self.window, self.gpu_index)
             self._follow_table_selection()
-            self.query_one("#part-details", PartitionDetails).show(snap, self.partition)
+            self.query_one("#part-details", PartitionDetails).show(snap, self.partition,
+                                                                   self.cfg.outputs)
             self.query_one("#server", ServerPanel).show(snap)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+            # At 80x24 an alert needs the room for its hint more than the tables need theirs.
+            self.screen.set_class(self.compact and bool(snap.alerts), "-alerting")
 
     def _announce(self, notices: tuple[str, ...]) -> None:
         """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
@@ -255,13 +253,25 @@ class DashApp(WorkerApp):
         self.query_one("#header", HeaderBar).show(self.snap, extra)
 
     def on_resize(self) -> None:
+        if self.screen is self.screen_stack[0]:
+            self._apply_layout()  # else when the screen on top closes
+
+    def _apply_layout(self) -> None:
+        """Full or compact layout for the terminal's size, then a render."""
         width, height = self.size
         compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
         self.compact = compact
         self.screen.set_class(compact, "-compact")
+        self.query_one("#charts", ChartsRow).show_charts(compact, self.chart_first)
+        self.query_one("#keys", Static).update(COMPACT_KEY_HINTS if compact else KEY_HINTS)
         self.query_one("#partitions", PartitionTable).set_compact(compact)
         self.query_one("#gpu-table", GpuTable).set_compact(compact)
         self.render_snapshot()
+
+    def _back(self, _: object = None) -> None:
+        """A screen on top closed: the main screen catches up with the size and the data."""
+        if self.screen is self.screen_stack[0]:
+            self._apply_layout()
 
     # -- observations from the workers --------------------------------------------------------
 
@@ -294,7 +304,8 @@ class DashApp(WorkerApp):
     def _partition_moved(self, event: KeyedTable.RowHighlighted) -> None:
         self.partition = event.key
         if self.snap is not None:
-            self.query_one("#part-details", PartitionDetails).show(self.snap, self.partition)
+            self.query_one("#part-details", PartitionDetails).show(self.snap, self.partition,
+                                                               self.cfg.outputs)
 
     @on(KeyedTable.RowHighlighted, "#gpu-table")
     def _gpu_moved(self, event: KeyedTable.RowHighlighted) -> None:
@@ -303,19 +314,10 @@ class DashApp(WorkerApp):
         if self.snap is not None:
             self.query_one("#charts", ChartsRow).show(self.snap, self.window, self.gpu_index)
 
-    @on(Input.Changed, "#log-filter")
-    def _filter_typed(self, event: Input.Changed) -> None:
-        self.query_one("#log", LogPane).set_filter(event.value)
-
-    @on(Input.Submitted, "#log-filter")
-    def _filter_kept(self) -> None:
-        self.query_one("#log", LogPane).close_filter(keep=True)
-        self.query_one("#partitions").focus()
-
     # -- actions ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(), self._back)
 
     async def action_quit(self) -> None:
         self.stop_sources()
@@ -331,44 +333,19 @@ class DashApp(WorkerApp):
         if table.row_count:
             table.move_cursor(row=(table.cursor_row + step) % table.row_count, animate=False)
 
-    def action_toggle_log(self) -> None:
-        self._show_log(not self.query_one("#log", LogPane).display)
-
-    def _show_log(self, show: bool) -> None:
-        log = self.query_one("#log", LogPane)
-        log.display = show
-        self.query_one("#server").display = not show
-        log.redraw()
-
-    def action_switch_log(self) -> None:
-        log = self.query_one("#log", LogPane)
-        log.source = "client" if log.source == "server" else "server"
-        self._show_log(True)
-
-    def action_filter(self) -> None:
-        self._show_log(True)
-        self.query_one("#log", LogPane).open_filter()
-
-    def action_close_filter(self) -> None:
-        log = self.query_one("#log", LogPane)
-        if self.query_one("#log-filter", Input).display:
-            log.close_filter(keep=False)
-            self.query_one("#partitions").focus()
-
-    def action_dim_decode(self) -> None:
-        self.query_one("#log", LogPane).toggle_dim()
-
     def action_pause(self) -> None:
         self.paused = not self.paused
         self.refresh_state()
 
-    def action_acknowledge(self) -> None:
-        if self.snap is None:
+    def action_cycle_chart(self) -> None:
+        """Compact layout: show the next pair of charts (all four show in the full one)."""
+        if not self.compact:
+            self.notify("all four charts are on screen; v cycles them in the compact layout",
+                        timeout=3)
             return
-        for alert in self.snap.alerts:
-            if not alert.acknowledged:
-                self.state.acknowledge(alert.key)
-        self._rerender()
+        self.chart_first = (self.chart_first + 1) % 4
+        self.query_one("#charts", ChartsRow).show_charts(True, self.chart_first)
+        self.render_snapshot()
 
     def action_window(self, step: int) -> None:
         self.window = max(0, min(len(WINDOWS) - 1, self.window + step))
@@ -398,7 +375,25 @@ class DashApp(WorkerApp):
     def _rerender(self) -> None:
         """Show the effect of a key at once, even while paused."""
         self.snap = self.state.snapshot(self.clock.now())
-        self.render_snapshot()
+        if self.overlay() is None:
+            self.render_snapshot()
+
+
+def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> RunState:
+    """A RunState that knows the earlier sessions' alerts (the history file's end) and the
+    notices found while loading the config."""
+    from dash.core.alerts.history import entries_from_lines
+    from dash.sources.alert_sinks import history_path, read_history
+
+    state = RunState(cfg)
+    for text in notices:
+        state.add_notice(text)
+    if cfg.alert_history:
+        lines, error = read_history(history_path(cfg))  # bounded: the file's last 512 KB
+        state.history.load_earlier(entries_from_lines(lines))
+        if error:
+            state.add_notice(error)
+    return state
 
 
 def _pane_lines(read: FilesRead) -> Iterator[tuple[str, tuple[str, ...]]]:
@@ -414,13 +409,14 @@ def run_dashboard(
     nvml_module: object | None = None,
     clock: Clock | None = None,
     extra_title: str | None = None,
+    notices: tuple[str, ...] = (),
 ) -> int:
     """Run the dashboard in this terminal until `q` or Ctrl+C (exit 0), or SIGTERM, SIGHUP or
     SIGINT (128 + the signal); the exit code."""
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
-    app = DashApp(cfg, state=RunState(cfg), collector=collector, clock=clock,
+    app = DashApp(cfg, state=_state_with_history(cfg, notices), collector=collector, clock=clock,
                   extra_title=extra_title, handle_signals=True)
     exporter = None
     if cfg.metrics_port is not None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import time
+
+from dash.core.alerts.model import fmt_duration
 
 GB = 1024**3
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -84,3 +87,16 @@ def spark(values: tuple[float, ...] | list[float]) -> str:
     span = hi - lo
     top = len(_SPARKS) - 1
     return "".join(_SPARKS[round((v - lo) / span * top) if span else top // 2] for v in values)
+
+
+def clock(t: float, now: float) -> str:
+    """A clock time: `14:02`, or `Jun 14 14:02` when it is not today's (the local zone)."""
+    local = time.localtime(t)
+    if abs(now - t) >= 20 * 3600:
+        return time.strftime("%b %d %H:%M", local)
+    return time.strftime("%H:%M", local)
+
+
+def since(t: float, now: float) -> str:
+    """`since 14:02 (12 min)`: when it started, and how long ago."""
+    return f"since {clock(t, now)} ({fmt_duration(max(0.0, now - t))})"

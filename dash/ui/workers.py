@@ -137,7 +137,7 @@ class WorkerApp(App[int]):
             thread = SourceThread(name, step, self._stop, self.post_message)
             self._threads.append(thread)
             thread.start()
-        if self.cfg.url:
+        if self.cfg.http_enabled:
             self._loop_workers.append(self.http_loop(sources))
         if not self.cfg.poll:
             self._watching = True

@@ -129,16 +129,25 @@ def test_oom_is_crit_at_once_with_line_headroom_and_hint() -> None:
     assert {"id", "severity", "since", "message", "evidence", "hint"} <= set(doc)
 
 
-def test_oom_clears_after_a_restart_and_restart_is_info() -> None:
+def test_a_restart_clears_the_oom_at_once_and_keeps_it_in_the_incident_line() -> None:
     run = Run(clear_after_s=10)
     run.feed(ev("ready"), ev("oom"))
     run.tick()
     run.feed(ev("server_args", args={}))
     run.tick(5)
+    assert "server_oom" in run.cleared  # the restart is a confirmed end: no hysteresis
+    restarted = run.active()["server_restarted"]
+    assert restarted.severity == "warn" and "OOM" in restarted.message
+    assert "before it: oom" in restarted.evidence
+
+
+def test_a_plain_restart_is_info() -> None:
+    run = Run()
+    run.feed(ev("ready"))
+    run.tick()
+    run.feed(ev("server_args", args={}))
+    run.tick(5)
     assert run.active()["server_restarted"].severity == "info"
-    assert "before it: oom" in run.active()["server_restarted"].evidence
-    run.tick(20)
-    assert "server_oom" in run.cleared
 
 
 @pytest.mark.parametrize("reason", ["exception", "watchdog", "sigquit", "killed"])
@@ -258,23 +267,28 @@ def _part(name: str, done: int, at_start: int, last_write: float | None,
                              status=status, last_write=last_write)  # type: ignore[arg-type]
 
 
-def test_client_log_buffered_when_empty_and_an_output_grows() -> None:
+def test_client_log_buffered_when_empty_for_buffered_after_s_while_an_output_grows() -> None:
     run = Run()
-    run.extra["client"] = ClientSnapshot(log_path="/run/client.log", log_bytes=0)
+    run.extra["client"] = ClientSnapshot(log_path="/run/client.log", log_bytes=0,
+                                         log_still_since=T0)
     run.extra["partitions"] = (_part("B1", 1374, 1374, None),)
     run.tick()
     assert "client_log_buffered" not in run.active()
     run.extra["partitions"] = (_part("B1", 1399, 1374, T0 + 60),)
+    run.tick(60)  # an empty log waits as long as a still one: 120 s by default
+    assert "client_log_buffered" not in run.active()
+    run.extra["partitions"] = (_part("B1", 1420, 1374, T0 + 115),)
     run.tick(60)
     alert = run.active()["client_log_buffered"]
-    assert "0 bytes" in alert.message and "1374 -> 1399" in alert.message
+    assert "0 bytes" in alert.message and "1374 -> 1420" in alert.message
     assert "python -u" in alert.hint and "PYTHONUNBUFFERED=1" in alert.hint
 
 
 def test_growing_client_log_is_not_buffered() -> None:
     run = Run()
     for i in range(30):
-        run.extra["client"] = ClientSnapshot(log_path="c.log", log_bytes=100 * (i + 1))
+        run.extra["client"] = ClientSnapshot(log_path="c.log", log_bytes=100 * (i + 1),
+                                             log_still_since=run.now)
         run.extra["partitions"] = (_part("B1", 1374 + i, 1374, run.now),)
         run.tick(10)
     assert "client_log_buffered" not in run.fired

@@ -165,3 +165,28 @@ def test_pending_partition_without_a_derivable_path_has_an_empty_path() -> None:
     t = PartitionsTracker({"B2": 5}, outputs=("out/*",))
     (s,) = t.snapshot(0.0)
     assert (s.name, s.path, s.status, s.total) == ("B2", "", "pending", 5)
+
+
+def test_an_unreadable_output_is_named_and_a_glob_that_matches_nothing_is_told() -> None:
+    from dash.core.state.partitions import OutputCount, PartitionsTracker
+
+    tracker = PartitionsTracker(outputs=("out/*.jsonl", "out/*.jsnl"))
+    assert tracker.unmatched() == ()  # not looked yet: nothing to say
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10)], 0.0)
+    assert tracker.unmatched() == ("out/*.jsnl",)
+    tracker.note_errors(["out/B1.jsonl: Permission denied"])
+    [p] = tracker.snapshot(1.0)
+    assert (p.status, p.error, p.done) == ("unreadable", "Permission denied", 10)
+    tracker.note_errors([])
+    assert tracker.snapshot(2.0)[0].status == "pending"
+
+
+def test_a_file_written_just_now_is_running_from_its_mtime() -> None:
+    from dash.core.state.partitions import OutputCount, PartitionsTracker
+
+    tracker = PartitionsTracker(stall_after_s=300.0)
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10), OutputCount("B2", "out/B2.jsonl", 5)],
+                  1000.0)
+    tracker.note_mtimes({"out/B1.jsonl": 990.0, "out/B2.jsonl": 100.0}, 1000.0)
+    status = {p.name: (p.status, p.last_write) for p in tracker.snapshot(1000.0)}
+    assert status == {"B1": ("running", 990.0), "B2": ("pending", None)}  # old: not "stalled"

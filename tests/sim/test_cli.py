@@ -26,9 +26,15 @@ def _start_sim(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], list[
     return proc, lines
 
 
+def _watch_line(lines: list[str]) -> str:
+    at = next(i for i, line in enumerate(lines) if line.rstrip().endswith("Watch it with:"))
+    return lines[at + 1].strip()
+
+
 def _watch_argv(lines: list[str]) -> list[str]:
-    cmd = next(line for line in lines if line.strip().startswith("kdash --log"))
-    return shlex.split(cmd)[1:]
+    """The printed command's options (after the program, `python -m dash` in these tests)."""
+    argv = shlex.split(_watch_line(lines))
+    return argv[argv.index("--log"):]
 
 
 def test_sim_prints_the_watch_command_and_stops_on_sigterm(tmp_path):
@@ -49,6 +55,32 @@ def test_sim_prints_the_watch_command_and_stops_on_sigterm(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_printed_command_runs_as_printed_from_anywhere(tmp_path):
+    proc, lines = _start_sim(tmp_path, "--speed", "50")
+    try:
+        line = _watch_line(lines)
+        assert shlex.split(line)[:3] == [sys.executable, "-m", "dash"]  # this very kdash
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        out = subprocess.run(f"{line} --once --json --window 0", shell=True, cwd=elsewhere,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["server"]["path"].startswith(str(tmp_path))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+def test_watch_command_names_the_running_kdash_script(monkeypatch, tmp_path):
+    from dash.commands.sim import kdash_command
+
+    script = tmp_path / "my env" / "bin" / "kdash"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "argv", [str(script), "sim"])
+    assert shlex.split(kdash_command()) == [str(script)]  # quoted: the path has a space
 
 
 def test_sim_ends_at_duration(tmp_path):
@@ -110,7 +142,7 @@ def test_once_json_reads_the_simulated_run(tmp_path):
 def test_demo_runs_the_dashboard_on_the_sim_and_cleans_up(monkeypatch):
     seen: dict[str, object] = {}
 
-    def run_dashboard(cfg, *, nvml_module=None, clock=None, extra_title=None):
+    def run_dashboard(cfg, *, nvml_module=None, clock=None, extra_title=None, notices=()):
         deadline = time.monotonic() + 10
         while "ready to roll" not in cfg.log.read_text():
             assert time.monotonic() < deadline
@@ -131,3 +163,4 @@ def test_demo_runs_the_dashboard_on_the_sim_and_cleans_up(monkeypatch):
     assert seen["info"]["max_total_num_tokens"] > 0
     assert seen["clock_ahead"] > 10  # the demo's clock runs at the simulation's speed
     assert not cfg.log.parent.exists()  # the temp dir is gone
+    assert cfg.state_dir == cfg.log.parent / "kdash-state"  # the demo's history: its own

@@ -107,3 +107,25 @@ def test_unreachable_webhook_is_an_error_value() -> None:
     delivery = AlertDelivery(webhook="http://127.0.0.1:9/hook")
     errors = delivery.deliver_blocking(AlertChanges(new=(ALERT,)), 1.0)
     assert len(errors) == 1 and errors[0]
+
+
+def test_the_history_is_read_back_from_its_end_and_names_its_sessions(tmp_path: Path) -> None:
+    from dash.core.alerts.history import entries_from_lines
+    from dash.core.config import Config
+    from dash.sources.alert_sinks import read_history
+
+    path = alert_sinks.history_path(Config(state_dir=tmp_path / "demo-state"))
+    assert path == tmp_path / "demo-state" / "alerts.jsonl"
+    assert read_history(path) == ([], None)  # not there yet: no error
+    for i in range(300):
+        assert append_history([(ALERT, "fired"), (ALERT, "cleared")], float(i), path,
+                              session="s1") is None
+    with path.open("a") as fh:
+        fh.write("not json\n")
+    lines, error = read_history(path, max_bytes=20_000)
+    assert error is None and 0 < len(lines) < 600  # only the end, the cut first line dropped
+    assert all(doc["session"] == "s1" for doc in lines)
+    entries = entries_from_lines(lines)
+    assert entries[-1].fired_at == 299.0 and entries[-1].cleared_at == 299.0
+    (tmp_path / "blocked").write_text("")
+    assert "alert history" in (read_history(tmp_path / "blocked" / "alerts.jsonl")[1] or "")

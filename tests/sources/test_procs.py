@@ -42,3 +42,37 @@ def test_own_command_line_is_not_a_match() -> None:
 
 def test_a_pattern_that_is_not_a_regex_is_literal() -> None:
     assert ProcessSource("run[inference").sample() == ()
+
+
+def test_other_kdash_processes_with_the_same_pattern_are_not_clients(tmp_path) -> None:
+    # A dashboard and a `kdash serve` (or a cron `--once`) with the same --process see each other
+    # through their command lines; neither is the client, nor the shell that started it.
+    tag = f"kdash_test_client_{uuid.uuid4().hex[:8]}"
+    sleeper = tmp_path / "kdash"
+    sleeper.write_text("import time; time.sleep(30)\n")
+    others = [
+        [sys.executable, str(sleeper), "serve", "--process", tag],
+        [sys.executable, "-c", "import time; time.sleep(30)", "-m", "dash", f"--process={tag}"],
+        ["bash", "-c", f"{sleeper} --process {tag}; sleep 30"],
+    ]
+    client = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(30)  # {tag}"])
+    procs = [subprocess.Popen(argv) for argv in others]
+    try:
+        time.sleep(0.3)
+        found = ProcessSource(tag).sample()
+        assert isinstance(found, tuple)
+        assert [p.pid for p in found] == [client.pid]
+    finally:
+        for p in (client, *procs):
+            p.kill()
+            p.wait()
+
+
+def test_is_kdash_reads_command_lines() -> None:
+    from dash.sources.procs import is_kdash
+
+    assert is_kdash(["/venv/bin/kdash", "--process", "run_inference"])
+    assert is_kdash(["python3", "-m", "dash", "serve", "--process=run_inference"])
+    assert is_kdash(["tmux", "new", "-d", "kdash --log s.log --process run_inference"])
+    assert not is_kdash(["python", "run_inference.py", "--out", "/data/kdash"])
+    assert not is_kdash(["python", "run_inference.py", "--process", "4"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +14,10 @@ from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
 from dash.ui.app import DashApp
 from ui.fake_run import NOW, FrozenState
+
+# Clock times on screen ("since 14:02") are local: snapshots are taken in one zone.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from dash.core.snapshot import (
     GpuProcess,
     GpuSnapshot,
     GpusSnapshot,
+    HistoryEntry,
     HttpSnapshot,
     PartitionSnapshot,
     Peak,
@@ -176,6 +177,29 @@ def alerts() -> tuple[Alert, ...]:
     )
 
 
+def history() -> tuple[HistoryEntry, ...]:
+    """Alerts that came and went: two of the day before (the history file), and this session's."""
+    day = 86400.0
+    oom = Alert("server_oom", "crit", NOW - day - 7200.0,
+                "CUDA out of memory in the server after a prefill of 32768 new tokens",
+                "OOM at about 2025-06-14T16:06:40 (line 90211); avail mem after CUDA graph 0.82 GB, "
+                "mem_fraction_static 0.93",
+                "Lower --mem-fraction-static (now 0.93; try 0.88) to leave more headroom outside "
+                "the KV cache; the server usually needs a restart after an OOM.",
+                line="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
+    restarted = Alert("server_restarted", "warn", NOW - day - 7020.0,
+                      "16:06 OOM (mem fraction 0.93, 0.82 GB after CUDA graph) -> restarted 16:09 "
+                      "with 0.88", "restart #1 at 2025-06-14T16:09:40 (line 90240)",
+                      "The server came back after an OOM.")
+    plateau, kv = alerts()[0], alerts()[1]
+    return (
+        HistoryEntry(oom, NOW - day - 7200.0, NOW - day - 7020.0, earlier=True),
+        HistoryEntry(restarted, NOW - day - 7020.0, NOW - day - 3400.0, earlier=True),
+        HistoryEntry(plateau, NOW - 2100.0),
+        HistoryEntry(kv, NOW - 900.0),
+    )
+
+
 def client() -> ClientSnapshot:
     return ClientSnapshot(
         log_path="/data/run7/client.log", log_bytes=18_442_113, log_last_growth=NOW - 3.0,
@@ -186,6 +210,15 @@ def client() -> ClientSnapshot:
         process_pattern="run_inference",
         processes=(ProcessInfo(41822, "python", "python run_inference.py --resume", START + 40.0),),
     )
+
+
+def settled(snap: RunSnapshot) -> RunSnapshot:
+    """`snap` with what RunState derives from its parts: liveness and incidents."""
+    from dash.core.alerts.incidents import group_incidents
+    from dash.core.state.liveness import liveness
+
+    live = liveness(snap.server, snap.http, snap.now, live_s=60.0)
+    return dataclasses.replace(snap, liveness=live, incidents=group_incidents(snap.alerts))
 
 
 def snapshot(**changes: object) -> RunSnapshot:
@@ -199,9 +232,9 @@ def snapshot(**changes: object) -> RunSnapshot:
         partitions=parts,
         totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8, output_tokens_per_s=588.0,
                          eta_s=51200.0, last_to_finish="B4_deepseek"),
-        client=client(), gpus=gpus(), alerts=alerts(),
+        client=client(), gpus=gpus(), alerts=alerts(), history=history(),
     )
-    return dataclasses.replace(snap, **changes)  # type: ignore[arg-type]
+    return settled(dataclasses.replace(snap, **changes))  # type: ignore[arg-type]
 
 
 SERVER_LINES = (
@@ -243,7 +276,7 @@ class FrozenState(RunState):
         alerts = tuple(
             dataclasses.replace(a, acknowledged=True) if a.key == key else a for a in self.snap.alerts
         )
-        self.snap = dataclasses.replace(self.snap, alerts=alerts)
+        self.snap = settled(dataclasses.replace(self.snap, alerts=alerts))
         return True
 
     def reset_peak(self) -> None:

@@ -8,14 +8,14 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from textual.widgets import Input, RichLog
+from textual.widgets import Input
 
 from dash.core.snapshot import GpusSnapshot
 from dash.ui.app import DashApp
 from dash.ui.widgets.chart import BrailleChart
 from dash.ui.widgets.gpus import GpuTable
 from dash.ui.widgets.help import HelpScreen
-from dash.ui.widgets.log_pane import LogPane
+from dash.ui.widgets.log_pane import LogPane, LogView
 from dash.ui.widgets.partitions import PartitionTable
 from ui.fake_run import CLIENT_LINES, SERVER_LINES, FrozenState, screen_text, snapshot
 
@@ -146,13 +146,13 @@ async def test_slash_filters_live_enter_keeps_escape_clears(make_app: MakeApp) -
         box = app.query_one("#log-filter", Input)
         assert box.display and app.focused is box
         await pilot.press(*"prefill")
-        assert len(app.query_one("#log-view", RichLog).lines) == 1
+        assert app.query_one("#log-view", LogView).count == 1
         assert "q" not in pane.filter  # letters typed into the filter are not keys
         await pilot.press("enter")
         assert pane.filter == "prefill" and not box.display and app.is_running
         await pilot.press("slash", "escape")
         assert pane.filter == ""
-        assert len(app.query_one("#log-view", RichLog).lines) == len(SERVER_LINES)
+        assert app.query_one("#log-view", LogView).count == len(SERVER_LINES)
 
 
 async def test_d_toggles_dimmed_decode_lines(make_app: MakeApp) -> None:

@@ -91,14 +91,19 @@ async def test_right_and_left_move_a_minute_and_alerts_follow_the_log_clock(sim_
             await pilot.press("right")
         assert app.clock.now() == T0 + 240.0
         assert "server_oom" not in alert_ids(app)
-        await pilot.press("right", "right")
-        assert app.clock.now() == T0 + 360.0
+        await pilot.press("right")
+        assert app.clock.now() == T0 + 300.0
         assert app.snap is not None
         oom = next(a for a in app.snap.alerts if a.id == "server_oom")
         assert oom.severity == "crit" and oom.since == T0 + OOM_AT  # when it happened in the log
         text = screen_text(app)
         assert oom.message[:40] in text
-        assert time.strftime("%H:%M:%S", time.localtime(T0 + 360.0)) in text
+        assert time.strftime("%H:%M:%S", time.localtime(T0 + 300.0)) in text
+        await pilot.press("right")  # the restart at 360 ends the OOM; its line keeps the cause
+        assert app.clock.now() == T0 + 360.0
+        assert "server_oom" not in alert_ids(app)
+        restarted = next(a for a in app.snap.alerts if a.id == "server_restarted")
+        assert restarted.severity == "warn" and "OOM" in restarted.message
         before = app.state
         await pilot.press("left", "left")  # back before the OOM: the state is rebuilt
         assert app.state is not before

@@ -7,6 +7,7 @@ deliberate change, and look at `snapshot_report.html` when one fails.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +16,9 @@ from textual.pilot import Pilot
 from dash.core.snapshot import GpusSnapshot
 from dash.core.snapshot import HttpSnapshot as Http
 from dash.ui.app import DashApp
+from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.log_pane import LogPane
-from ui.fake_run import NOW, SERVER_LINES, snapshot
+from ui.fake_run import NOW, SERVER_LINES, server, snapshot
 
 SnapCompare = Callable[..., bool]
 MakeApp = Callable[..., DashApp]
@@ -39,9 +41,11 @@ def test_log_pane_with_markup_in_lines(snap_compare: SnapCompare, make_app: Make
 
 
 def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    # Down for real: the URL that answered no longer does, and the log went quiet with it.
     snap = snapshot(
+        server=dataclasses.replace(server(), last_record_at=NOW - 80.0),
         http=Http(url="http://127.0.0.1:30000", state="down", since=NOW - 75.0,
-                  reason="connection refused", consecutive_failures=38),
+                  reason="connection refused", consecutive_failures=38, last_ok_at=NOW - 77.0),
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"),
         alerts=(),
     )
@@ -50,6 +54,36 @@ def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -
 
 def test_help_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_alert_described_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    async def focus_alerts(pilot: Pilot[Any]) -> None:
+        pilot.app.query_one(AlertsPanel).focus()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=focus_alerts,
+                        press=["down", "enter"])
+
+
+def test_alerts_focused_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    async def focus_alerts(pilot: Pilot[Any]) -> None:
+        pilot.app.query_one(AlertsPanel).focus()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=focus_alerts,
+                        press=["down", "down"])
+
+
+def test_alert_history(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(160, 45), press=["h"])
+
+
+def test_log_pane_scrolled_back(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    async def feed(pilot: Pilot[Any]) -> None:
+        pane = pilot.app.query_one(LogPane)
+        pane.append("server", [f"{SERVER_LINES[i % len(SERVER_LINES)]} #{i}" for i in range(200)])
+        pilot.app.query_one("#log-view").focus()
+
+    assert snap_compare(make_app(), terminal_size=(160, 45), run_before=feed,
+                        press=["l", "pageup"])
 
 
 def test_sample_view_shows_hostile_content_literally(snap_compare: SnapCompare,

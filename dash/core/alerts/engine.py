@@ -6,10 +6,16 @@ holds right now). `AlertEngine` turns findings into `Alert`s: a finding must hol
 absent for `clear_after` seconds, so a value hovering at a threshold does not flap. Nothing here
 reads a clock or does I/O; delivery (command, webhook, history) is `dash.sources.alert_sinks`.
 
+A rule may also say that an alert's condition is over for certain (`RuleContext.resolve`: the
+server answers again, a stats line arrived): that alert clears at once, since hysteresis is for
+conditions that flap, not for a confirmed recovery. `immediate=True` (for `--once` and `check`,
+which sample for seconds) fires every finding at once instead of after its duration.
+
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
-server_restarted, server_silent, client_log_buffered, throughput_plateau, kv_saturated,
-retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate, partition_done,
-outputs_truncated, outputs_invalid, outputs_errors, outputs_empty, reasoning_missing.
+http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
+kv_saturated, retractions, gpu_headroom_low, output_stalled, client_missing, client_duplicate,
+partition_done, outputs_truncated, outputs_invalid, outputs_errors,
+outputs_empty, reasoning_missing.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ class AlertEngine:
 
     config: AlertConfig = field(default_factory=AlertConfig)
     rules: tuple[Rule, ...] | None = None
+    immediate: bool = False
+    """Fire a finding as soon as it holds (a short sample, where durations cannot pass)."""
     _tracks: dict[str, _Track] = field(default_factory=dict)
     _memory: dict[int, dict[str, Any]] = field(default_factory=dict)
     _events: ServerEvents | None = None
@@ -51,18 +59,21 @@ class AlertEngine:
     def evaluate(self, snap: RunSnapshot, now: float) -> AlertChanges:
         """Evaluate every rule on `snap` at `now`; return what fired and what cleared."""
         active = frozenset(k for k, t in self._tracks.items() if t.alert is not None)
+        acked = frozenset(k for k, t in self._tracks.items()
+                          if t.alert is not None and t.alert.acknowledged)
         events = snap.server.events
         if self._events is None or self._events.all is not events:
             self._events = ServerEvents(events)
         findings: dict[str, Finding] = {}
+        resolved: set[str] = set()
         for i, rule in enumerate(self.rules or ()):
             ctx = RuleContext(snap, now, self.config, active, self._memory.setdefault(i, {}),
-                              self._events)
+                              self._events, acked, resolved)
             for f in rule(ctx):
                 findings.setdefault(f.key, f)
         new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
         cleared = [a for k in list(self._tracks) if k not in findings
-                   if (a := self._absent(k, now)) is not None]
+                   if (a := self._absent(k, now, k in resolved)) is not None]
         return AlertChanges(tuple(new), tuple(cleared))
 
     def _present(self, f: Finding, now: float) -> Alert | None:
@@ -75,19 +86,19 @@ class AlertEngine:
             # Keep `since` and the acknowledgement; refresh the numbers.
             track.alert = _alert(f, track.alert.since, track.alert.acknowledged)
             return None
-        if now - track.first_seen < f.fire_after:
+        if now - track.first_seen < f.fire_after and not self.immediate:
             return None
         track.alert = _alert(f, since, False)
         return track.alert
 
-    def _absent(self, key: str, now: float) -> Alert | None:
+    def _absent(self, key: str, now: float, resolved: bool = False) -> Alert | None:
         track = self._tracks[key]
         if track.alert is None:
             del self._tracks[key]  # a pending condition that went away restarts its duration
             return None
         if track.absent_since is None:
             track.absent_since = now
-        if now - track.absent_since < self.config.clear_after_s:
+        if now - track.absent_since < self.config.clear_after_s and not resolved:
             return None
         del self._tracks[key]
         return track.alert

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dash.core.config import AlertConfig
@@ -18,7 +18,8 @@ from dash.core.linenums import line_text
 from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
 
 RULE_IDS = (
-    "server_oom", "server_crash", "server_down", "server_restarted", "server_silent",
+    "server_oom", "server_crash", "server_down", "http_unreachable", "server_restarted",
+    "server_silent",
     "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions",
     "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
     "outputs_truncated", "outputs_invalid", "outputs_errors", "outputs_empty", "reasoning_missing",
@@ -92,10 +93,20 @@ class RuleContext:
     memory: dict[str, Any]
     events: ServerEvents = None  # type: ignore[assignment]  # set from `snap` when not given
     """The snapshot's server events, indexed (the engine shares one index across ticks)."""
+    acknowledged: frozenset[str] = frozenset()
+    """Keys of the active alerts the user acknowledged."""
+    resolved: set[str] = field(default_factory=set)
+    """Keys a rule saw recover for certain (the server answers again, a stats line arrived):
+    the engine clears those at once instead of waiting out the hysteresis."""
 
     def __post_init__(self) -> None:
         if self.events is None or self.events.all is not self.snap.server.events:
             self.events = ServerEvents(self.snap.server.events)
+
+    def resolve(self, key: str) -> None:
+        """Say that `key`'s condition is over for certain (a confirmed recovery)."""
+        if key in self.active:
+            self.resolved.add(key)
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]
@@ -122,15 +133,26 @@ def fmt_duration(seconds: float) -> str:
 
 
 def where(ev: Mapping[str, Any]) -> str:
-    """`at 12:10:05 (line 812)` from an event's own timestamp and line number (`line ?,
-    counting` while the lines before a backfill window are counted)."""
+    """`at 12:10:05 (line 812)` from an event's own timestamp and line number (a line with no
+    stamp of its own: `at about 12:10:05`, the stamp of the line before it; `line ?, counting`
+    while the lines before a backfill window are counted)."""
     parts = []
     if ev.get("ts"):
         parts.append(f"at {ev['ts']}")
+    elif ev.get("near_ts"):
+        parts.append(f"at about {ev['near_ts']}")
     line = line_text(ev)
     if line:
         parts.append(f"({line})")
     return " ".join(parts) or "in the log"
+
+
+def text_of(ev: Mapping[str, Any] | None) -> str | None:
+    """An event's log line (its message), capped, for an alert's `line`."""
+    if ev is None:
+        return None
+    msg = ev.get("message")
+    return str(msg)[:500] if msg else None
 
 
 def alert_to_json(alert: Alert) -> dict[str, Any]:

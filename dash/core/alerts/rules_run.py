@@ -11,32 +11,33 @@ GB = 1024**3
 
 
 def rule_client_buffered(ctx: RuleContext) -> Iterator[Finding]:
-    """`client_log_buffered` (warn): the client log is empty or still while an output grows."""
-    c, cfg, mem = ctx.snap.client, ctx.cfg, ctx.memory
-    if c.log_path is None or c.log_bytes is None:
+    """`client_log_buffered` (warn): the client log has been empty or still for
+    `buffered_after_s` (counted from when kdash first saw it) while an output grew.
+
+    An empty log waits as long as a still one: a client that has just started may not have
+    printed its first line yet.
+    """
+    c, cfg = ctx.snap.client, ctx.cfg
+    if c.log_path is None or c.log_bytes is None or c.log_still_since is None:
         return
-    # Growth seen by this rule, so a tracker that only stamps growth after its first read
-    # cannot make a freshly started kdash look like a stale log.
-    if mem.get("bytes") != c.log_bytes:
-        mem["bytes"], mem["grew_at"] = c.log_bytes, ctx.now
-    grew_at = max(mem["grew_at"], c.log_last_growth or 0.0)
-    if c.log_bytes and ctx.now - grew_at < cfg.buffered_after_s:
+    still = c.log_still_since
+    if ctx.now - still < cfg.buffered_after_s:
         return
     growing = [p for p in ctx.snap.partitions
-               if p.last_write is not None and p.last_write > grew_at
+               if p.last_write is not None and p.last_write > still
                and ctx.now - p.last_write <= cfg.buffered_after_s
                and p.written >= cfg.buffered_min_lines]
     if not growing:
         return
     p = growing[0]
     state = "is empty (0 bytes)" if c.log_bytes == 0 else \
-        f"has not grown for {fmt_duration(ctx.now - grew_at)}"
+        f"has not grown for {fmt_duration(ctx.now - still)}"
     yield Finding("client_log_buffered", "warn",
                   f"the client log {state} while {p.name} grew {p.at_start} -> {p.done} lines",
                   f"client log {c.log_path}: {c.log_bytes} bytes; {len(growing)} output(s) growing",
                   "The client's output is block-buffered: run it with `python -u` or "
                   "PYTHONUNBUFFERED=1 (tqdm, prints and tracebacks then reach the log at once).",
-                  fire_after=0.0 if c.log_bytes == 0 else cfg.buffered_after_s / 2)
+                  since=still)
 
 
 def _is_done(p: PartitionSnapshot) -> bool:

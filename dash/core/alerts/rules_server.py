@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from dash.core.alerts.model import Finding, RuleContext, fmt_duration, where
+from dash.core.alerts.incidents import rule_restarted
+from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
 from dash.core.linenums import line_order
-from dash.core.snapshot import Record
+from dash.core.snapshot import Record, Severity
 
 _CRASH_TEXT = {
     "exception": "the scheduler hit an exception",
@@ -51,6 +52,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
     ooms = ctx.events.since_start_of("oom")
     if not ooms:
+        ctx.resolve("server_oom")  # a new start: the restart's incident line carries it on
         return
     first, facts = ooms[0], ctx.snap.server.facts
     during = ""
@@ -68,7 +70,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     title = _OOM_TITLE.get(str(first.get("reason")), "CUDA out of memory in the server" + during)
     if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
         hint = first["hint"]
-    yield Finding("server_oom", "crit", title, evidence, hint, line=_text(first),
+    yield Finding("server_oom", "crit", title, evidence, hint, line=text_of(first),
                   since=first.get("at"))
 
 
@@ -76,6 +78,7 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     """`server_crash` (crit, at once): exception, watchdog timeout, SIGQUIT or Killed."""
     crashes = ctx.events.since_start_of("crash")
     if not crashes:
+        ctx.resolve("server_crash")
         return
     first = crashes[0]
     what = "; ".join(dict.fromkeys(_crash_text(e) for e in crashes))
@@ -84,7 +87,7 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
             "after an OOM; `Killed` alone usually means host RAM ran out.")
     yield Finding("server_crash", "crit", f"server crashed: {what}",
                   f"{len(crashes)} crash line(s), first {where(first)}", hint,
-                  line=_text(first), since=first.get("at"))
+                  line=text_of(first), since=first.get("at"))
 
 
 def _crash_text(ev: Record) -> str:
@@ -96,34 +99,85 @@ def _crash_text(ev: Record) -> str:
 
 
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_down` (crit): HTTP unreachable for `down_polls` polls in a row."""
-    http = ctx.snap.http
+    """`server_down`: the URL does not answer (`down_polls` polls in a row) and the log is not
+    live. Crit when the server answered before, crashed, or went silent with requests running;
+    a warning when nothing says it ever ran. Clears at once when it answers or its log is live."""
+    http, live = ctx.snap.http, ctx.snap.liveness
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls:
+        ctx.resolve("server_down")
+        return
+    if live.log == "live":
+        ctx.resolve("server_down")
         return
     last_ok = "never answered" if http.last_ok_at is None else \
         f"last answered {fmt_duration(max(0.0, ctx.now - http.last_ok_at))} ago"
-    yield Finding("server_down", "crit", f"server unreachable at {http.url}: {http.reason}",
-                  f"{http.consecutive_failures} failed polls; {last_ok}",
-                  "Is the server process alive (GPU processes, `ps`)? Check the end of the server "
-                  "log for a crash, and the --url/port.", since=http.since)
+    why = _down_evidence(ctx)
+    severity: Severity = "crit" if http.last_ok_at is not None or why else "warn"
+    evidence = f"{http.consecutive_failures} failed polls; {last_ok}" + "".join(
+        f"; {w}" for w in why)
+    yield Finding("server_down", severity, f"server unreachable at {http.url}: {http.reason}",
+                  evidence, "Is the server process alive (GPU processes, `ps`)? Check the end of "
+                  "the server log for a crash, and the --url/port." + _where_hint(ctx),
+                  since=http.since)
 
 
-def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_restarted` (info): shown for `restart_show_s` after a restart."""
-    events, i = ctx.events.all, ctx.events.last_restart
-    if i is None:
+def _down_evidence(ctx: RuleContext) -> list[str]:
+    """What, beyond the URL, says the server is down: a crash, or a log gone silent."""
+    live, s = ctx.snap.liveness, ctx.snap.server
+    if live.log == "crashed":
+        crash = ctx.events.since_start_of("oom", "crash")
+        return [f"the log shows a {'CUDA OOM' if crash and crash[0].get('event') == 'oom' else 'crash'}"]
+    last = _latest_stats(s.last_decode, s.last_prefill)
+    running = last.get("running_req") if last else None
+    if live.log == "quiet" and isinstance(running, (int, float)) and running > 0 \
+            and live.log_age_s is not None:
+        return [f"the log has been silent for {fmt_duration(live.log_age_s)} with "
+                f"{running:g} requests running"]
+    return []
+
+
+def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
+    """`http_unreachable` (warn): the URL does not answer, but the log is live: the server works
+    and the URL (or port) is wrong. Clears at once when it answers."""
+    http, live = ctx.snap.http, ctx.snap.liveness
+    if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls \
+            or live.log != "live":
+        ctx.resolve("http_unreachable")
         return
-    ev = events[i]
-    at = ev.get("at")
-    if not isinstance(at, (int, float)) or ctx.now - at > ctx.cfg.restart_show_s:
-        return
-    cause = next((e for e in reversed(events[:i]) if e.get("event") in ("oom", "crash")), None)
-    evidence = f"restart #{ctx.snap.server.restarts} {where(ev)}"
-    if cause is not None:
-        evidence += f"; before it: {cause.get('event')} {where(cause)}"
-    yield Finding("server_restarted", "info", "the server restarted; peak reset", evidence,
-                  "Totals are kept; throughput charts start over from the new start.",
-                  line=_text(cause) if cause else None, since=at)
+    age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
+    yield Finding("http_unreachable", "warn", f"no answer at {http.url}{_port_said(ctx)}",
+                  f"{http.reason}; {http.consecutive_failures} failed polls"
+                  f"{'' if http.last_ok_at is not None else '; never answered'}; the server's "
+                  f"log is live{age}",
+                  "The server works (its log is live), but not at this address: "
+                  + _where_hint(ctx, always=True).strip(), since=http.since)
+
+
+def _port_said(ctx: RuleContext) -> str:
+    """"; the log's server_args say port 8000" when they name another port than the URL's."""
+    port = _log_port(ctx)
+    url = ctx.snap.http.url or ""
+    if port is None or url.rstrip("/").endswith(f":{port}"):
+        return ""
+    return f"; the log's server_args say port {port}"
+
+
+def _log_port(ctx: RuleContext) -> int | None:
+    port = ctx.snap.http.log_port or ctx.snap.server.facts.get("port")
+    return port if isinstance(port, int) and not isinstance(port, bool) else None
+
+
+def _where_hint(ctx: RuleContext, always: bool = False) -> str:
+    http = ctx.snap.http
+    port = _log_port(ctx)
+    said = _port_said(ctx)
+    if said and port is not None:
+        host = (http.url or "http://127.0.0.1").rsplit(":", 1)[0]
+        return f" Pass --url {host}:{port}, or --no-http to watch the log alone."
+    if not always:
+        return ""
+    why = f" (this one is {http.url_why})" if http.url_why and http.url_source != "flag" else ""
+    return f"pass --url with the server's address{why}, or --no-http to watch the log alone."
 
 
 def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
@@ -135,7 +189,10 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
         return
     quiet = ctx.now - s.last_record_at
     running = last.get("running_req")
-    if quiet < ctx.cfg.silent_after_s or not isinstance(running, (int, float)) or running <= 0:
+    if quiet < ctx.cfg.silent_after_s:
+        ctx.resolve("server_silent")  # a stats line arrived: the server speaks again
+        return
+    if not isinstance(running, (int, float)) or running <= 0:
         return
     http = ctx.snap.http
     if http.state == "up" and http.metrics.get("running_req") == 0:
@@ -170,7 +227,7 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
                   "The KV cache pool is full and running requests are evicted and recomputed. "
                   "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
                   "memory (fp8 KV cache, hierarchical cache).",
-                  line=_text(events[-1]), since=events[0].get("at"))
+                  line=text_of(events[-1]), since=events[0].get("at"))
 
 
 def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | None:
@@ -180,11 +237,6 @@ def _latest_stats(decode: Record | None, prefill: Record | None) -> Record | Non
     return max(candidates, key=line_order)
 
 
-def _text(ev: Mapping[str, Any] | None) -> str | None:
-    if ev is None:
-        return None
-    msg = ev.get("message")
-    return str(msg)[:500] if msg else None
-
-
-SERVER_RULES = (rule_oom, rule_crash, rule_down, rule_restarted, rule_silent, rule_retractions)
+SERVER_RULES = (rule_oom, rule_crash, rule_down, rule_http_unreachable, rule_restarted,
+                rule_silent, rule_retractions)
+"""Server rules, the root causes first (an OOM before the crash and the silence it causes)."""

@@ -73,6 +73,9 @@ class ClientTracker:
         self._events: deque[Record] = deque(maxlen=max_events)
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._processes: tuple[ProcessInfo, ...] | None = None
+        self._still_since: float | None = None
+        self._status = "ok"
+        self._message: str | None = None
         self._lineno = 0
         self._in_traceback = False
 
@@ -117,12 +120,18 @@ class ClientTracker:
         self._events.append({"kind": "event", "event": "error", "message": message,
                              "line": self._lineno, "ts": None, "at": now})
 
-    def note_file(self, size: int | None, now: float) -> None:
-        """The client log's size at a poll (None: absent). Growth stamps `log_last_growth`;
-        the first sight of a file stamps nothing (it may have been still for hours)."""
+    def note_file(self, size: int | None, now: float, status: str = "ok",
+                  message: str | None = None) -> None:
+        """The client log's size at a poll (None: absent) and the follower's status ("ok",
+        "waiting", "error" with its message). Growth stamps `log_last_growth`; the first sight
+        of a file stamps nothing (it may have been still for hours), but `log_still_since`
+        starts there: the rules measure "not grown for" from it."""
         if size is not None and self._size is not None and size > self._size:
             self._grew_at = now
+        if size != self._size or self._still_since is None:
+            self._still_since = now
         self._size = size
+        self._status, self._message = status, message
 
     def set_processes(self, processes: tuple[ProcessInfo, ...] | None) -> None:
         self._processes = processes
@@ -131,6 +140,8 @@ class ClientTracker:
         """The client part of the run snapshot (`now` is for symmetry with other trackers)."""
         return ClientSnapshot(
             log_path=self._log_path, log_bytes=self._size, log_last_growth=self._grew_at,
+            log_still_since=self._still_since, log_status=self._status,
+            log_message=self._message,
             last_progress=self._progress, resuming=self._resuming, events=tuple(self._events),
             last_lines=tuple(self._lines), process_pattern=self._pattern,
             processes=self._processes if self._pattern else None,

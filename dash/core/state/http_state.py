@@ -44,6 +44,13 @@ class HttpSample:
     """Which paths answered: {"server_info": "/get_server_info", "model_info": ...}."""
     engine: str | None = None
     """"sglang" or "vllm", from the metric names."""
+    url: str | None = None
+    """The URL polled (set by the collector, which chooses it)."""
+    url_source: str | None = None
+    """"flag" (--url), "server_args" (the log said where) or "default" (the engine's port)."""
+    url_why: str | None = None
+    log_port: int | None = None
+    """The port the log's server_args name, when they do."""
 
     @property
     def state(self) -> State:
@@ -131,6 +138,9 @@ class HttpTracker:
 
     def __init__(self, url: str | None) -> None:
         self.url = url
+        self._url_source: str | None = "flag" if url else None
+        self._url_why: str | None = "--url" if url else None
+        self._log_port: int | None = None
         self._state: Literal["unknown", "up", "down", "degraded"] = "unknown"
         self._since: float | None = None
         self._reason: str | None = None
@@ -141,7 +151,16 @@ class HttpTracker:
         self._metrics: Mapping[str, float] = {}
 
     def apply(self, sample: HttpSample, now: float) -> None:
-        """Fold one poll into the state; the time of a state change is `now`."""
+        """Fold one poll into the state; the time of a state change is `now`.
+
+        A sample from another URL than before (the log named a new port) starts afresh: what
+        the old address did says nothing about the new one.
+        """
+        if sample.url is not None and sample.url != self.url:
+            self._forget(sample.url)
+        if sample.url_source is not None:
+            self._url_source, self._url_why = sample.url_source, sample.url_why
+        self._log_port = sample.log_port
         state = sample.state
         if state != self._state:
             self._state, self._since = state, now
@@ -155,6 +174,12 @@ class HttpTracker:
         # /metrics is read every poll where it exists: no numbers this poll means none to show
         # (stale numbers from a dead or broken server would mislead).
         self._metrics = dict(sample.metrics) if sample.metrics is not None else {}
+
+    def _forget(self, url: str) -> None:
+        self.url = url
+        self._state, self._since, self._reason, self._latency = "unknown", None, None, None
+        self._failures, self._last_ok = 0, None
+        self._metrics = {}
 
     def _merge_facts(self, sample: HttpSample) -> None:
         if sample.server_info is not None:
@@ -183,6 +208,9 @@ class HttpTracker:
             disagree = disagreement(self._metrics, last_decode)
         return HttpSnapshot(
             url=self.url,
+            url_source=self._url_source,
+            url_why=self._url_why,
+            log_port=self._log_port,
             state=self._state,
             since=self._since,
             reason=self._reason,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from typing import Literal
 
 from dash.core.snapshot import PartitionSnapshot, RunTotals
@@ -22,7 +23,7 @@ __all__ = ["RECENT_S", "STALL_AFTER_S", "WINDOW_S", "OutputCount", "PartitionsTr
 WINDOW_S = 600.0
 RECENT_S = 120.0
 STALL_AFTER_S = 300.0
-Status = Literal["counting", "pending", "running", "stalled", "idle", "done"]
+Status = Literal["counting", "pending", "running", "stalled", "idle", "done", "unreadable"]
 
 MIN_SPAN_S = 20.0
 """A rate over less time than this is noise."""
@@ -73,13 +74,14 @@ class _Part:
             best = n
         return best
 
-    def rate_per_min(self, now: float, window: float) -> float | None:
+    def rate_per_min(self, now: float, window: float,
+                     min_span: float = MIN_SPAN_S) -> float | None:
         if self.base_t is None or self.done is None:
             return None
         start = max(now - window, self.base_t)
         span = now - start
         before = self.done_at(start)
-        if span < MIN_SPAN_S or before is None:
+        if span < min_span or span <= 0 or before is None:
             return None
         return max(0, self.done - before) * 60.0 / span
 
@@ -95,8 +97,11 @@ class PartitionsTracker:
         recent_s: float = RECENT_S,
         stall_after_s: float = STALL_AFTER_S,
         outputs: tuple[str, ...] = (),
+        min_span_s: float = MIN_SPAN_S,
     ) -> None:
-        """`outputs`: the output globs, to say where a partition with no file yet will write."""
+        """`outputs`: the output globs, to say where a partition with no file yet will write.
+        `min_span_s`: the shortest time a rate is measured over (shorter is noise; a sample of
+        a few seconds, `--once`, accepts its own length)."""
         self._expect = dict(expect or {})
         self._input_totals: dict[str, int] = {}
         self._parts: dict[str, _Part] = {}
@@ -105,9 +110,13 @@ class PartitionsTracker:
         self._window = window_s
         self._recent = recent_s
         self._stall = stall_after_s
+        self._min_span = min_span_s
+        self._errors: dict[str, str] = {}
+        self._scanned = False
 
     def apply(self, counts: Iterable[OutputCount], now: float) -> None:
-        """Take one poll's counts."""
+        """Take one poll's counts (of every file the globs match: none is news too)."""
+        self._scanned = True
         for c in counts:
             p = self._parts.get(c.name)
             if p is None:
@@ -149,10 +158,34 @@ class PartitionsTracker:
         """Totals counted from `--inputs` prompt files (an `--expect` value wins)."""
         self._input_totals = dict(totals)
 
+    def note_mtimes(self, mtimes: Mapping[str, float], now: float) -> None:
+        """Files' modification times: a partition with no write seen yet, whose file changed
+        within the stall window, is being written ("running"), not "pending"."""
+        for p in self._parts.values():
+            mtime = mtimes.get(p.path)
+            if p.last_write is None and mtime is not None and now - mtime <= self._stall:
+                p.last_write = min(mtime, now)
+
+    def note_errors(self, errors: Iterable[str]) -> None:
+        """This poll's "path: why" texts for files that could not be read; the rest read fine."""
+        found: dict[str, str] = {}
+        for text in errors:
+            for p in self._parts.values():
+                if text.startswith(p.path + ": "):
+                    found[p.path] = text[len(p.path) + 2:]
+        self._errors = found
+
     def note_restart(self, now: float) -> None:
         """The server restarted: rates start again from here; counts and totals stay."""
         for p in self._parts.values():
             p.rebase(now)
+
+    def unmatched(self) -> tuple[str, ...]:
+        """Output globs that matched no file at the last poll (a typo: `out/*.jsnl`)."""
+        if not self._scanned:
+            return ()
+        paths = [p.path for p in self._parts.values()]
+        return tuple(g for g in self._outputs if not any(fnmatch(path, g) for path in paths))
 
     def total_of(self, name: str) -> int | None:
         return self._expect.get(name, self._input_totals.get(name))
@@ -177,8 +210,8 @@ class PartitionsTracker:
     def _snap(self, name: str, p: _Part, now: float) -> PartitionSnapshot:
         total = self.total_of(name)
         done = p.done or 0
-        rate = p.rate_per_min(now, self._window)
-        recent = p.rate_per_min(now, self._recent)
+        rate = p.rate_per_min(now, self._window, self._min_span)
+        recent = p.rate_per_min(now, self._recent, self._min_span)
         eta = low = high = None
         if total is not None and rate:
             remaining = max(0, total - done)
@@ -190,7 +223,8 @@ class PartitionsTracker:
         return PartitionSnapshot(
             name=name, path=p.path, done=done, total=total, at_start=p.at_start or 0,
             rate_per_min=rate, eta_s=eta, eta_low_s=low, eta_high_s=high,
-            status=self._status(p, total, now), last_write=p.last_write,
+            status="unreadable" if p.path in self._errors else self._status(p, total, now),
+            error=self._errors.get(p.path), last_write=p.last_write,
             counting_progress=p.progress, recent_rate_per_min=recent,
         )
 

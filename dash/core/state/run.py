@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from dash.core.alerts.engine import AlertEngine
+from dash.core.alerts.history import AlertHistory
+from dash.core.alerts.incidents import group_incidents
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import AlertConfig, Config
 from dash.core.log.timestamps import ts_to_epoch
@@ -23,7 +25,8 @@ from dash.core.snapshot import (
 from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
-from dash.core.state.partitions import STALL_AFTER_S, PartitionsTracker
+from dash.core.state.liveness import liveness
+from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.quality import QualityTracker
 from dash.core.state.server_log import ServerLogTracker
 
@@ -36,15 +39,19 @@ SHOWN_NOTICES = 20
 class RunState:
     """Composes the trackers and the alert engine for one Config."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, *, sample_s: float | None = None) -> None:
+        """`sample_s`: the state of a short sample of this many seconds (`--once`, `check`):
+        alerts fire as soon as their condition holds, and rates are measured over the sample."""
         self.cfg = cfg
         self.server_log = ServerLogTracker(str(cfg.log) if cfg.log else None)
         self.http = HttpTracker(cfg.url or None)
         self.gpus = GpuTracker()
-        self.partitions = _make_partitions(cfg)
+        self.partitions = _make_partitions(cfg, sample_s)
         self.client = ClientTracker(cfg)
         self.quality = QualityTracker(cfg.output_fields)
-        self.alerts = AlertEngine(AlertConfig.from_mapping(cfg.alerts))
+        self.alert_config = AlertConfig.from_mapping(cfg.alerts)
+        self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
+        self.history = AlertHistory()
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
 
     def add_notice(self, text: str) -> None:
@@ -65,13 +72,21 @@ class RunState:
 
     def tick(self, now: float) -> AlertChanges:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
-        return self.alerts.evaluate(self._compose(now), now)
+        changes = self.alerts.evaluate(self._compose(now), now)
+        self.history.record(changes, now)
+        return changes
 
     def tick_and_snapshot(self, now: float) -> tuple[AlertChanges, RunSnapshot]:
         """`tick(now)` then `snapshot(now)`, composing the state once instead of twice."""
         composed = self._compose(now)
         changes = self.alerts.evaluate(composed, now)
-        return changes, dataclasses.replace(composed, alerts=self.alerts.active())
+        self.history.record(changes, now)
+        return changes, self._with_alerts(composed)
+
+    def _with_alerts(self, composed: RunSnapshot) -> RunSnapshot:
+        active = self.alerts.active()
+        return dataclasses.replace(composed, alerts=active, incidents=group_incidents(active),
+                                   history=self.history.entries())
 
     def acknowledge(self, key: str) -> bool:
         """Mark an active alert seen (by `Alert.key`)."""
@@ -79,11 +94,13 @@ class RunState:
 
     def snapshot(self, now: float) -> RunSnapshot:
         """Everything at `now`, with the active alerts."""
-        return dataclasses.replace(self._compose(now), alerts=self.alerts.active())
+        return self._with_alerts(self._compose(now))
 
     def _compose(self, now: float) -> RunSnapshot:
         server = self.server_log.snapshot(now)
         http = self.http.snapshot(now, server.last_decode, last_decode_at=server.last_record_at)
+        live = liveness(server, http, now, live_s=self.alert_config.log_live_s,
+                        http_enabled=self.cfg.http_enabled)
         parts = self.partitions.snapshot(now)
         totals = self.partitions.totals(now)
         if self.quality.names():
@@ -92,13 +109,18 @@ class RunState:
             totals = dataclasses.replace(totals, output_tokens_per_s=self.quality.tokens_per_s(now))
         return RunSnapshot(now=now, server=server, http=http, partitions=parts,
                            totals=totals, client=self.client.snapshot(now),
-                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES))
+                           gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
+                           liveness=live, unmatched_globs=self.partitions.unmatched())
 
 
-def _make_partitions(cfg: Config) -> PartitionsTracker:
+def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:
     # A partition shows "stalled" no later than the output_stalled alert (which needs it) fires.
     stall = min(STALL_AFTER_S, AlertConfig.from_mapping(cfg.alerts).stalled_after_s)
-    return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall)
+    # An instant sample (0 s) measures no rate at all: unknown, not noise from two reads.
+    span = MIN_SPAN_S if sample_s is None else (
+        min(MIN_SPAN_S, 0.8 * sample_s) if sample_s > 0 else float("inf"))
+    return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall,
+                             min_span_s=span)
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,

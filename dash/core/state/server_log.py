@@ -22,6 +22,8 @@ SERIES = ("gen_throughput", "running_req", "queue_req", "token_usage", "accept_l
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
+AHEAD_S = 60.0
+"""A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
 # the smallest across ranks is the one that matters (the first GPU to run out).
@@ -40,6 +42,8 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
+_BEFORE_KEYS = {"mem_fraction_static", "avail_mem_gb", "max_total_num_tokens", "kv_dtype",
+                "max_running_requests", "context_length", "tp_size", "dp_size", "port"}
 
 
 def _num(rec: Mapping[str, Any], key: str) -> float | None:
@@ -63,8 +67,15 @@ class ServerLogTracker:
         self._last_decode: Record | None = None
         self._last_prefill: Record | None = None
         self._last_record_at: float | None = None
+        self._arrived_at: float | None = None
+        self._stamps_ahead = False
+        self._fed_records = False
+        self._last_stamp: tuple[float, str] | None = None
+        """Time and text of the last timestamped record, for lines that carry none."""
+        self._feeds = self._stamp_feed = 0
         self._engine: str | None = None
         self._lines = self._records = self._unparsed = self._restarts = 0
+        self._records_stats = 0
         self._started_at: float | None = None
         self._ready = False
         """The ready banner was seen since the last start."""
@@ -79,11 +90,19 @@ class ServerLogTracker:
         `lines`: the number of raw lines these records came from, when the caller counted them.
         """
         count = 0
+        self._feeds += 1
+        stats_before = self._records_stats
+        first = not self._fed_records
         for rec in records:
             count += 1
             if rec is None or not isinstance(rec, Mapping):
                 continue
+            self._fed_records = True
             self._apply(rec, now)
+        if self._records_stats != stats_before and not first:
+            # Lines that arrive while kdash follows the log are news, whatever their stamps say
+            # (a log in another time zone); the first read is history and goes by its stamps.
+            self._arrived_at = now
         self._lines += count if lines is None else lines
 
     @property
@@ -113,14 +132,27 @@ class ServerLogTracker:
         self._peak = None
 
     def _time(self, rec: Mapping[str, Any], now: float) -> float:
+        """The record's own time, else `now`; an event line without a stamp (a traceback's
+        last line) takes the time of the stamped line before it, which is when it happened."""
         ts = rec.get("ts")
         if not isinstance(ts, str) or not ts:
+            if rec.get("kind") == "event" and self._stamp_fresh():
+                assert self._last_stamp is not None
+                return self._last_stamp[0]
             return now
         try:
             t = ts_to_epoch(ts, ref=now)
         except (ValueError, TypeError, OverflowError):
             t = None
-        return now if t is None else t
+        if t is None:
+            return now
+        self._last_stamp = (t, ts)
+        self._stamp_feed = self._feeds
+        return t
+
+    def _stamp_fresh(self) -> bool:
+        """The last stamped line came in this same read (not an hour ago on an idle server)."""
+        return self._last_stamp is not None and self._stamp_feed == self._feeds
 
     def _apply(self, rec: Mapping[str, Any], now: float) -> None:
         kind = rec.get("kind")
@@ -148,6 +180,7 @@ class ServerLogTracker:
 
     def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
         self._busy = True
+        self._records_stats += 1
         record = dict(rec)
         if kind == "decode":
             self._last_decode = record
@@ -165,6 +198,7 @@ class ServerLogTracker:
                 self._series[name].append(t, value)
         # A log stamped ahead of our clock (another time zone) must not look fresher than now.
         self._last_record_at = min(t, now)
+        self._stamps_ahead = t > now + AHEAD_S
 
     def _apply_event(self, rec: Record, t: float) -> None:
         event = rec.get("event")
@@ -182,6 +216,9 @@ class ServerLogTracker:
             return
         self._merge_facts(rec)
         rec["at"] = t
+        if not rec.get("ts") and self._stamp_fresh():
+            assert self._last_stamp is not None
+            rec["near_ts"] = self._last_stamp[1]  # the stamp of the line before, for showing
         self._append_event(rec)
 
     def _append_event(self, rec: Record) -> None:
@@ -207,13 +244,16 @@ class ServerLogTracker:
         self._ready = self._busy = False
         self._started_at = t
         self._peak = None
+        # What the server that ended ran with: the incident line after a crash names it, and the
+        # new start's lines replace these facts.
+        before = {k: v for k, v in self._facts.items() if k in _BEFORE_KEYS}
         for key in _MIN_FACTS:
             self._facts.pop(key, None)
         self._frozen_events = None
         event = {
             "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
             "rank": None, "engine": rec.get("engine"), "at": t, "restarts": self._restarts,
-            "message": f"server restarted ({why}); restart #{self._restarts}",
+            "message": f"server restarted ({why}); restart #{self._restarts}", "before": before,
         }
         if WINDOW_KEY in rec:
             event[WINDOW_KEY] = rec[WINDOW_KEY]
@@ -260,6 +300,7 @@ class ServerLogTracker:
             path=self.path, engine=self._engine, last_decode=self._last_decode,
             last_prefill=self._last_prefill, peak=self._peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
+            last_record_arrived_at=self._arrived_at, stamps_ahead=self._stamps_ahead,
             lines=self._lines, records=self._records, unparsed=self._unparsed,
             restarts=self._restarts, started_at=self._started_at, status=self._status,
             status_message=self._status_message, **views,

@@ -4,7 +4,9 @@ Keys scripts rely on (see README "JSON output"): `server` {`last_decode`, `peak`
 `ts`}, `events`, `facts`, `http` {`state`, `since`, `latency`, `metrics`}}, `partitions`
 [{`name`, `path`, `done`, `total`, `at_start`, `rate_per_min`, `eta_s`, `status`}], `client`
 {`log_bytes`, `last_progress`, `processes`}, `gpus` (a list per GPU, or {"available": false,
-"reason"}), `alerts`. Extra keys may be added; these are never renamed.
+"reason"}), `alerts`. Added: `server.liveness` (the log's liveness and HTTP's reachability,
+apart, and whether the figures are stale), `incidents`, `unmatched_globs`, `partitions[].error`.
+Extra keys may be added; these are never renamed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dash.core.snapshot import (
     ClientSnapshot,
     GpusSnapshot,
     HttpSnapshot,
+    Liveness,
     PartitionSnapshot,
     RunSnapshot,
     RunTotals,
@@ -46,13 +49,20 @@ def jsonable(value: Any, depth: int = 0) -> Any:
 
 
 def _http(h: HttpSnapshot) -> dict[str, Any]:
-    return {"url": h.url, "state": h.state, "since": h.since, "reason": h.reason,
+    return {"url": h.url, "url_source": h.url_source, "url_why": h.url_why,
+            "state": h.state, "since": h.since, "reason": h.reason,
             "latency": h.latency_s, "consecutive_failures": h.consecutive_failures,
             "last_ok_at": h.last_ok_at, "metrics": dict(h.metrics), "facts": dict(h.facts),
             "disagreement": h.disagreement}
 
 
-def _server(s: ServerLogSnapshot, h: HttpSnapshot) -> dict[str, Any]:
+def _liveness(live: Liveness) -> dict[str, Any]:
+    return {"log": live.log, "log_age_s": live.log_age_s, "http": live.http,
+            "http_ever_up": live.http_ever_up, "down": live.down, "down_since": live.down_since,
+            "stale": live.stale, "values_at": live.values_at}
+
+
+def _server(s: ServerLogSnapshot, h: HttpSnapshot, live: Liveness) -> dict[str, Any]:
     peak = None
     if s.peak is not None:
         peak = {"gen_throughput": s.peak.gen_throughput, "ts": s.peak.ts, "at": s.peak.at}
@@ -61,14 +71,15 @@ def _server(s: ServerLogSnapshot, h: HttpSnapshot) -> dict[str, Any]:
             "last_prefill": s.last_prefill, "peak": peak, "events": list(s.events),
             "facts": dict(s.facts), "lines": s.lines, "records": s.records,
             "unparsed": s.unparsed, "restarts": s.restarts, "last_record_at": s.last_record_at,
-            "http": _http(h)}
+            "http": _http(h), "liveness": _liveness(live)}
 
 
 def _partition(p: PartitionSnapshot) -> dict[str, Any]:
     return {"name": p.name, "path": p.path, "done": p.done, "total": p.total,
             "at_start": p.at_start, "written": p.written, "percent": p.percent,
             "rate_per_min": p.rate_per_min, "eta_s": p.eta_s, "eta_low_s": p.eta_low_s,
-            "eta_high_s": p.eta_high_s, "status": p.status, "last_write": p.last_write,
+            "eta_high_s": p.eta_high_s, "status": p.status, "error": p.error,
+            "last_write": p.last_write,
             "quality": None if p.quality is None else quality_json(p.quality)}
 
 
@@ -109,12 +120,15 @@ def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
     """The --once --json document for one snapshot."""
     doc = {
         "now": snap.now,
-        "server": _server(snap.server, snap.http),
+        "server": _server(snap.server, snap.http, snap.liveness),
         "partitions": [_partition(p) for p in snap.partitions],
         "totals": _totals(snap.totals),
         "client": _client(snap.client),
         "gpus": _gpus(snap.gpus),
         "alerts": [_alert(a) for a in snap.alerts],
+        "incidents": [{"root": i.root.key, "severity": i.severity,
+                       "consequences": [a.key for a in i.consequences]} for i in snap.incidents],
+        "unmatched_globs": list(snap.unmatched_globs),
         "notices": list(snap.notices),
     }
     return jsonable(doc)  # type: ignore[no-any-return]

@@ -1,13 +1,29 @@
-"""Active alerts, worst first, each with its evidence and a hint at the fix."""
+"""Active alerts as incidents, worst first: the root with its evidence and the fix, and what it
+caused folded under it.
+
+The panel takes focus (tab): up/down select an incident, page up/down scroll, enter opens it
+full-screen (`AlertScreen`). In the compact layout only the selected incident shows its hint, the
+rest one line each; without focus the selection is the top incident, so that at 80x24 the top
+alert's message and hint are always on screen.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 
-from dash.core.snapshot import SEVERITY_ORDER, Alert, RunSnapshot
+from dash.core.snapshot import SEVERITY_ORDER, Alert, Incident, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
+
+INDENT = 5
+SHORT = {"server_crash": "the crash", "server_down": "server down",
+         "server_silent": "the silent log"}
+"""How the compact layout names an incident's consequences on one line."""
 
 
 def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
@@ -15,49 +31,180 @@ def ordered(alerts: tuple[Alert, ...]) -> list[Alert]:
     return sorted(alerts, key=lambda a: (a.acknowledged, -SEVERITY_ORDER.get(a.severity, 0), a.since))
 
 
-class AlertsPanel(Panel):
-    """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border.
+def incidents_of(snap: RunSnapshot) -> tuple[Incident, ...]:
+    """The snapshot's incidents; one per alert when the snapshot has none (a bare snapshot)."""
+    if snap.incidents or not snap.alerts:
+        return snap.incidents
+    return tuple(Incident(a) for a in ordered(snap.alerts))
 
-    Long messages, evidence and hints wrap (indented under the severity) rather than being cut:
-    the hint is the point of an alert. The panel scrolls when they do not all fit.
-    """
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """Where one incident starts in the panel's text (a line index)."""
+
+    key: str
+    line: int
+
+
+class AlertsPanel(Panel, can_focus=True):
+    """Sets `-crit`/`-warn`/`-ok` on itself so dash.tcss can colour the border."""
 
     WRAP = True
-    INDENT = 5
+    INDENT = INDENT
+    BINDINGS = [
+        Binding("up", "select(-1)", "previous alert", show=False),
+        Binding("down", "select(1)", "next alert", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+        Binding("home", "select_end(0)", show=False),
+        Binding("end", "select_end(1)", show=False),
+        Binding("enter", "open", "describe", show=False),
+    ]
+    COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim",
+                         "alerts--ok", "alerts--selected"}
 
-    COMPONENT_CLASSES = {"alerts--crit", "alerts--warn", "alerts--info", "alerts--dim", "alerts--ok"}
+    class Opened(Message):
+        """The user asked to see an incident full-screen."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.selected: str | None = None
+        """Key of the selected incident (None: the top one)."""
+        self._snap: RunSnapshot | None = None
+        self._compact = False
+        self._blocks: list[_Block] = []
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"alerts--{name}")
 
+    # -- rendering ----------------------------------------------------------------------------
+
     def show(self, snap: RunSnapshot, compact: bool = False) -> None:
-        """Render the alerts of `snap`; compact leaves out the evidence and hints."""
-        alerts = ordered(snap.alerts)
-        live = [a for a in alerts if not a.acknowledged]
-        worst = max((SEVERITY_ORDER.get(a.severity, 0) for a in live), default=-1)
+        """Render the incidents of `snap`; compact gives only the selected one its hint."""
+        self._snap, self._compact = snap, compact
+        incidents = incidents_of(snap)
+        live = [i for i in incidents if not i.acknowledged]
+        worst = max((SEVERITY_ORDER.get(i.severity, 0) for i in live), default=-1)
         self.set_class(worst == 2, "-crit")
         self.set_class(worst == 1, "-warn")
         self.set_class(worst < 1, "-ok")
-        title = f"alerts ({len(live)} active)" if alerts else "alerts"
+        count = sum(1 for a in snap.alerts if not a.acknowledged)
+        title = f"alerts ({count} active)" if snap.alerts else "alerts"
+        if self.has_focus and incidents:
+            title += "  ↑↓ enter"
         if self.border_title != title:  # setting it, even unchanged, repaints the whole panel
             self.border_title = title
-        if not alerts:
+        if not incidents:
+            self._blocks = []
             self.show_text(Text("all clear", self._st("ok")))
             return
+        keys = [i.key for i in incidents]
+        if self.selected not in keys or not self.has_focus:
+            self.selected = keys[0]  # unfocused, the top one is the one shown in full
+        self.show_text(self._render_incidents(snap, incidents, compact))
+
+    def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...], compact: bool) -> Text:
         t = Text(overflow="fold")
-        dim = self._st("dim")
-        for a in alerts:
-            style = dim if a.acknowledged else self._st(f"{a.severity}")
+        self._blocks = []
+        line = 0
+        for inc in incidents:
             if len(t):
                 t.append("\n")
-            t.append(f"{a.severity.upper():<4} ", style)
-            # The age goes before the message: after it, wrapping could glue it to the last word.
-            t.append(f"{fmt.dur(snap.now - a.since):>4} ", dim)
-            t.append(f"{fmt.clean(a.message, 300)}", dim if a.acknowledged else "bold")
-            if a.acknowledged:
-                t.append("  ack'd", dim)
-            if compact:
-                continue
-            t.append(f"\n     {fmt.clean(a.evidence, 400)}", dim)
-            t.append(f"\n     → {fmt.clean(a.hint, 400)}")
-        self.show_text(t)
+            self._blocks.append(_Block(inc.key, line))
+            mode = "full" if not compact else ("hint" if inc.key == self.selected else "line")
+            block = self._incident(snap, inc, mode)
+            t.append_text(block)
+            line += block.plain.count("\n") + 1
+        return t
+
+    def _incident(self, snap: RunSnapshot, inc: Incident, mode: str) -> Text:
+        """One incident: "full" (evidence, hint, each consequence), "hint" (the message and the
+        fix, consequences on one line: the compact layout's selected one) or "line"."""
+        a = inc.root
+        dim = self._st("dim")
+        style = dim if a.acknowledged else self._st(a.severity)
+        chosen = inc.key == self.selected and self.has_focus
+        t = Text()
+        t.append("▶" if chosen else " ", self._st("selected") if chosen else dim)
+        t.append(f"{a.severity.upper():<4} ", self._st("selected") if chosen else style)
+        # The age goes before the message: after it, wrapping could glue it to the last word.
+        t.append(f"{fmt.since(a.since, snap.now)} ", dim)
+        room = max(20, self._width - len(t.plain) - 1) if mode == "line" else 300
+        message = fmt.clean(a.message, 300)
+        t.append(message if len(message) <= room else message[:room - 1] + "…",
+                 dim if a.acknowledged else "bold")
+        if a.acknowledged:
+            t.append("  ack'd", dim)
+        if mode == "full" and a.evidence:
+            t.append(f"\n{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim)
+        if mode != "line" and a.hint:
+            t.append(f"\n{'':{INDENT}}→ {fmt.clean(a.hint, 400)}")
+        if mode == "full":
+            for c in inc.consequences:
+                t.append(f"\n{'':{INDENT}}↳ ", dim)
+                t.append(f"{c.severity.upper()} ", dim if c.acknowledged else self._st(c.severity))
+                t.append(fmt.clean(c.message, 200), dim)
+        elif inc.consequences and mode == "hint":
+            what = ", ".join(SHORT.get(c.id, c.id) for c in inc.consequences)
+            t.append(f"\n{'':{INDENT}}↳ caused: {what} (enter: all)", dim)
+        return t
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        self._rerender()  # one-line messages are cut to the width
+
+    def watch_has_focus(self, has_focus: bool) -> None:
+        super().watch_has_focus(has_focus)
+        self._rerender()  # the selection marker shows while focused
+
+    def _rerender(self) -> None:
+        if self._snap is not None:
+            self.show(self._snap, self._compact)
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def _keys(self) -> list[str]:
+        return [b.key for b in self._blocks]
+
+    def action_select(self, step: int) -> None:
+        keys = self._keys()
+        if not keys:
+            return
+        i = keys.index(self.selected) if self.selected in keys else 0
+        self.selected = keys[max(0, min(len(keys) - 1, i + step))]
+        self._rerender()
+        self._scroll_to_selected()
+
+    def action_select_end(self, end: int) -> None:
+        keys = self._keys()
+        if keys:
+            self.selected = keys[-1 if end else 0]
+            self._rerender()
+            self._scroll_to_selected()
+
+    def action_page(self, step: int) -> None:
+        self.scroll_to(y=self.scroll_offset.y + step * max(1, self.size.height - 1),
+                       animate=False)
+
+    def action_open(self) -> None:
+        if self.selected is not None and self._blocks:
+            self.post_message(self.Opened(self.selected))
+
+    def _scroll_to_selected(self) -> None:
+        block = next((b for b in self._blocks if b.key == self.selected), None)
+        if block is None:
+            return
+        top = self.row_of_line(block.line)
+        nxt = next((b for b in self._blocks if b.line > block.line), None)
+        bottom = self.row_of_line(nxt.line) if nxt is not None else self.virtual_size.height
+        height = max(1, self.size.height)
+        y = self.scroll_offset.y
+        if top < y or bottom - top > height:
+            y = top
+        elif bottom > y + height:
+            y = bottom - height
+        self.scroll_to(y=y, animate=False)

@@ -77,8 +77,13 @@ def column_values(series: SeriesView, start: float, end: float, cols: int) -> li
     return out
 
 
-def plot_dots(values: Sequence[float | None], rows: int, ymax: float) -> list[list[int]]:
-    """Braille bit grid (rows//4 cells high, len(values)//2 cells wide) of a joined line."""
+def plot_dots(values: Sequence[float | None], rows: int, ymax: float,
+              dotted: bool = False) -> list[list[int]]:
+    """Braille bit grid (rows//4 cells high, len(values)//2 cells wide) of a joined line.
+
+    `dotted`: only the points of every other dot column, not joined, so that a second series
+    reads apart from the first (solid) one without colour.
+    """
     cells_h, cells_w = rows // 4, (len(values) + 1) // 2
     grid = [[0] * cells_w for _ in range(cells_h)]
 
@@ -91,6 +96,10 @@ def plot_dots(values: Sequence[float | None], rows: int, ymax: float) -> list[li
         if v is None:
             continue
         y = level(v)
+        if dotted:
+            if c % 2 == 0:
+                grid[y // 4][c // 2] |= _BITS[y % 4][0]
+            continue
         joined = prev_c >= 0 and c - prev_c <= MAX_GAP_COLUMNS
         for cc in range(prev_c + 1 if joined else c, c + 1):
             # Interpolate across empty columns; fill each column's vertical step from the last.
@@ -221,7 +230,8 @@ class BrailleChart(Widget):
         if plot_key == self._plot_key and len(self._strips) == height:
             return strips + self._strips[1:]
         self._plot_key = plot_key
-        grids = [plot_dots(vals, plot_h * 4, top) for vals in per_series]
+        grids = [plot_dots(vals, plot_h * 4, top, dotted=i > 0)
+                 for i, vals in enumerate(per_series)]
         ref = self._peak_cells(data, top, plot_h, cols)
         for row in range(plot_h):
             strips.append(self._plot_row(row, plot_h, grids, ref, top, data.fmt))

@@ -1,4 +1,9 @@
-"""The row of charts: throughput (peak marked), running and queued, token usage, GPU memory."""
+"""The row of charts: throughput (peak marked), running and queued, token usage, GPU memory.
+
+The compact layout shows two of the four; `v` moves the pair along (`ChartsRow.show_charts`). A
+chart of two series draws the second dotted and says so in its title (`─ running  ┈ queued`),
+which reads without colour. While the log is not live, titles give their figures' age, dimmed.
+"""
 
 from __future__ import annotations
 
@@ -29,31 +34,45 @@ def window_bounds(series: tuple[SeriesView, ...], now: float, span: float | None
     return start, max(now, start + 60.0)
 
 
+CHART_IDS = ("chart-throughput", "chart-requests", "chart-usage", "chart-gpu-mem")
+COMPACT_SHOWN = 2
+"""Charts side by side in the compact layout."""
+
+
 class ChartsRow(Horizontal):
-    """Four charts side by side; which ones show in the compact layout is up to dash.tcss."""
+    """Four charts side by side, or two of them in the compact layout (`show_charts`)."""
 
     def compose(self) -> ComposeResult:
-        yield BrailleChart(id="chart-throughput")
-        yield BrailleChart(id="chart-requests")
-        yield BrailleChart(id="chart-usage")
-        yield BrailleChart(id="chart-gpu-mem")
+        for chart_id in CHART_IDS:
+            yield BrailleChart(id=chart_id)
+
+    def show_charts(self, compact: bool, first: int = 0) -> None:
+        """Show all four charts, or (compact) the two from `first` on, wrapping around."""
+        shown = set(CHART_IDS) if not compact else {
+            CHART_IDS[(first + i) % len(CHART_IDS)] for i in range(COMPACT_SHOWN)}
+        for chart in self.query(BrailleChart):
+            want = chart.id in shown
+            if chart.display != want:
+                chart.display = want
 
     def show(self, snap: RunSnapshot, window: int, gpu_index: int | None) -> None:
         """Point every chart at `snap` for the window `WINDOWS[window]`."""
         label, span = WINDOWS[window]
         srv = snap.server
         last = srv.last_decode or {}
+        old = _old(snap)
 
         thr = (srv.gen_throughput,)
         start, end = window_bounds(thr, snap.now, span)
         title = Text(" gen tok/s ", "bold")
         current = last.get("gen_throughput")
         title.append(f"{current:.0f}" if isinstance(current, (int, float))
-                     else _last(srv.gen_throughput, "{:.0f}"))
+                     else _last(srv.gen_throughput, "{:.0f}"), old[1])
+        title.append(old[0], "dim")
         peak = None
         if srv.peak is not None:
             title.append(f"  ▼ peak {srv.peak.gen_throughput:.0f}", "italic")
-            if srv.peak.ts:
+            if srv.peak.ts and not old[0]:  # an age takes the room of the peak's time
                 title.append(f" {fmt.clean(srv.peak.ts, 19)[-8:]}", "dim")
             peak = (srv.peak.at, srv.peak.gen_throughput)
         self.query_one("#chart-throughput", BrailleChart).set_data(
@@ -62,10 +81,11 @@ class ChartsRow(Horizontal):
 
         reqs = (srv.running_req, srv.queue_req)
         start, end = window_bounds(reqs, snap.now, span)
-        title = Text(" running ", "bold")
-        title.append(_last(srv.running_req, "{:.0f}"))
-        title.append("  queued ", "bold")
-        title.append(_last(srv.queue_req, "{:.0f}"))
+        title = Text(" ─ running ", "bold")
+        title.append(_last(srv.running_req, "{:.0f}"), old[1])
+        title.append("  ┈ queued ", "bold")
+        title.append(_last(srv.queue_req, "{:.0f}"), old[1])
+        title.append(old[0], "dim")
         self.query_one("#chart-requests", BrailleChart).set_data(
             ChartData(title, reqs, start, end, _num, window_label=f"-{label}")
         )
@@ -74,7 +94,9 @@ class ChartsRow(Horizontal):
         start, end = window_bounds(use, snap.now, span)
         title = Text(" token usage ", "bold")
         usage = last.get("token_usage")
-        title.append(fmt.pct(usage) if isinstance(usage, (int, float)) else _last(srv.token_usage, "{:.2f}"))
+        title.append(fmt.pct(usage) if isinstance(usage, (int, float))
+                     else _last(srv.token_usage, "{:.2f}"), old[1])
+        title.append(old[0], "dim")
         self.query_one("#chart-usage", BrailleChart).set_data(
             ChartData(title, use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")
         )
@@ -96,6 +118,15 @@ class ChartsRow(Horizontal):
             ChartData(title, (hist,), start, end, fmt.gb, ymax=float(total) if total else None,
                       window_label=f"-{label}")
         )
+
+
+def _old(snap: RunSnapshot) -> tuple[str, str]:
+    """(" 2m ago", "dim") for figures of a log that is not live; ("", "") for current ones."""
+    live = snap.liveness
+    if not live.stale:
+        return "", ""
+    age = f" {fmt.dur(live.log_age_s)} ago" if live.log_age_s is not None else " (old)"
+    return age, "dim"
 
 
 def _last(series: SeriesView, pattern: str) -> str:

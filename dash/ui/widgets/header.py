@@ -22,28 +22,47 @@ class HeaderState:
     extra_title: str | None = None
 
 
-STALE_AFTER_S = 60.0
-"""A decode figure older than this is shown as the last one seen, with its age."""
-
-
 def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
-    """(label, level, since): from HTTP when polled, else from how fresh the log is."""
-    http = snap.http
-    if http.state in ("up", "down", "degraded"):
-        level = {"up": "ok", "degraded": "warn", "down": "crit"}[http.state]
-        label = f"server {http.state}"
-        if http.state != "up" and http.reason:
+    """(label, level, since) of the server: what its log says, and what its URL says, apart.
+
+    A live log is a working server whatever HTTP says; HTTP's "up" needs no log to back it.
+    """
+    live, http = snap.liveness, snap.http
+    if live.log == "crashed":
+        return "server crashed (log)", "crit", live.down_since
+    if http.state == "up":
+        return "server up", "ok", http.since
+    if live.log == "live":
+        return "server running (log live)", "ok", snap.server.started_at
+    if http.state in ("down", "degraded"):
+        level = "crit" if http.state == "down" and live.http_ever_up else "warn"
+        label = "server down" if http.state == "down" else "server degraded"
+        if http.state == "down" and not live.http_ever_up:
+            label = "no answer"
+        if http.reason:
             label += f" ({fmt.clean(http.reason, 40)})"
         return label, level, http.since
-    srv = snap.server
-    if srv.status == "waiting":
+    if live.log == "waiting":
         return "log not found yet", "warn", None
-    if srv.last_record_at is None:
+    if live.log == "error":
+        return "log unreadable", "crit", None
+    if live.log_age_s is None:
         return "server ?", "dim", None
-    age = snap.now - srv.last_record_at
-    if age < 120:
-        return "log active", "ok", srv.started_at
-    return f"log quiet {fmt.dur(age)}", "warn", None
+    return f"log quiet {fmt.dur(live.log_age_s)}", "warn", None
+
+
+def http_note(snap: RunSnapshot) -> tuple[str, str] | None:
+    """A second fact when the first does not cover it: a live log with a URL that does not
+    answer (`no answer at :30000`), or an HTTP server up while its log is quiet."""
+    live, http = snap.liveness, snap.http
+    if live.log == "live" and http.state == "down":
+        url = fmt.clean((http.url or "").removeprefix("http://"), 40)
+        return f"no answer at {url}", "warn"
+    if http.state == "up" and live.log in ("quiet", "waiting", "error"):
+        age = f" {fmt.dur(live.log_age_s)}" if live.log_age_s is not None else ""
+        return {"quiet": f"log quiet{age}", "waiting": "log not found yet",
+                "error": "log unreadable"}[live.log], "warn"
+    return None
 
 
 class HeaderBar(Panel):
@@ -71,13 +90,16 @@ class HeaderBar(Panel):
         t.append(f" ● {label}", self._st(level))
         if since is not None:
             t.append(f" for {fmt.dur(snap.now - since)}", self._st("dim"))
+        note = http_note(snap)
+        if note is not None:
+            t.append(f"  ○ {note[0]}", self._st(note[1]))
         last = snap.server.last_decode or {}
         thr = last.get("gen_throughput")
-        seen = snap.server.last_record_at
-        stale = seen is not None and (level == "crit" or snap.now - seen > STALE_AFTER_S)
+        live = snap.liveness
         if isinstance(thr, (int, float)):
-            if stale and seen is not None:  # a dead server's last figure is history, not news
-                t.append(f"  last {thr:.0f} tok/s {fmt.dur(snap.now - seen)} ago", self._st("dim"))
+            if live.stale:  # a quiet or dead server's last figure is history, not news
+                age = f" {fmt.dur(live.log_age_s)} ago" if live.log_age_s is not None else ""
+                t.append(f"  last {thr:.0f} tok/s{age}", self._st("dim"))
             else:
                 t.append(f"  {thr:.0f} tok/s")
             if snap.server.peak is not None:
@@ -111,7 +133,10 @@ class HeaderBar(Panel):
         if tot.rate_per_min is not None:
             t.append(f"  {tot.rate_per_min:.1f}/min", self._st("dim"))
         t.append("  ETA ", self._st("dim"))
-        t.append(fmt.dur(tot.eta_s))
+        if snap.liveness.down and tot.eta_s is not None:  # measured while the server ran
+            t.append(f"{fmt.dur(tot.eta_s)} (before the server went down)", self._st("dim"))
+        else:
+            t.append(fmt.dur(tot.eta_s))
         t.append_text(self._alert_counts(snap))
         t.append(f"  window {extra.window}", self._st("dim"))
         if extra.paused:

@@ -12,18 +12,19 @@ from textual.widgets import Static
 KEYS: tuple[tuple[str, str], ...] = (
     ("q  ctrl+c", "quit"),
     ("?", "this help (any key closes it)"),
-    ("1 - 9", "select partition 1-9"),
+    ("1 - 9  ↑ ↓", "select a partition (↑ ↓: in the focused table)"),
     ("o", "the selected partition's last sample (n/p newer/older, f fold, esc)"),
-    ("up / down", "move in the focused table"),
     ("g / G", "next / previous GPU (memory chart follows)"),
-    ("tab", "move focus: partitions, GPUs, log"),
-    ("l", "show / hide the log pane"),
-    ("c", "log pane: switch server / client log"),
-    ("/", "log pane: filter (Enter keeps it, Esc clears it)"),
-    ("d", "log pane: dim decode-stats lines on / off"),
-    ("p", "pause / resume the screen (data is still read)"),
+    ("tab", "move focus: partitions, GPUs, log, alerts"),
+    ("enter", "on the alerts: the selected one in full"),
+    ("h", "alert history: this session and earlier ones"),
     ("a", "acknowledge the active alerts"),
+    ("l  c", "log pane: show / hide; server / client log"),
+    ("/  d", "log pane: filter; dim the decode-stats lines"),
+    ("PgUp PgDn", "log, alerts: scroll; home/end: top/follow"),
+    ("v", "compact layout: show the next two charts"),
     ("+ / -", "chart time window: 5m, 15m, 1h, all"),
+    ("p", "pause / resume the screen (data is still read)"),
     ("r", "reset the throughput peak"),
     ("ctrl+l", "redraw the whole screen (after a tmux reattach)"),
 )
@@ -34,7 +35,7 @@ def help_text() -> Text:
     t = Text()
     t.append("kdash keys\n", "bold")
     for key, what in KEYS:
-        t.append(f"  {key:<12}", "bold")
+        t.append(f"  {key:<13}", "bold")
         t.append(f"{what}\n")
     t.append("ctrl+a and ctrl+b are left to tmux.", "dim")
     return t

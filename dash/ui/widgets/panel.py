@@ -12,9 +12,20 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+SCROLL_BINDINGS = [
+    Binding("up", "scroll_up", show=False),
+    Binding("down", "scroll_down", show=False),
+    Binding("pageup", "page_up", show=False),
+    Binding("pagedown", "page_down", show=False),
+    Binding("home", "scroll_home", show=False),
+    Binding("end", "scroll_end", show=False),
+]
+"""The keys of a focused scrolling view (the log pane, the full-screen alert views)."""
 
 
 def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
@@ -164,6 +175,10 @@ class Panel(ScrollView, can_focus=False):
         if self._base is None:
             self._base = self.rich_style
         return self._base
+
+    def row_of_line(self, index: int) -> int:
+        """The screen row (in the scrolled content) where line `index` of the text starts."""
+        return sum(len(self._lines[i][1]) for i in range(index) if i in self._lines)
 
     @property
     def plain(self) -> str:

@@ -12,7 +12,8 @@ from dash.ui.widgets.keyed_table import Cell, KeyedTable
 from dash.ui.widgets.panel import Panel
 
 BAR_WIDTH = 8
-STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim"}
+STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim",
+                "unreadable": "crit"}
 
 
 class PartitionTable(KeyedTable):
@@ -40,11 +41,12 @@ class PartitionTable(KeyedTable):
     def show(self, snap: RunSnapshot) -> None:
         """Update rows from the snapshot's partitions."""
         rows: dict[str, dict[str, Cell]] = {}
+        stale = snap.liveness.down  # rates and ETAs measured while the server still ran
         for i, p in enumerate(snap.partitions):
-            rows[p.name] = self._row(i, p)
+            rows[p.name] = self._row(i, p, stale)
         self.sync(rows)
 
-    def _row(self, i: int, p: PartitionSnapshot) -> dict[str, Cell]:
+    def _row(self, i: int, p: PartitionSnapshot, stale: bool = False) -> dict[str, Cell]:
         pct = p.percent
         filled, empty = fmt.bar(None if pct is None else pct / 100, BAR_WIDTH)
         bar = Text(filled, self._st("bar"))
@@ -58,8 +60,9 @@ class PartitionTable(KeyedTable):
             "name": Text(fmt.clean(p.name, 60)),
             "done": f"{p.done}/{total}",
             "bar": bar,
-            "rate": fmt.num(p.rate_per_min, digits=1),
-            "eta": "done" if p.status == "done" else fmt.dur(p.eta_s),
+            "rate": Text(fmt.num(p.rate_per_min, digits=1), self._st("dim") if stale else ""),
+            "eta": "done" if p.status == "done" else Text(fmt.dur(p.eta_s),
+                                                          self._st("dim") if stale else ""),
             "status": Text(status, self._st(STATUS_LEVEL.get(p.status, "dim"))),
             **self._quality_cells(p),
         }
@@ -83,11 +86,20 @@ class PartitionDetails(Panel):
     """Path, lines at start vs written since, last write and recent rate of one partition;
     then the client: its processes, its log's growth and its last progress bar."""
 
-    def show(self, snap: RunSnapshot, name: str | None) -> None:
-        """Describe the partition called `name` (the table's selection), then the client."""
+    def show(self, snap: RunSnapshot, name: str | None, outputs: tuple[str, ...] = ()) -> None:
+        """Describe the partition called `name` (the table's selection), then the client.
+
+        `outputs`: the --outputs globs; with none given, the details say to pass one.
+        """
         p = next((p for p in snap.partitions if p.name == name), None)
-        if p is None:
-            t = Text("no partitions yet: pass --outputs 'out/*.jsonl'\n\n\n\n\n", "dim")
+        if snap.unmatched_globs and (p is None or len(snap.unmatched_globs) < len(outputs)):
+            globs = ", ".join(repr(fmt.clean(g, 80)) for g in snap.unmatched_globs)
+            t = Text(f"no file matches --outputs {globs}: check the pattern\n", "bold")
+            t.append_text(self._partition(snap, p) if p is not None else Text("\n\n\n\n"))
+        elif p is None:
+            hint = ("no partitions yet: pass --outputs 'out/*.jsonl'" if not outputs
+                    else "looking for the output files...")
+            t = Text(hint + "\n\n\n\n\n", "dim")
         else:
             t = self._partition(snap, p)
         t.append_text(client_line(snap))
@@ -97,8 +109,12 @@ class PartitionDetails(Panel):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(fmt.clean(p.name, 60), "bold")
         t.append(f"  {fmt.clean(p.path, 200)}\n", "dim")
-        t.append(f"at start {p.at_start:,}  written since {p.written:,}  done {p.done:,}")
-        if p.total:
+        if p.error:
+            t.append(f"cannot read it: {fmt.clean(p.error, 120)} (counts from before: "
+                     f"{p.done:,} done)", "bold")
+        else:
+            t.append(f"at start {p.at_start:,}  written since {p.written:,}  done {p.done:,}")
+        if p.total and not p.error:
             t.append(f" of {p.total:,} ({p.total - p.done:,} left)")
         t.append("\nlast write ")
         t.append("-" if p.last_write is None else f"{fmt.dur(snap.now - p.last_write)} ago")
@@ -169,7 +185,9 @@ def client_line(snap: RunSnapshot) -> Text:
             t.append(f"{len(c.processes)} processes match {fmt.clean(c.process_pattern or '', 30)!r}  ",
                      "bold")
     if c.log_path is not None:
-        if c.log_bytes is None:
+        if c.log_status == "error":
+            t.append(f"log unreadable: {fmt.clean(c.log_message or '', 80)}  ", "bold")
+        elif c.log_bytes is None:
             t.append("log not there yet  ", "dim")
         else:
             grew = ("never grew" if c.log_last_growth is None

@@ -69,8 +69,9 @@ class ServerPanel(Panel):
                      self._st("warn"))
         if len(srv.accept_len):
             self._accept(t, srv.accept_len)
+        self._http(t, snap)
         if snap.http.disagreement:
-            t.append(f"\n{'http':>12} {fmt.clean(snap.http.disagreement, 80)}",
+            t.append(f"\n{'':>12} {fmt.clean(snap.http.disagreement, 80)}",
                      self._st("warn"))
         t.append("\n")
         for ev in srv.events[-SHOWN_EVENTS:]:
@@ -85,6 +86,22 @@ class ServerPanel(Panel):
         t.append(f"{series.v[-1]:.2f} ")
         t.append(fmt.spark(recent), self._st("ok"))
         t.append(f" mean {mean:.2f}", self._st("dim"))
+
+    def _http(self, t: Text, snap: RunSnapshot) -> None:
+        """Which URL is polled, and why that one (or that HTTP is off)."""
+        http = snap.http
+        t.append(f"\n{'http':>12} ", self._st("dim"))
+        if snap.liveness.http == "off":
+            t.append("off (--no-http)", self._st("dim"))
+            return
+        if http.url is None:
+            t.append("not polled yet", self._st("dim"))
+            return
+        t.append(fmt.clean(http.url, 60))
+        if http.url_why and http.url_source != "flag":
+            t.append(f"  from {fmt.clean(http.url_why, 70)}", self._st("dim"))
+        state = {"up": "ok", "down": "crit", "degraded": "warn"}.get(http.state, "dim")
+        t.append(f"  {http.state}", self._st(state))
 
     def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))

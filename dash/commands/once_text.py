@@ -1,0 +1,134 @@
+"""The text that `kdash --once` prints: one snapshot, read top to bottom.
+
+What the screen dims is said in words here: figures from a log that is not live carry their age,
+rates and ETAs measured before the server went down say so.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dash.core.snapshot import Liveness, RunSnapshot
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    if s >= 86400:
+        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+def _num(v: object, fmt: str = "{:.1f}") -> str:
+    return "?" if v is None else fmt.format(v)
+
+
+def liveness_text(live: Liveness) -> str:
+    """`log live (last stats line 3s ago), http up` and the like."""
+    log = {"live": "log live", "quiet": "log quiet", "crashed": "log shows a crash",
+           "waiting": "log not there yet", "error": "log unreadable", "none": "no log"}[live.log]
+    if live.log_age_s is not None and live.log in ("live", "quiet", "crashed"):
+        log += f" (last stats line {_dur(live.log_age_s)} ago)"
+    http = {"off": "http off", "unknown": "http not polled"}.get(live.http, f"http {live.http}")
+    down = "; the server is DOWN" if live.down else ""
+    return f"{log}, {http}{down}"
+
+
+def _server_lines(snap: RunSnapshot) -> list[str]:
+    s, h, live = snap.server, snap.http, snap.liveness
+    lines = [f"server      {liveness_text(live)}"]
+    if s.path:
+        lines.append(f"server log  {s.path} [{s.status}]"
+                     + (f" {s.status_message}" if s.status_message else ""))
+    d = s.last_decode
+    if d:
+        old = f", {_dur(live.log_age_s)} old" if live.stale else ""
+        lines.append(f"  last decode  gen {_num(d.get('gen_throughput'))} tok/s, running "
+                     f"{d.get('running_req', '?')}, queue {d.get('queue_req', '?')}, "
+                     f"token usage {_num(d.get('token_usage'), '{:.2f}')}  "
+                     f"({d.get('ts') or '-'}{old})")
+    if s.peak:
+        lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
+    for ev in s.events[-5:]:
+        lines.append(f"  event        {ev.get('event')}: {str(ev.get('message', ''))[:120]}")
+    if h.url:
+        why = f" ({h.url_why})" if h.url_why and h.url_source != "flag" else ""
+        lines.append(f"server http {h.url}{why} [{h.state}]"
+                     + (f" {h.reason}" if h.reason else "")
+                     + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))
+    return lines
+
+
+def _partition_lines(snap: RunSnapshot) -> list[str]:
+    lines: list[str] = []
+    for glob in snap.unmatched_globs:
+        lines.append(f"outputs     no file matches --outputs {glob!r}")
+    if not snap.partitions:
+        return lines
+    stale = " (measured before the server went down)" if snap.liveness.down else ""
+    lines.append("partitions" + stale)
+    for p in snap.partitions:
+        total = "?" if p.total is None else str(p.total)
+        pct = "" if p.percent is None else f" {p.percent:5.1f}%"
+        status = p.status if p.error is None else f"{p.status}: {p.error}"
+        lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{status}] "
+                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, "
+                     f"eta {_dur(p.eta_s)}")
+    t = snap.totals
+    lines.append(f"  {'total':<24} {t.done:>8}/{'?' if t.total is None else t.total:<8} "
+                 f"{_num(t.rate_per_min)}/min, eta {_dur(t.eta_s)}"
+                 + (f", last to finish {t.last_to_finish}" if t.last_to_finish else ""))
+    return lines
+
+
+def _client_lines(snap: RunSnapshot) -> list[str]:
+    lines: list[str] = []
+    c = snap.client
+    if c.log_path:
+        if c.log_status != "ok":
+            lines.append(f"client log  {c.log_path} [{c.log_status}] {c.log_message or ''}")
+        else:
+            prog = c.last_progress.text if c.last_progress else "no progress bar"
+            lines.append(f"client log  {c.log_path} {_num(c.log_bytes, '{}')} bytes; {prog}")
+    if c.processes is not None:
+        pids = ", ".join(str(p.pid) for p in c.processes) or "none"
+        lines.append(f"client proc {c.process_pattern!r}: {pids}")
+    return lines
+
+
+def _gpu_lines(snap: RunSnapshot) -> list[str]:
+    g = snap.gpus
+    lines = [] if g.available else [f"gpus        NVML unavailable: {g.reason}"]
+    for gpu in g.gpus:
+        used = "?" if gpu.memory_used is None else f"{gpu.memory_used / 2**30:.1f}"
+        tot = "?" if gpu.memory_total is None else f"{gpu.memory_total / 2**30:.1f}"
+        lines.append(f"gpu {gpu.index:<7} {used}/{tot} GiB, util {_num(gpu.util_gpu, '{:.0f}')}%")
+    return lines
+
+
+def _alert_lines(snap: RunSnapshot) -> list[str]:
+    if not snap.alerts:
+        return ["alerts      none"]
+    lines: list[str] = []
+    for inc in snap.incidents or ():
+        for i, a in enumerate(inc.alerts):
+            lead = "ALERT" if i == 0 else "  caused"
+            lines.append(f"{lead} {a.severity:<4} {a.id}: {a.message}")
+            if i == 0 and a.hint:
+                lines.append(f"      hint: {a.hint}")
+    if not snap.incidents:
+        lines += [f"ALERT {a.severity:<4} {a.id}: {a.message}" for a in snap.alerts]
+    return lines
+
+
+def render_text(snap: RunSnapshot, sample: str | None = None) -> str:
+    """A readable report of one snapshot (what `kdash --once` prints)."""
+    when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.now))
+    lines = [f"kdash at {when}" + (f" ({sample})" if sample else "")]
+    for part in (_server_lines, _partition_lines, _client_lines, _gpu_lines, _alert_lines):
+        lines += part(snap)
+    lines += [f"note  {n}" for n in snap.notices]
+    return "\n".join(lines) + "\n"

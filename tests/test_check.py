@@ -1,0 +1,111 @@
+"""`kdash check`: one line per problem and Nagios exit codes, on simulated runs (real files,
+a real HTTP server on 127.0.0.1), through the CLI entry point."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dash.commands.cli import main
+from dash.sim import SimRun
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.chdir(tmp_path)
+
+
+def _sim(tmp_path: Path, scenario: str, at: float) -> Iterator[SimRun]:
+    # Stamped so that simulated second `at` is now: the log is as fresh as a live one.
+    run = SimRun(tmp_path / "run", scenario, start_epoch=time.time() - at)
+    run.start(background=False)
+    run.advance_to(at)
+    try:
+        yield run
+    finally:
+        run.stop()
+
+
+@pytest.fixture
+def healthy(tmp_path: Path) -> Iterator[SimRun]:
+    yield from _sim(tmp_path, "healthy", 120)
+
+
+@pytest.fixture
+def after_oom(tmp_path: Path) -> Iterator[SimRun]:
+    yield from _sim(tmp_path, "oom-crash-restart", 320)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _check(run: SimRun, *extra: str, url: str | None = None) -> list[str]:
+    return ["check", "--window", "1", "--log", str(run.server_log),
+            "--outputs", str(run.outputs_dir / "*.jsonl"),
+            "--inputs", str(run.inputs_dir / "*.jsonl"), "--url", url or run.url, *extra]
+
+
+def test_ok_is_0_with_one_line(healthy: SimRun, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_check(healthy)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("OK kdash: log live, http up")
+
+
+def test_warn_is_1_a_live_log_and_nothing_at_the_url(
+        healthy: SimRun, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_check(healthy, url=f"http://127.0.0.1:{_free_port()}")) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out and all(line.startswith("WARN ") for line in out)
+    assert any(line.startswith("WARN http_unreachable: no answer at http://127.0.0.1:")
+               for line in out)
+    assert not any("CRIT" in line for line in out)  # the server works: its log is live
+
+
+def test_crit_is_2_after_an_oom(after_oom: SimRun, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_check(after_oom)) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("CRIT server_oom: CUDA out of memory")
+    assert "--mem-fraction-static" in out[0]  # the line carries the fix
+    assert all(line.split()[0] in ("CRIT", "WARN") for line in out)
+
+
+def test_unknown_is_3_when_a_source_cannot_be_read(
+        healthy: SimRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _check(healthy)
+    argv[argv.index("--log") + 1] = str(tmp_path / "not-there.log")
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "UNKNOWN server_log: " in out and "not there yet" in out
+
+
+def test_unknown_is_3_for_a_glob_that_matches_nothing(
+        healthy: SimRun, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _check(healthy)
+    argv[argv.index("--outputs") + 1] = str(healthy.outputs_dir / "*.jsnl")
+    assert main(argv) == 3
+    assert "UNKNOWN outputs: no file matches --outputs" in capsys.readouterr().out
+
+
+def test_unknown_is_3_with_nothing_to_watch_and_for_usage_errors(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 3
+    assert capsys.readouterr().out.startswith("UNKNOWN kdash: nothing to watch")
+    assert main(["check", "--bogus"]) == 3  # not 2: to Nagios that would mean CRITICAL
+    err = capsys.readouterr().err
+    assert err.startswith("kdash: ") and err.count("\n") == 1
+    assert main(["check", "--log", "x.log", "--window", "-1"]) == 3
+    assert "--window" in capsys.readouterr().err
+
+
+def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--help"]) == 0
+    assert "0 ok, 1 warn, 2 crit, 3 unknown" in " ".join(capsys.readouterr().out.split())
