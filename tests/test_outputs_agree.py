@@ -35,7 +35,7 @@ def _files(tmp_path: Path) -> Config:
 
 def test_once_prometheus_and_outputs_agree(tmp_path: Path, capsys) -> None:
     cfg = _files(tmp_path)
-    snap = collect_once(cfg)
+    snap, _ = collect_once(cfg, window=0.5)
     once = {p["name"]: p["quality"] for p in snapshot_to_json(snap)["partitions"]}
     run_outputs(cfg, as_json=True)
     outputs = {f["name"]: f["quality"] for f in json.loads(capsys.readouterr().out)["files"]}
