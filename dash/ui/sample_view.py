@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Log, Static
 
 from dash.core.samples.model import RawSample
-from dash.core.samples.pretty import folded_strings, pretty_lines
+from dash.core.samples.pretty import pretty_lines
 from dash.ui import fmt
 
 KEYS = "n newer  p older  f fold/unfold  up/down pgup/pgdn home/end scroll  esc close"
@@ -88,12 +88,13 @@ class SampleScreen(Screen[None]):
             return
         self._shown = key
         raw = self.samples[self.index]
-        self._title(raw)
+        lines, long_strings = pretty_lines(raw.text, self.fold)
+        self._title(raw, long_strings if self.fold else 0)
         body.clear()
-        body.write_lines(wrap(pretty_lines(raw.text, self.fold), width))
+        body.write_lines(wrap(lines, width))
         body.scroll_home(animate=False)
 
-    def _title(self, raw: RawSample) -> None:
+    def _title(self, raw: RawSample, folded: int) -> None:
         n = len(self.samples)
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(f" {fmt.clean(self.partition, 60)}", "bold")
@@ -101,7 +102,6 @@ class SampleScreen(Screen[None]):
         t.append(f"  sample {self.index + 1} of the last {n}{newest}")
         where = f"line {raw.line:,}" if raw.line is not None else f"byte {raw.offset:,}"
         t.append(f"  {where}  {len(raw.text):,} chars", "dim")
-        folded = folded_strings(raw.text) if self.fold else 0
         if folded:
             t.append(f"  {folded} long string(s) folded (f)", "dim")
         self.query_one("#sample-title", Static).update(t)

@@ -80,21 +80,17 @@ def _value(value: Any, depth: int, fold: bool) -> list[str]:
     return [json.dumps(value)]
 
 
-def pretty_lines(raw: str, fold: bool = True) -> list[str]:
-    """The lines of one raw JSONL line; text that is not JSON is shown escaped, as one string."""
+def pretty_lines(raw: str, fold: bool = True) -> tuple[list[str], int]:
+    """The lines of one raw JSONL line, and how many of its strings are long enough to fold;
+    text that is not JSON is shown escaped, as one string."""
     try:
         value = json.loads(raw)
     except ValueError:
-        return ["(not JSON; shown as text)", *_string(raw, fold)]
-    return _value(value, 0, fold)
+        return ["(not JSON; shown as text)", *_string(raw, fold)], int(len(raw) > FOLD_CHARS)
+    return _value(value, 0, fold), _long_strings(value)
 
 
-def folded_strings(raw: str) -> int:
-    """How many strings in the record are long enough to be folded."""
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return int(len(raw) > FOLD_CHARS)
+def _long_strings(value: Any) -> int:
     stack = [value]
     n = 0
     while stack:
