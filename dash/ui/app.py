@@ -354,7 +354,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def action_open_sample(self) -> None:
         """The selected partition's last samples, full-screen."""
         snap = self.snap
-        part = next((p for p in snap.partitions if p.name == self.partition), None) if snap else None
+        table = self.query_one("#partitions", PartitionTable)
+        # The row under the cursor now: a `2` typed just before `o` has moved the cursor, but
+        # its highlight message may still be queued behind this key.
+        name = table.row_key_at(table.cursor_row) if table.row_count else self.partition
+        part = next((p for p in snap.partitions if p.name == name), None) if snap else None
         if part is None or part.quality is None or not part.quality.latest:
             name = part.name if part is not None else "this partition"
             self.notify(f"no sample of {name} read yet", title="kdash", timeout=4)
