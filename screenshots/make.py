@@ -79,6 +79,7 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"), alerts=(),
     ), (), None),
     "help": ((160, 45), None, ("question_mark",), None),
+    "sample-view": ((160, 45), None, ("2", "o"), None),
     "alert-describe-80x24": ((80, 24), None, ("down", "enter"), _focus_alerts),
     "alerts-focused-80x24": ((80, 24), None, ("down", "down"), _focus_alerts),
     "alert-history": ((160, 45), None, ("h",), None),
@@ -154,6 +155,7 @@ SIMULATED: dict[str, tuple[str, int, tuple[str, ...], tuple[int, int]]] = {
     "demo-oom-crash-restart-80x24": ("oom-crash-restart", 340, (), (80, 24)),
     "demo-oom-20-min-after-restart": ("oom-crash-restart", 360 + 1200, (), (160, 45)),
     "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c"), (160, 45)),
+    "demo-truncated-outputs": ("truncated-outputs", 900, ("2",), (160, 45)),
 }
 
 

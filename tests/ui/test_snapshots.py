@@ -96,3 +96,11 @@ def test_ranks_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
 
 def test_a_prefill_and_a_decode_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(pd_snapshot()), terminal_size=(160, 45), press=["s"])
+def test_sample_view_shows_hostile_content_literally(snap_compare: SnapCompare,
+                                                    make_app: MakeApp) -> None:
+    # B2's newest sample holds markup, escape sequences, control characters and a 1 MB string.
+    assert snap_compare(make_app(), terminal_size=(160, 45), press=["2", "o"])
+
+
+def test_sample_view_compact_older_sample(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["2", "o", "p"])
