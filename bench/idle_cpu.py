@@ -8,6 +8,12 @@ kdash's RSS over time (it should stay flat).
 
     .venv/bin/python bench/idle_cpu.py              # 60 s
     .venv/bin/python bench/idle_cpu.py --seconds 15 # a quick look
+    .venv/bin/python bench/idle_cpu.py --compare    # samples read vs not, side by side
+
+Beside the simulated client's own outputs, a writer appends realistic samples (SGLang
+`/generate` records of 4-16 KB) at `--samples-per-s` (20) to three partitions, so the dashboard
+reads sample content as it would on a busy run. `--compare` runs two dashboards on the same run
+at the same time, one with `[outputs] samples = false` (lines counted, contents never read).
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -39,6 +47,8 @@ def child(ns: argparse.Namespace) -> int:
     from dash.ui.app import run_dashboard
 
     Path(ns.pid_file).write_text(str(os.getpid()))
+    if ns.no_samples:
+        (Path(ns.dir) / "kdash.toml").write_text("[outputs]\nsamples = false\n")
     cfg = build_config({"log": ns.log, "client_log": ns.client_log, "outputs": [ns.outputs],
                         "inputs": [ns.inputs], "url": ns.url, "refresh": 1.0}, cwd=Path(ns.dir),
                        user_file=Path(ns.dir) / "no-user-config.toml")
@@ -71,6 +81,26 @@ def wait_for(path: Path, timeout: float = 20.0) -> None:
         time.sleep(0.1)
 
 
+def feed_samples(run: object, per_s: float, stop: threading.Event) -> None:
+    """Append 4-16 KB SGLang records to B3..B5 at `per_s` in all (a busy client's outputs)."""
+    import random
+
+    from dash.sim.client import SampleStyle, output_line
+
+    rng, text_rng = random.Random(3), random.Random(4)
+    outputs = Path(run.outputs_dir)  # type: ignore[attr-defined]
+    names = PARTITIONS[2:]
+    i = 0
+    while not stop.wait(1.0 / per_s):
+        i += 1
+        name = names[i % len(names)]
+        line = output_line(name, i, rng, rng.randint(300, 2000), rng.randint(500, 4000),
+                           "length" if rng.random() < 0.1 else "stop", text_rng=text_rng,
+                           style=SampleStyle(size=rng.randint(4096, 16384)))
+        with (outputs / f"{name}.jsonl").open("ab") as fh:
+            fh.write(line.encode())
+
+
 def measure(ns: argparse.Namespace) -> int:
     from dash.sim.run import SimRun
 
@@ -83,57 +113,98 @@ def measure(ns: argparse.Namespace) -> int:
     for name in PARTITIONS:  # every partition has an output file, as in a resumed run
         (run.outputs_dir / f"{name}.jsonl").touch()
     run.start()
-    session = f"kdash-bench-{os.getpid()}"
+    stop_feed = threading.Event()
+    feeder = threading.Thread(target=feed_samples, args=(run, ns.samples_per_s, stop_feed),
+                              daemon=True)
+    if ns.samples_per_s > 0:
+        feeder.start()
+    modes = [True, False] if ns.compare else [ns.no_samples]
+    try:
+        return _measure(ns, run, work, modes)
+    finally:
+        stop_feed.set()
+        run.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool]) -> int:
+    sessions = []
+    for no_samples in modes:
+        label = "counts only" if no_samples else "samples read"
+        wdir = work / ("off" if no_samples else "on")
+        wdir.mkdir()
+        sessions.append((label, *_start(ns, run, wdir, no_samples)))
+    tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"  # type: ignore[attr-defined]
+                            " > /dev/null", shell=True, start_new_session=True)
+    try:
+        for _, _, pid_file in sessions:
+            wait_for(pid_file)
+        procs = [(label, psutil.Process(int(pid_file.read_text()))) for label, _, pid_file in sessions]
+        return report(ns, procs, psutil.Process(tail.pid), run)
+    finally:
+        for _, tmux, _ in sessions:
+            subprocess.run([*tmux, "send-keys", "-t", tmux[2], "q"], check=False)
+        time.sleep(1.5)
+        for _, tmux, _ in sessions:
+            subprocess.run([*tmux, "kill-server"], check=False)
+        os.killpg(tail.pid, 15)
+        tail.wait()
+
+
+def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool
+           ) -> tuple[list[str], Path]:
+    run_: Any = run
+    session = f"kdash-bench-{os.getpid()}-{work.name}"
     pid_file = work / "kdash.pid"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--pid-file", str(pid_file),
-           "--dir", str(work), "--log", str(run.server_log), "--client-log", str(run.client_log),
-           "--outputs", str(run.outputs_dir / "*.jsonl"), "--inputs", str(run.inputs_dir / "*.jsonl"),
-           "--url", run.url, *(["--profile", ns.profile] if ns.profile else [])]
+           "--dir", str(work), "--log", str(run_.server_log), "--client-log", str(run_.client_log),
+           "--outputs", str(run_.outputs_dir / "*.jsonl"),
+           "--inputs", str(run_.inputs_dir / "*.jsonl"), "--url", run_.url,
+           *(["--no-samples"] if no_samples else []),
+           *(["--profile", ns.profile] if ns.profile else [])]
     env = {k: v for k, v in os.environ.items()
            if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}  # the pane's size, not the caller's
     env["TERM"] = "xterm-256color"
     tmux = ["tmux", "-L", session, "-f", "/dev/null"]  # a server of its own, default options
     subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "160", "-y", "45",
                     *cmd], check=True, env=env)
-    tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"
-                            " > /dev/null", shell=True, start_new_session=True)
-    try:
-        wait_for(pid_file)
-        return report(ns, psutil.Process(int(pid_file.read_text())), psutil.Process(tail.pid), run)
-    finally:
-        subprocess.run([*tmux, "send-keys", "-t", session, "q"], check=False)
-        time.sleep(1.5)
-        subprocess.run([*tmux, "kill-server"], check=False)
-        os.killpg(tail.pid, 15)
-        tail.wait()
-        run.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    return tmux, pid_file
 
 
-def report(ns: argparse.Namespace, kdash: psutil.Process, shell: psutil.Process, run: object) -> int:
+def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
+           shell: psutil.Process, run: object) -> int:
     log = Path(run.server_log)  # type: ignore[attr-defined]
+    outputs = Path(run.outputs_dir)  # type: ignore[attr-defined]
     time.sleep(WARMUP_S)
     pipeline = shell.children(recursive=True)
     lines0, t0 = sum(1 for _ in log.open("rb")), time.monotonic()
-    k0, b0 = cpu_seconds([kdash]), cpu_seconds(pipeline)
-    rss: list[int] = []
+    samples0 = sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl"))
+    k0 = [cpu_seconds([p]) for _, p in kdash]
+    b0 = cpu_seconds(pipeline)
+    rss: list[list[int]] = [[] for _ in kdash]
     while time.monotonic() - t0 < ns.seconds:
-        rss.append(kdash.memory_info().rss)
+        for i, (_, p) in enumerate(kdash):
+            rss[i].append(p.memory_info().rss)
         time.sleep(min(5.0, max(0.1, ns.seconds - (time.monotonic() - t0))))
-    rss.append(kdash.memory_info().rss)
+    for i, (_, p) in enumerate(kdash):
+        rss[i].append(p.memory_info().rss)
     wall = time.monotonic() - t0
-    k_cpu = 100 * (cpu_seconds([kdash]) - k0) / wall
+    k_cpu = [100 * (cpu_seconds([p]) - k) / wall for (_, p), k in zip(kdash, k0, strict=True)]
     b_cpu = 100 * (cpu_seconds(pipeline) - b0) / wall
     lines = (sum(1 for _ in log.open("rb")) - lines0) / wall
-    mib = [r / 2**20 for r in rss]
+    samples = (sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl")) - samples0) / wall
     print(f"kdash on a simulated run: 8 GPUs, {len(PARTITIONS)} partitions, {lines:.1f} log lines/s, "
-          f"1 Hz refresh, 160x45 tmux, {wall:.0f} s measured after {WARMUP_S:.0f} s warm-up")
-    print(f"  kdash CPU            {k_cpu:6.2f} % of one core   (goal <= 1 %)")
-    print(f"  tail -F | grep CPU   {b_cpu:6.2f} % of one core")
+          f"{samples:.1f} samples/s ({ns.samples_per_s:g}/s of 4-16 KB), 1 Hz refresh, 160x45 "
+          f"tmux, {wall:.0f} s measured after {WARMUP_S:.0f} s warm-up")
+    for (label, _), cpu, mem in zip(kdash, k_cpu, rss, strict=True):
+        mib = [r / 2**20 for r in mem]
+        print(f"  kdash CPU, {label:<13} {cpu:6.2f} % of one core   RSS start {mib[0]:.1f} "
+              f"end {mib[-1]:.1f} max {max(mib):.1f} MiB")
+    print(f"  tail -F | grep CPU         {b_cpu:6.2f} % of one core")
     if b_cpu > 0:
-        print(f"  ratio kdash / tail|grep  {k_cpu / b_cpu:.1f}x")
-    print(f"  kdash RSS MiB        start {mib[0]:.1f}  end {mib[-1]:.1f}  max {max(mib):.1f}  "
-          f"(growth {mib[-1] - mib[0]:+.1f})")
+        print(f"  ratio kdash / tail|grep    {k_cpu[-1] / b_cpu:.1f}x")
+    if len(k_cpu) == 2 and k_cpu[0] > 0:
+        print(f"  samples read / counts only {k_cpu[1] / k_cpu[0]:.2f}x")
     return 0
 
 
@@ -141,6 +212,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0, help="measured time (default 60)")
     p.add_argument("--profile", metavar="FILE", help="write kdash's cProfile stats to FILE")
+    p.add_argument("--samples-per-s", type=float, default=20.0,
+                   help="realistic 4-16 KB samples written per second (default 20; 0: none)")
+    p.add_argument("--compare", action="store_true",
+                   help="also run a dashboard that does not read sample contents, side by side")
+    p.add_argument("--no-samples", action="store_true", help="[outputs] samples = false")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("pid-file", "dir", "log", "client-log", "outputs", "inputs", "url"):
         p.add_argument(f"--{name}", help=argparse.SUPPRESS)

@@ -79,6 +79,7 @@ SCENARIOS: dict[str, tuple[tuple[int, int], Any, tuple[str, ...], Setup | None]]
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"), alerts=(),
     ), (), None),
     "help": ((160, 45), None, ("question_mark",), None),
+    "sample-view": ((160, 45), None, ("2", "o"), None),
     "alert-describe-80x24": ((80, 24), None, ("down", "enter"), _focus_alerts),
     "alerts-focused-80x24": ((80, 24), None, ("down", "down"), _focus_alerts),
     "alert-history": ((160, 45), None, ("h",), None),
@@ -157,6 +158,7 @@ SIMULATED: dict[str, tuple[str, int, tuple[str, ...], tuple[int, int]]] = {
     "demo-tuning-session": ("tuning-session", 2400, (), (160, 45)),
     "demo-launches": ("tuning-session", 2400, ("L",), (160, 45)),
     "demo-launches-80x24": ("tuning-session", 2400, ("L",), (80, 24)),
+    "demo-truncated-outputs": ("truncated-outputs", 900, ("2",), (160, 45)),
 }
 
 

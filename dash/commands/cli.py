@@ -28,7 +28,9 @@ from dash.commands.options import (
 )
 from dash.core.errors import UsageError
 
-SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "launches")
+SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "launches",
+               "outputs")
+
 
 def _dashboard_parser() -> argparse.ArgumentParser:
     p = Parser(
@@ -89,6 +91,12 @@ def _sub_parser(name: str) -> argparse.ArgumentParser:
         from dash.commands.sim import add_arguments
 
         add_arguments(p, name)
+    elif name == "outputs":
+        p.description = ("The statistics of finished output files: finish reasons, truncation, "
+                         "lengths, errors, invalid lines, reasoning; and the alerts they raise.")
+        p.add_argument("globs", metavar="GLOB", nargs="+", help="JSONL output files")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("--config", metavar="FILE", help="a TOML config file ([outputs] fields)")
     elif name == "replay":
         p.description = "A finished run's log through the dashboard, on the log's own clock."
         p.add_argument("path", metavar="LOG")
@@ -122,6 +130,13 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
         from dash.commands.serve import run_serve
 
         return run_serve(cfg)
+    if name == "outputs":
+        from dash.commands.outputs import run_outputs
+        from dash.sources.config_files import build_config
+
+        cfg = build_config({"outputs": ns.globs},
+                           config_file=Path(ns.config) if ns.config else None)
+        return run_outputs(cfg, as_json=ns.json)
     if name == "demo":
         from dash.commands.demo import run_demo
 

@@ -13,7 +13,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.syntax import Grammar
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.summary import LogSummary, Part
-from dash.core.views.summary_fold import part_of
+from dash.core.views.summary_fold import KEEP, part_of
 from dash.sources.logread import Scan, fold, ref_time
 
 MAX_ALERT_LINES = 15  # alerts listed in the text report
@@ -21,6 +21,8 @@ MAX_ALERT_LINES = 15  # alerts listed in the text report
 
 class SummaryJob:
     """A piece of the log as summary parts, one per block (in whichever process)."""
+
+    keep = KEEP
 
     def piece(self, scan: Scan) -> list[Part]:
         stamps = scan.reader.stamps

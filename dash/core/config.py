@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dash.core.errors import ConfigError
+from dash.core.samples.fieldspec import OutputFields, parse_outputs_table
 
 DEFAULT_URL = "http://127.0.0.1:30000"
 """SGLang's default address: what is polled when neither `--url` nor the log says otherwise."""
@@ -43,7 +44,9 @@ class Config:
     client_log: Path | None = None
     """The inference client's stdout/stderr log."""
     outputs: tuple[str, ...] = ()
-    """Globs of per-partition JSONL output files."""
+    """Globs of per-partition JSONL output files (or an `[outputs]` table: see `output_fields`)."""
+    output_fields: OutputFields = OutputFields()
+    """From the `[outputs]` table: field paths, the known token limit, what is expected."""
     inputs: tuple[str, ...] = ()
     """Globs of per-partition prompt files (their line counts are the totals)."""
     expect: Mapping[str, int] = field(default_factory=dict)
@@ -98,8 +101,9 @@ _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_inte
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}
 _BOOL_FIELDS = {"poll", "bell", "alert_history"}
 _STR_FIELDS = {"url", "process", "metrics_host", "on_alert", "webhook"}
-FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config)) - {"more_logs"}
-"""The settings a file or a flag may name (`log` sets `more_logs` too)."""
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config)) - {"more_logs", "output_fields"}
+"""The settings a file or a flag may name (`log` sets `more_logs` too; `output_fields` comes from
+the `[outputs]` table)."""
 MAX_LOGS = 32
 """Server logs one kdash follows (a glob matching more is cut there, and says so)."""
 
@@ -289,6 +293,18 @@ class AlertConfig:
     """`gpu_headroom_low`: avail mem after CUDA graph capture (server log) below this."""
     gpu_after_s: float = 30.0
     """`gpu_headroom_low`: how long low free memory must hold."""
+    truncated_share: float = 0.10
+    """`outputs_truncated`: share of the recent samples that stopped at the token limit."""
+    errors_share: float = 0.02
+    """`outputs_errors`: share of the recent samples that are error records."""
+    empty_share: float = 0.05
+    """`outputs_empty`: share of the recent samples with no answer."""
+    reasoning_missing_share: float = 0.10
+    """`reasoning_missing`: share of the recent samples without reasoning that should have it."""
+    invalid_lines: int = 1
+    """`outputs_invalid`: complete lines that are not JSON (since start) that fire the alert."""
+    outputs_min_samples: int = 20
+    """Recent samples a partition needs before its shares count (`outputs_*`, reasoning)."""
     stalled_after_s: float = 600.0
     """`output_stalled`: a running partition's output has not grown for this long."""
     client_after_s: float = 30.0
@@ -351,6 +367,12 @@ def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
                 continue
             if name not in FIELD_NAMES:
                 raise ConfigError(f"{where}: unknown setting {name!r}")
+            if name == "outputs" and isinstance(value, Mapping):
+                files, merged["output_fields"] = parse_outputs_table(
+                    value, where, merged.get("output_fields"))
+                if files is None:
+                    continue
+                value = files
             coerced = _coerce(name, value, where)
             if name in ("expect", "alerts") and name in merged:
                 coerced = {**merged[name], **coerced}

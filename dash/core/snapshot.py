@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dash.core.launch import Launch
+from dash.core.samples.snapshot import QualitySnapshot
 from dash.core.series import SeriesView
 
 Record = dict[str, Any]
@@ -263,6 +264,8 @@ class PartitionSnapshot:
     counting_progress: float | None = None
     """0..1 while the first count of a large file runs in the background."""
     recent_rate_per_min: float | None = None
+    quality: QualitySnapshot | None = None
+    """What the samples in the file look like (None: none read, or reading them is off)."""
 
     @property
     def written(self) -> int:
@@ -282,6 +285,8 @@ class RunTotals:
     rate_per_min: float | None = None
     eta_s: float | None = None
     last_to_finish: str | None = None
+    output_tokens_per_s: float | None = None
+    """Output tokens arriving in the samples per second, over every partition (client side)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,11 @@ PARTITIONS: tuple[tuple[str, int, int], ...] = (
     ("B5_synth", 2_000, 0),
 )
 """(name, total prompts, outputs already written when the run starts)."""
+MAX_TOKENS: dict[str, int] = {"B1_glaive": 10_240, "B2_opencodeinstruct": 10_240,
+                              "B3_agent": 16_384, "B4_deepseek": 16_384, "B5_synth": 10_240}
+"""The client's limits per partition (`--short-max-tokens 10240`, `--long-max-tokens 16384`)."""
+EOS_TOKEN = 1
+"""The end-of-sequence token id a stop matches (DeepSeek-V3's `<｜end▁of▁sentence｜>`)."""
 
 _WORDS = ("the", "function", "returns", "a", "list", "of", "values", "we", "first", "check",
           "whether", "input", "is", "empty", "then", "loop", "over", "each", "item", "and",
@@ -33,16 +38,55 @@ def response_text(rng: random.Random, tokens: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
 
 
+@dataclass(frozen=True, slots=True)
+class SampleStyle:
+    """How a simulated sample looks beyond its figures."""
+
+    reasoning: bool = True
+    """The text carries the model's `<think>...</think>` block (a thinking model)."""
+    size: int | None = None
+    """Pad the text to about this many bytes (realistic long samples, for benchmarks)."""
+
+
+def sample_text(rng: random.Random, words: str, completion_tokens: int, finish: str,
+                style: SampleStyle) -> str:
+    """The generated text: reasoning then answer; a sample cut at its limit ends mid-way."""
+    think = " ".join(rng.choice(_WORDS) for _ in range(12)).capitalize() + "."
+    answer = words
+    if style.size is not None:
+        pad = max(0, style.size - len(words) - len(think) - 40)
+        think += (" " + " ".join(rng.choice(_WORDS) for _ in range(pad // 5 + 1)))[:pad]
+    if finish == "length":
+        if not style.reasoning or rng.random() < 0.5:
+            answer = answer[: max(1, len(answer) // 2)]  # cut mid-answer
+        else:
+            return f"<think>\n{think}" if style.reasoning else think  # cut while thinking
+    return f"<think>\n{think}\n</think>\n\n{answer}" if style.reasoning else f"{think} {answer}"
+
+
 def output_line(name: str, index: int, rng: random.Random, prompt_tokens: int,
-                completion_tokens: int, finish: str) -> str:
-    """One finished sample as a JSONL line (with its newline)."""
+                completion_tokens: int, finish: str, *, text_rng: random.Random | None = None,
+                style: SampleStyle = SampleStyle()) -> str:
+    """One finished sample as a JSONL line (with its newline): what the client writes for a
+    request to SGLang's `/generate` (its `text` and `meta_info`), under its own id.
+
+    `rng` draws what earlier simulations drew (the answer's words); `text_rng` the rest.
+    """
+    words = response_text(rng, completion_tokens)
+    more = text_rng or random.Random(index)
+    limit = MAX_TOKENS.get(name, 10_240)
+    tokens = limit if finish == "length" else completion_tokens
+    reason: dict[str, object] = ({"type": "length", "length": limit} if finish == "length"
+                                 else {"type": "stop", "matched": EOS_TOKEN})
     doc = {
         "id": f"{name}-{index:06d}",
         "partition": name,
-        "response": response_text(rng, completion_tokens),
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-        "finish_reason": finish,
+        "text": sample_text(more, words, tokens, finish, style),
+        "meta_info": {
+            "id": f"{more.getrandbits(64):016x}", "finish_reason": reason,
+            "prompt_tokens": prompt_tokens, "completion_tokens": tokens,
+            "cached_tokens": prompt_tokens // 4, "e2e_latency": round(tokens / 38.0, 2),
+        },
     }
     return json.dumps(doc, ensure_ascii=False) + "\n"
 

@@ -12,11 +12,10 @@ import random
 from dataclasses import dataclass, field
 
 from dash.sim import scenarios
-from dash.sim.client import ClientModel, output_line
+from dash.sim.client import MAX_TOKENS, ClientModel, SampleStyle, output_line
 from dash.sim.formats import LogFormat
 from dash.sim.scenarios import UVICORN_AFTER, Life, Load, Scenario
 
-MEAN_OUTPUT_TOKENS = 600
 DECODE_LOG_INTERVAL = 40
 MODEL = "deepseek-ai/DeepSeek-V3"
 MODEL_TYPE = "DeepseekV3ForCausalLM"
@@ -63,8 +62,11 @@ class Simulation:
 
     def __init__(self, scenario: Scenario, *, seed: int = 0, start_epoch: float,
                  log_format: str = "0.5.12", gpus: int = 8, port: int = 30000,
-                 inputs_dir: str = "inputs", dp: int | None = None) -> None:
+                 inputs_dir: str = "inputs", dp: int | None = None,
+                 sample_bytes: tuple[int, int] | None = None) -> None:
         self.scenario = scenario
+        self.sample_bytes = sample_bytes
+        """(low, high) bytes of a sample's text, drawn per sample; None: short samples."""
         self.seed = seed
         self.epoch0 = float(start_epoch)
         self.fmt = LogFormat(log_format)
@@ -193,7 +195,7 @@ class Simulation:
         c = self.counters
         c.load = load
         tokens = int(load.usage * life.max_total_num_tokens)
-        self._acc_done += load.gen / MEAN_OUTPUT_TOKENS
+        self._acc_done += load.gen / self.scenario.mean_output_tokens
         n = int(self._acc_done)
         self._acc_done -= n
         if n:
@@ -234,17 +236,36 @@ class Simulation:
         out.client += self.client.reopen_bar(t) if not text else ""
         out.client += text
         lines = []
+        text_rng = random.Random(self.seed * 1_000_003 + int(t * 1000) + 7_919)
         for i in range(n):
             self._req += 1
             self.counters.requests += 1
             self._line(out, t, self.fmt.access(30000 + (self._req * 7919) % 30000, "POST",
                                                "/generate"), None)
             if part is not None and i < took:
-                finish = "length" if rng.random() < 0.05 else "stop"
-                lines.append(output_line(part.name, part.done - took + i + 1, rng,
-                                         rng.randint(300, 2000), rng.randint(80, 1800), finish))
+                lines.append(self._output(part.name, part.done - took + i + 1, t, rng, text_rng))
         if lines and part is not None:
             out.outputs.setdefault(part.name, []).extend(lines)
+
+    def _output(self, name: str, index: int, t: float, rng: random.Random,
+                text_rng: random.Random) -> str:
+        """One sample line; its length scaled so that samples average the scenario's mean."""
+        sc = self.scenario
+        finish = "length" if rng.random() < sc.truncated_share else "stop"
+        prompt, drawn = rng.randint(300, 2000), rng.randint(80, 1800)
+        limit = MAX_TOKENS.get(name, 10_240)
+        scale = max(0.05, (sc.mean_output_tokens - sc.truncated_share * limit)
+                    / ((1 - sc.truncated_share) * 940.0))
+        style = SampleStyle(reasoning=sc.reasoning_lost_at is None or t < sc.reasoning_lost_at,
+                            size=self.sample_size(text_rng))
+        return output_line(name, index, rng, prompt, max(1, round(drawn * scale)), finish,
+                           text_rng=text_rng, style=style)
+
+    def sample_size(self, rng: random.Random) -> int | None:
+        """The padded size of a sample's text (None: as short as it comes)."""
+        if self.sample_bytes is None:
+            return None
+        return rng.randint(*self.sample_bytes)
 
     def _retract(self, life: Life, t: float, rng: random.Random, out: StepOutput) -> None:
         c = self.counters

@@ -49,7 +49,8 @@ class SimRun:
     def __init__(self, dir: str | os.PathLike[str], scenario: str = "healthy", seed: int = 0,
                  speed: float = 10.0, gpus: int = 8, log_format: str | None = None, *,
                  port: int = 0, start_epoch: float | None = None,
-                 duration: float | None = None, dp: int | None = None) -> None:
+                 duration: float | None = None, dp: int | None = None,
+                 sample_bytes: tuple[int, int] | None = None) -> None:
         if not (math.isfinite(speed) and speed > 0) or gpus < 1:
             raise ValueError("speed must be a finite number > 0 and gpus >= 1")
         self.dir = Path(dir)
@@ -65,7 +66,8 @@ class SimRun:
         self.start_epoch = float(int(time.time())) if start_epoch is None else float(start_epoch)
         self.sim = Simulation(self.scenario, seed=seed, start_epoch=self.start_epoch,
                               log_format=resolve_family(log_format), gpus=gpus,
-                              port=port or 30000, inputs_dir=str(self.inputs_dir), dp=dp)
+                              port=port or 30000, inputs_dir=str(self.inputs_dir), dp=dp,
+                              sample_bytes=sample_bytes)
         self._seed = seed
         self._http = SimHttpServer(self._answer, port)
         self._serving = False

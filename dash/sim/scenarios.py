@@ -35,9 +35,17 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   48 GB host pool): the peak-plateau load shifted to its start (1317 tok/s at +120, ~606 from
   +600), SIGTERM at t=1860; 0.90 with `--kv-cache-dtype fp8_e4m3` (and hicache 48) from t=1880:
   376,029 tokens, 3.52 GB free, ~1050 tok/s from about +60, running on.
+- `truncated-outputs`: as healthy, but 30% of the samples stop at the client's max_tokens
+  (finish reason `length` at 10240 tokens for B2; 2% in the other scenarios), so fewer, longer
+  samples arrive.
+- `missing-reasoning`: as healthy, but from t=150 the samples come without their `<think>` block
+  (the chat template stopped opening it).
 
 Any scenario runs with data-parallel ranks with `dp` (`kdash sim --dp 8`): each rank prints its
 own decode and prefill lines with its share of the requests and throughput.
+
+Samples are SGLang `/generate` results (`text`, `meta_info` with `finish_reason`,
+`completion_tokens`, `prompt_tokens`) under the client's own `id`.
 """
 
 from __future__ import annotations
@@ -107,6 +115,12 @@ class Scenario:
     """DP-attention ranks the server runs with unless told otherwise (`--dp`)."""
     hot_rank: int | None = None
     """A DP rank that gets the long requests (its KV cache fills while the others idle)."""
+    truncated_share: float = 0.02
+    """Share of the samples that stop at the client's max_tokens (finish reason `length`)."""
+    mean_output_tokens: float = 600.0
+    """Mean completion tokens of a sample (with the truncated ones): sets the completion rate."""
+    reasoning_lost_at: float | None = None
+    """From this time on the samples come without their reasoning (a chat-template bug)."""
     notes: dict[str, float] = field(default_factory=dict)
     """Named times (simulated seconds) that tests and alert tests key on."""
     log_format: str | None = None
@@ -231,6 +245,10 @@ def _build() -> dict[str, Scenario]:
                  notes={"ready": 18.0, "stall": 240.0}),
         Scenario("dp-imbalance", healthy, dp=8, hot_rank=5, notes={"ready": 18.0}),
         _tuning(),
+        Scenario("truncated-outputs", healthy, truncated_share=0.3, mean_output_tokens=4000.0,
+                 notes={"ready": 18.0}),
+        Scenario("missing-reasoning", healthy, reasoning_lost_at=150.0,
+                 notes={"ready": 18.0, "reasoning_lost": 150.0}),
     )}
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.log.parse import PARSER, LineParser
+from dash.core.samples.model import SampleBatch
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
 from dash.core.state.partitions import OutputCount, glob_error
@@ -35,6 +36,7 @@ from dash.sources.counts import OutputsSource
 from dash.sources.files import FileFollower, FollowRead
 from dash.sources.observations import FilesRead, LogRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
+from dash.sources.samples import SampleSource
 from dash.sources.server_logs import ServerLogs
 
 if TYPE_CHECKING:
@@ -92,6 +94,8 @@ class Collector:
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
+        self._samples = (SampleSource(cfg.output_fields)
+                         if cfg.outputs and cfg.output_fields.samples else None)
         self._procs = ProcessSource(cfg.process) if cfg.process else None
         self._nvml_module = nvml_module
         self._nvml: NvmlSource | None = None
@@ -125,17 +129,21 @@ class Collector:
         client = self._client.poll() if self._client is not None else None
         outputs: tuple[OutputCount, ...] = ()
         totals: dict[str, int] = {}
+        samples: tuple[SampleBatch, ...] = ()
         if self._outputs is not None:
             outputs, totals = self._outputs.read()
             self._output_paths = tuple(o.path for o in outputs)
-        more = any(log.follow.more for log in logs) or bool(client and client.more)
+            if self._samples is not None:
+                samples = self._samples.read(outputs, self._outputs.positions())
+        more = (any(log.follow.more for log in logs) or bool(client and client.more)
+                or (self._samples is not None and self._samples.more))
         counting = self._outputs is not None and self._outputs.last_read_counting
         errors = self._outputs.last_read_errors if self._outputs is not None else ()
         cut = self._logs.notice()
         if cut is not None:
             errors = (*errors, cut)
         counting |= self._logs.counting
-        return FilesRead(logs, client, outputs, totals, counting, more, errors)
+        return FilesRead(logs, client, outputs, totals, counting, more, errors, samples)
 
     def output_mtimes(self) -> dict[str, float]:
         """The output files' modification times (for `--once`: when each was last written)."""
@@ -250,6 +258,9 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
         state.partitions.set_input_totals(read.input_totals)
         state.partitions.apply(read.outputs, now)
     state.partitions.note_errors(read.errors)
+    if read.samples:
+        for notice in state.quality.apply(read.samples, now):
+            state.add_notice(notice)
     for error in read.errors:
         state.add_notice(error)
 

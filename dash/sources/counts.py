@@ -70,6 +70,11 @@ class LineCounter:
     def busy(self) -> bool:
         return self._job is not None and not self._job.finished.is_set()
 
+    @property
+    def known(self) -> bool:
+        """Whether `lines` is the count of the newlines before `offset` (not still counting)."""
+        return self._known and self._job is None
+
     def count(self) -> Count:
         """The count now; starts or checks a background count when there is a lot to read.
 
@@ -238,6 +243,10 @@ class OutputsSource:
         self.last_read_errors = tuple(errors)
         return tuple(counts), totals
 
+    def positions(self) -> dict[str, tuple[int, int]]:
+        """(complete lines, bytes counted) of each output file whose count is known."""
+        return {path: (c.lines, c.offset) for path, (_, c, _) in self._out.items() if c.known}
+
     @property
     def busy(self) -> bool:
         """Whether a background count is still running."""
@@ -282,6 +291,12 @@ def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
             names.add(name)
             out.append((path, name))
     return out
+
+
+def matching_files(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(path, partition name) of every regular file the globs match, named as the dashboard
+    names its partitions."""
+    return _matches(patterns)
 
 
 COUNT_TIMEOUT_S = 120.0

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from dash.core.linenums import WindowCounted
+from dash.core.samples.model import SampleBatch
 from dash.core.snapshot import ProcessInfo, Record
 from dash.core.state.gpus import GpuReading
 from dash.core.state.http_state import HttpSample
@@ -61,6 +62,8 @@ class FilesRead:
     """A followed file had more new bytes than one read takes: read again soon."""
     errors: tuple[str, ...] = ()
     """Output or prompt files that could not be counted this time ("path: reason")."""
+    samples: tuple[SampleBatch, ...] = ()
+    """What the new lines of the output files hold (`dash.sources.samples`)."""
 
     @property
     def server(self) -> FollowRead | None:

@@ -22,7 +22,8 @@ from dash import __version__
 from dash.core.config import Config
 from dash.core.errors import ConfigError
 from dash.core.snapshot import RunSnapshot
-from dash.core.views.metrics_map import SOURCES, Family, build_info, families
+from dash.core.views.family import Family
+from dash.core.views.metrics_map import SOURCES, build_info, families
 
 SnapshotGetter = Callable[[], "RunSnapshot | None"]
 
@@ -47,6 +48,13 @@ def configured_sources(cfg: Config) -> frozenset[str]:
 
 def to_metric(fam: Family) -> Metric:
     """One pure Family as a prometheus_client metric family."""
+    if fam.kind == "summary":
+        summary = Metric(fam.name, fam.doc, "summary")
+        for label_values, value in fam.samples:
+            summary.add_sample(fam.name, dict(zip(fam.labels, label_values, strict=False)), value)
+        for suffix, label_values, value in fam.extra:
+            summary.add_sample(fam.name + suffix, dict(zip(fam.labels, label_values, strict=False)), value)
+        return summary
     cls = CounterMetricFamily if fam.kind == "counter" else GaugeMetricFamily
     metric: Any = cls(fam.name, fam.doc, labels=list(fam.labels))
     for label_values, value in fam.samples:

@@ -55,10 +55,11 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  tab focus  enter open  h history  L launches  R ranks  s server  "
-             "1-9 partition  g/G GPU  l log  c client  / filter  p pause  a ack  +/- window  "
-             "r reset peak")
-COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history L launches R ranks v chart l log"
+KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  L launches  R ranks  "
+             "s server  1-9 partition  o sample  g/G GPU  l log  c client/server  / filter  "
+             "p pause  a ack  +/- window  r reset peak")
+COMPACT_KEY_HINTS = ("q quit ? help tab focus enter open h history L launches R ranks v chart "
+                     "l log o sample")
 """The key line at 80 columns: the keys that reach what the small screen hides."""
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
@@ -96,6 +97,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         Binding("plus,equals_sign", "window(1)", "longer window"),
         Binding("minus", "window(-1)", "shorter window"),
         Binding("r", "reset_peak", "reset peak"),
+        Binding("o", "open_sample", "last sample"),
         Binding("ctrl+l", "redraw", "redraw", show=False),
         Binding("escape", "close_filter", show=False),
     ]
@@ -378,6 +380,22 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def action_window(self, step: int) -> None:
         self.window = max(0, min(len(WINDOWS) - 1, self.window + step))
         self.render_snapshot()
+
+    def action_open_sample(self) -> None:
+        """The selected partition's last samples, full-screen."""
+        snap = self.snap
+        table = self.query_one("#partitions", PartitionTable)
+        # The row under the cursor now: a `2` typed just before `o` has moved the cursor, but
+        # its highlight message may still be queued behind this key.
+        name = table.row_key_at(table.cursor_row) if table.row_count else self.partition
+        part = next((p for p in snap.partitions if p.name == name), None) if snap else None
+        if part is None or part.quality is None or not part.quality.latest:
+            name = part.name if part is not None else "this partition"
+            self.notify(f"no sample of {name} read yet", title="kdash", timeout=4)
+            return
+        from dash.ui.sample_view import SampleScreen
+
+        self.push_screen(SampleScreen(part.name, part.quality.latest))
 
     def action_reset_peak(self) -> None:
         self.state.reset_peak()

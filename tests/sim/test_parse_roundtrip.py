@@ -46,9 +46,18 @@ def test_client_log_and_outputs_parse(make_run, scenario):
     text = run.client_log.read_text(encoding="utf-8")
     pieces = [p for p in text.replace("\r", "\n").split("\n") if p]
     assert all((parse_line(p) or {}).get("kind") != "unparsed" for p in pieces)
+    from dash.core.samples.fields import Extractor
+
+    extract = Extractor().samples
     for path in run.outputs_dir.glob("*.jsonl"):
         raw = path.read_bytes()
         assert raw.endswith(b"\n")  # only whole lines are ever appended
         for line in raw.decode().splitlines():
             doc = json.loads(line)
-            assert {"id", "partition", "response", "usage", "finish_reason"} <= doc.keys()
+            # SGLang /generate results under the client's id, read as such by the detector.
+            assert {"id", "partition", "text", "meta_info"} <= doc.keys()
+            (sample,) = extract(doc)
+            assert sample.shape == "sglang" and sample.finish in ("stop", "length")
+            assert sample.tokens == doc["meta_info"]["completion_tokens"]
+            if sample.finish == "length":
+                assert sample.limit == sample.tokens

@@ -116,6 +116,13 @@ def server() -> ServerLogSnapshot:
 
 
 def partitions() -> tuple[PartitionSnapshot, ...]:
+    from ui.fake_quality import qualities
+
+    q = qualities()
+    return tuple(dataclasses.replace(p, quality=q.get(p.name)) for p in _partitions())
+
+
+def _partitions() -> tuple[PartitionSnapshot, ...]:
     return (
         PartitionSnapshot("B1_glaive", "/data/run7/out/B1_glaive.jsonl", 10000, 10000, 6120,
                           None, None, status="done", last_write=NOW - 3100.0),
@@ -275,7 +282,7 @@ def snapshot(**changes: object) -> RunSnapshot:
                           latency_s=0.012, last_ok_at=NOW - 1.0,
                           metrics={"running_req": 128.0, "queue_req": 212.0, "token_usage": 0.97}),
         partitions=parts,
-        totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8,
+        totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8, output_tokens_per_s=588.0,
                          eta_s=51200.0, last_to_finish="B4_deepseek"),
         client=client(), gpus=gpus(), alerts=alerts(), history=history(),
         launches=launches(),

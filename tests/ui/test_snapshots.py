@@ -114,3 +114,13 @@ def test_launches_view(snap_compare: SnapCompare, make_app: MakeApp) -> None:
 def test_launches_view_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(snapshot(launches=tuning_launches())), terminal_size=(80, 24),
                         press=["L"])
+
+
+def test_sample_view_shows_hostile_content_literally(snap_compare: SnapCompare,
+                                                    make_app: MakeApp) -> None:
+    # B2's newest sample holds markup, escape sequences, control characters and a 1 MB string.
+    assert snap_compare(make_app(), terminal_size=(160, 45), press=["2", "o"])
+
+
+def test_sample_view_compact_older_sample(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["2", "o", "p"])

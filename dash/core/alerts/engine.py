@@ -14,7 +14,8 @@ which sample for seconds) fires every finding at once instead of after its durat
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
 http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
 kv_saturated, retractions, rank_imbalance, gpu_headroom_low, output_stalled, client_missing,
-client_duplicate, partition_done.
+client_duplicate, partition_done, outputs_truncated, outputs_invalid, outputs_errors,
+outputs_empty, reasoning_missing.
 
 With several server logs the rules about one server run once per server, each on a snapshot
 whose `server` is that one; their alerts name it as their subject (`server_silent:decode`).
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
+from dash.core.alerts.rules_outputs import OUTPUT_RULES
 from dash.core.alerts.rules_ranks import RANK_RULES
 from dash.core.alerts.rules_run import RUN_RULES
 from dash.core.alerts.rules_server import SERVER_RULES, rule_down, rule_http_unreachable
@@ -137,7 +139,7 @@ class AlertEngine:
 
 def default_rules() -> tuple[Rule, ...]:
     """Every rule, server first."""
-    return SERVER_RULES + THROUGHPUT_RULES + RANK_RULES + RUN_RULES
+    return SERVER_RULES + THROUGHPUT_RULES + RANK_RULES + RUN_RULES + OUTPUT_RULES
 
 
 def _scopes(snap: RunSnapshot) -> list[tuple[str | None, RunSnapshot]]:

@@ -22,6 +22,7 @@ RULE_IDS = (
     "server_silent",
     "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions", "rank_imbalance",
     "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
+    "outputs_truncated", "outputs_invalid", "outputs_errors", "outputs_empty", "reasoning_missing",
 )
 
 

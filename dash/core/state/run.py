@@ -29,6 +29,7 @@ from dash.core.state.http_state import HttpTracker
 from dash.core.state.launches import LaunchTracker
 from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
+from dash.core.state.quality import QualityTracker
 from dash.core.state.server_log import ServerLogTracker
 from dash.core.state.servers import Servers, combine
 
@@ -51,6 +52,7 @@ class RunState:
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg, sample_s)
         self.client = ClientTracker(cfg)
+        self.quality = QualityTracker(cfg.output_fields)
         self.alert_config = AlertConfig.from_mapping(cfg.alerts)
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
@@ -171,9 +173,14 @@ class RunState:
                                live_s=self.alert_config.log_live_s,
                                http_enabled=self.cfg.http_enabled and i == 0)
                       for i, s in enumerate(servers))
-        return RunSnapshot(now=now, server=server, http=http,
-                           partitions=self.partitions.snapshot(now),
-                           totals=self.partitions.totals(now), client=self.client.snapshot(now),
+        parts = self.partitions.snapshot(now)
+        totals = self.partitions.totals(now)
+        if self.quality.names():
+            parts = tuple(p if (q := self.quality.snapshot(p.name, now)) is None
+                          else dataclasses.replace(p, quality=q) for p in parts)
+            totals = dataclasses.replace(totals, output_tokens_per_s=self.quality.tokens_per_s(now))
+        return RunSnapshot(now=now, server=server, http=http, partitions=parts,
+                           totals=totals, client=self.client.snapshot(now),
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
                            liveness=lives[0], unmatched_globs=self.partitions.unmatched(),
                            servers=servers, total=combine(servers),

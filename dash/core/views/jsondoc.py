@@ -38,6 +38,7 @@ from dash.core.snapshot import (
 )
 from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import launches_json
+from dash.core.views.quality_json import quality_json
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
@@ -119,12 +120,13 @@ def _partition(p: PartitionSnapshot) -> dict[str, Any]:
             "at_start": p.at_start, "written": p.written, "percent": p.percent,
             "rate_per_min": p.rate_per_min, "eta_s": p.eta_s, "eta_low_s": p.eta_low_s,
             "eta_high_s": p.eta_high_s, "status": p.status, "error": p.error,
-            "last_write": p.last_write}
+            "last_write": p.last_write,
+            "quality": None if p.quality is None else quality_json(p.quality)}
 
 
 def _totals(t: RunTotals) -> dict[str, Any]:
     return {"done": t.done, "total": t.total, "rate_per_min": t.rate_per_min, "eta_s": t.eta_s,
-            "last_to_finish": t.last_to_finish}
+            "last_to_finish": t.last_to_finish, "output_tokens_per_s": t.output_tokens_per_s}
 
 
 def _client(c: ClientSnapshot) -> dict[str, Any]:

@@ -10,26 +10,16 @@ Units follow Prometheus practice: seconds, bytes, and ratios in 0..1.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dash.core.snapshot import GpusSnapshot, RunSnapshot, ServerLogSnapshot
+from dash.core.views.family import Family
+from dash.core.views.metrics_quality import quality_families
 
 SOURCES = ("server_log", "http", "nvml", "client_log", "outputs")
 """The sources `kdash_source_up` reports on, by the `source` label."""
 
 Labels = tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Family:
-    """One metric family: a name, its help text, its type, and (labels, value) samples."""
-
-    name: str
-    doc: str
-    kind: Literal["gauge", "counter"] = "gauge"
-    labels: tuple[str, ...] = ()
-    samples: tuple[tuple[tuple[str, ...], float], ...] = field(default=())
 
 
 class _Builder:
@@ -92,6 +82,7 @@ def families(
     _ranks(b, snap)
     _http(b, snap)
     _partitions(b, snap)
+    b.families.extend(quality_families(snap))
     _gpus(b, snap)
     _client(b, snap)
     _health(b, snap, set(configured))

@@ -105,6 +105,13 @@ class HeaderBar(Panel):
             if snap.server.peak is not None and snap.total is None:
                 t.append(f" (peak {snap.server.peak.gen_throughput:.0f})", self._st("dim"))
         t.append_text(self._parallel(snap))
+        if snap.totals.output_tokens_per_s is not None:
+            # The samples' own rate beside the server's: aborted or retried requests, or a
+            # client that cannot keep up, show as a gap between the two.
+            # Two significant figures: a rate over a minute of arrivals moves every second, and
+            # a header that changes repaints.
+            t.append(f"  samples {_two_figures(snap.totals.output_tokens_per_s)} tok/s",
+                     self._st("dim"))
         if snap.server.started_at is not None and level != "crit":
             t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
         facts = snap.facts
@@ -168,3 +175,11 @@ class HeaderBar(Panel):
         if acked:
             t.append(f"  {acked} ack'd", self._st("dim"))
         return t
+
+
+def _two_figures(value: float) -> str:
+    """`588` -> `590`, `1328` -> `1300`, `7.4` -> `7.4`: two significant figures."""
+    if value <= 0:
+        return "0"
+    return f"{float(f'{value:.2g}'):g}" if value < 1e5 else f"{value:,.0f}"
+

@@ -13,6 +13,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("q  ctrl+c", "quit"),
     ("?", "this help (any key closes it)"),
     ("1 - 9  ↑ ↓", "select a partition (↑ ↓: in the focused table)"),
+    ("o", "the selected partition's last sample (n/p newer/older, f fold, esc)"),
     ("g / G", "next / previous GPU (memory chart follows)"),
     ("tab", "move focus: partitions, GPUs, log, alerts"),
     ("enter", "on the alerts: the selected one in full"),

@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
+from dash.core.samples.dist import Dist
 from dash.core.snapshot import PartitionSnapshot, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.keyed_table import Cell, KeyedTable
 from dash.ui.widgets.panel import Panel
 
-BAR_WIDTH = 16
+BAR_WIDTH = 8
 STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim",
                 "unreadable": "crit"}
 
@@ -22,10 +23,13 @@ class PartitionTable(KeyedTable):
         "parts--bar", "parts--empty", "parts--ok", "parts--crit", "parts--dim",
     }
     FULL_COLUMNS = (
-        ("n", "#", 1), ("name", "partition", 22), ("done", "done/total", 11), ("pct", "%", 4),
-        ("bar", "progress", BAR_WIDTH), ("rate", "/min", 5), ("eta", "ETA", 7),
-        ("status", "status", 8),
+        ("n", "#", 1), ("name", "partition", 22), ("done", "done/total", 11),
+        ("bar", "progress", BAR_WIDTH), ("rate", "/min", 5), ("eta", "ETA", 6),
+        ("status", "status", 8), ("trunc", "trunc", 5), ("tok", "tok", 5), ("err", "err", 4),
     )
+    """The last three: of the recent samples, the share cut at the token limit and the median
+    output tokens; error records and invalid lines since start. They take the place of the
+    percentage, which the bar and the details (`done N of M`) still show."""
     COMPACT_COLUMNS = (
         ("n", "#", 1), ("name", "partition", 11), ("done", "done/total", 11),
         ("eta", "ETA", 6), ("status", "status", 7),
@@ -55,13 +59,27 @@ class PartitionTable(KeyedTable):
             "n": str(i + 1) if i < 9 else "",
             "name": Text(fmt.clean(p.name, 60)),
             "done": f"{p.done}/{total}",
-            "pct": "-" if pct is None else f"{pct:.0f}%",
             "bar": bar,
             "rate": Text(fmt.num(p.rate_per_min, digits=1), self._st("dim") if stale else ""),
             "eta": "done" if p.status == "done" else Text(fmt.dur(p.eta_s),
                                                           self._st("dim") if stale else ""),
             "status": Text(status, self._st(STATUS_LEVEL.get(p.status, "dim"))),
+            **self._quality_cells(p),
         }
+
+    def _quality_cells(self, p: PartitionSnapshot) -> dict[str, Cell]:
+        q = p.quality
+        if q is None:
+            return {"trunc": "-", "tok": "-", "err": "-"}
+        w = q.window
+        ratio = w.truncated_ratio
+        trunc: Cell = "-" if ratio is None else fmt.pct(ratio)
+        if ratio:
+            trunc = Text(str(trunc), self._st("crit" if ratio >= 0.1 else "dim"))
+        median = w.tokens.median if w.tokens.n else None
+        bad = q.total.errors + q.total.invalid
+        return {"trunc": trunc, "tok": fmt.count(median),
+                "err": Text(fmt.count(bad), self._st("crit")) if bad else "0"}
 
 
 class PartitionDetails(Panel):
@@ -77,11 +95,11 @@ class PartitionDetails(Panel):
         if snap.unmatched_globs and (p is None or len(snap.unmatched_globs) < len(outputs)):
             globs = ", ".join(repr(fmt.clean(g, 80)) for g in snap.unmatched_globs)
             t = Text(f"no file matches --outputs {globs}: check the pattern\n", "bold")
-            t.append_text(self._partition(snap, p) if p is not None else Text("\n\n"))
+            t.append_text(self._partition(snap, p) if p is not None else Text("\n\n\n\n"))
         elif p is None:
             hint = ("no partitions yet: pass --outputs 'out/*.jsonl'" if not outputs
                     else "looking for the output files...")
-            t = Text(hint + "\n\n\n", "dim")
+            t = Text(hint + "\n\n\n\n\n", "dim")
         else:
             t = self._partition(snap, p)
         t.append_text(client_line(snap))
@@ -105,7 +123,49 @@ class PartitionDetails(Panel):
         if p.eta_low_s is not None and p.eta_high_s is not None:
             t.append(f"  ETA {fmt.dur(p.eta_low_s)}..{fmt.dur(p.eta_high_s)}")
         t.append("\n")
+        t.append_text(quality_lines(snap, p))
         return t
+
+
+def quality_lines(snap: RunSnapshot, p: PartitionSnapshot) -> Text:
+    """Two lines on the partition's recent samples: finish reasons and problems, lengths."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    q = p.quality
+    t.append("samples ", "bold")
+    if q is None:
+        t.append("none read (a file with no complete line yet, or [outputs] samples = false)\n\n",
+                 "dim")
+        return t
+    w = q.window
+    t.append(f"last {w.samples:,}: ")
+    t.append(" · ".join(f"{k} {n:,}" + (f" ({fmt.pct(n / w.with_finish)})" if k == "length"
+                                        else "") for k, n in w.finish) or "no finish reason")
+    total = q.total
+    for label, n in (("errors", total.errors), ("invalid", total.invalid),
+                     ("empty", w.empty)):
+        t.append(f"  {label} {n:,}", "bold" if n else "")
+    if q.last_invalid is not None and q.last_invalid.line is not None:
+        t.append(f" (last at line {q.last_invalid.line:,})", "dim")
+    t.append(f"  {q.shape or 'unknown shape'}\n", "dim")
+    lengths = (_dist("output tok", w.tokens) if w.tokens.n else _dist("output chars", w.chars))
+    t.append(lengths)
+    if q.limits:
+        t.append(f"  limit {q.limits[0]:,}", "dim")
+    if w.prompt_tokens.n:
+        t.append(f"  prompt median {w.prompt_tokens.median:,.0f}")
+    if w.reasoning_ratio is not None and (q.reasoning_expected or w.reasoning_ratio):
+        t.append(f"  reasoning {fmt.pct(w.reasoning_ratio)}")
+    if q.tokens_per_s is not None:
+        t.append(f"  {q.tokens_per_s:,.0f} tok/s")
+    for f in q.unmatched:
+        t.append(f"  [outputs] {f.field} = {fmt.clean(f.path, 40)!r} matches nothing", "bold")
+    t.append("\n")
+    return t
+
+
+def _dist(label: str, d: Dist) -> str:
+    return (f"{label} median {d.median:,.0f} p95 {d.p95:,.0f} max {d.max:,.0f}"
+            if d.median is not None and d.p95 is not None and d.max is not None else f"{label} -")
 
 
 def client_line(snap: RunSnapshot) -> Text:

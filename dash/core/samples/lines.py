@@ -1,0 +1,90 @@
+"""Complete JSONL lines (bytes) -> a `SampleBatch`: parse, detect fields, keep the last few.
+
+Pure: the reader (`dash.sources.samples`) and `kdash outputs` hand it blocks of whole lines with
+their byte offsets; it never sees a partial line (a partial last line is not invalid until it
+is complete), and it never keeps more than the last few raw lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+from dash.core.samples.fields import Extractor
+from dash.core.samples.model import InvalidLine, RawSample, Sample, SampleBatch
+
+KEEP_INVALID = 4
+"""Invalid lines described per batch (the rest are counted)."""
+HEAD_CHARS = 120
+"""Characters of an invalid line kept for the evidence."""
+
+
+class LineSink:
+    """Collects one read's lines of one file into a SampleBatch."""
+
+    def __init__(self, name: str, path: str, extractor: Extractor, *, keep: int = 8) -> None:
+        self.name = name
+        self.path = path
+        self.extractor = extractor
+        self._keep = keep
+        self._clear()
+
+    def _clear(self) -> None:
+        self.lines = 0
+        self.samples: list[Sample] = []
+        self.invalid: deque[InvalidLine] = deque(maxlen=KEEP_INVALID)
+        self.invalid_count = 0
+        self.unknown = 0
+        self.latest: deque[tuple[bytes, int, int | None]] = deque(maxlen=self._keep)
+
+    def add_block(self, data: bytes, offset: int, first_line: int | None) -> int:
+        """Take `data`, whole lines each ending in a newline, that start at byte `offset`
+        (`first_line`: the 1-based number of its first line, None when unknown); the number of
+        lines taken."""
+        pos = 0
+        n = 0
+        extract = self.extractor.samples
+        for raw in data.split(b"\n")[:-1]:
+            at = offset + pos
+            pos += len(raw) + 1
+            line = None if first_line is None else first_line + n
+            n += 1
+            try:
+                obj = json.loads(raw)
+            except ValueError as exc:  # JSONDecodeError, and bytes that are not UTF-8
+                self._bad(raw, at, line, _reason(exc, raw))
+                continue
+            found = extract(obj)
+            if found:
+                self.samples.extend(found)
+            else:
+                self.unknown += 1
+            self.latest.append((raw, at, line))
+        self.lines += n
+        return n
+
+    def _bad(self, raw: bytes, at: int, line: int | None, reason: str) -> None:
+        self.invalid_count += 1
+        head = raw[:HEAD_CHARS * 4].decode("utf-8", errors="replace")[:HEAD_CHARS]
+        self.invalid.append(InvalidLine(at, line, head, reason))
+
+    def take(self, *, restart: bool = False, backfill: bool = False, oversized: int = 0,
+             skipped_bytes: int = 0) -> SampleBatch:
+        """The batch of everything added since the last `take`."""
+        batch = SampleBatch(
+            name=self.name, path=self.path, restart=restart, backfill=backfill,
+            lines=self.lines, samples=tuple(self.samples), invalid=tuple(self.invalid),
+            invalid_count=self.invalid_count, unknown=self.unknown, oversized=oversized,
+            latest=tuple(RawSample(raw.decode("utf-8", errors="replace"), at, line)
+                         for raw, at, line in self.latest),
+            fields=self.extractor.take_hits(), skipped_bytes=skipped_bytes)
+        self._clear()
+        return batch
+
+
+def _reason(exc: ValueError, raw: bytes) -> str:
+    if not raw.strip():
+        return "blank line"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return "not UTF-8 text"

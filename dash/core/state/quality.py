@@ -1,0 +1,144 @@
+"""Output quality per partition: statistics of the samples read, the last raw lines, rates.
+
+Fed `SampleBatch`es (read from the output files by `dash.sources.samples`) on the thread that
+owns the run state; `snapshot(name, now)` gives each partition's frozen `QualitySnapshot`.
+Memory is bounded: counters, a window of small `Sample`s, the last few raw lines (capped in
+bytes), a minute of arrival counts.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from dash.core.samples.fieldspec import OutputFields
+from dash.core.samples.model import FieldHits, RawSample, SampleBatch
+from dash.core.samples.snapshot import QualitySnapshot
+from dash.core.samples.stats import QualityFigures, QualityStats
+
+LATEST = 8
+"""Raw lines kept per partition for the sample view (`n`/`p` go through them)."""
+LATEST_BYTES = 4 * 1024 * 1024
+"""...but no more than this many characters of them (the newest is always kept)."""
+RATE_WINDOW_S = 60.0
+MIN_RATE_SPAN_S = 10.0
+"""A tokens/s figure over less time than this is noise."""
+UNMATCHED_AFTER = 20
+"""Records a configured path must miss (with no hit) before it is a notice."""
+REASONING_SEEN = 20
+"""Samples with reasoning after which the run's records are expected to carry it: one client
+and one model write every partition, so reasoning seen in one partition is expected in all."""
+
+
+class _Part:
+    __slots__ = ("arrivals", "cache", "fields", "first_live", "latest", "latest_chars",
+                 "reasoning_seen", "stats")
+
+    def __init__(self) -> None:
+        self.stats = QualityStats()
+        self.latest: deque[RawSample] = deque(maxlen=LATEST)
+        self.latest_chars = 0
+        self.fields: dict[str, FieldHits] = {}
+        self.arrivals: deque[tuple[float, int]] = deque()
+        self.first_live: float | None = None
+        self.reasoning_seen = 0
+        self.cache: tuple[int, QualityFigures, QualityFigures] | None = None
+
+    def keep(self, raws: Iterable[RawSample]) -> None:
+        for raw in raws:
+            if len(self.latest) == self.latest.maxlen:
+                self.latest_chars -= len(self.latest[0].text)
+            self.latest.append(raw)
+            self.latest_chars += len(raw.text)
+        while len(self.latest) > 1 and self.latest_chars > LATEST_BYTES:
+            self.latest_chars -= len(self.latest.popleft().text)
+
+
+class QualityTracker:
+    """Every partition's output statistics."""
+
+    def __init__(self, spec: OutputFields | None = None) -> None:
+        self.spec = spec or OutputFields()
+        self._parts: dict[str, _Part] = {}
+
+    def apply(self, batches: Iterable[SampleBatch], now: float) -> list[str]:
+        """Take one read's batches, applied at `now`; notices (a field path that matches
+        nothing)."""
+        notices: list[str] = []
+        for b in batches:
+            p = self._parts.get(b.name)
+            if p is None:
+                p = self._parts[b.name] = _Part()
+            if b.restart:
+                p.latest.clear()
+                p.latest_chars = 0
+                p.fields.clear()
+                p.reasoning_seen = 0
+            p.stats.feed(b)
+            p.keep(b.latest)
+            p.reasoning_seen += sum(s.reasoning not in (None, "absent") for s in b.samples)
+            for f in b.fields:
+                old = p.fields.get(f.field)
+                p.fields[f.field] = f if old is None else FieldHits(
+                    f.field, f.path, old.hits + f.hits, old.misses + f.misses)
+            if not b.backfill:
+                if p.first_live is None:
+                    p.first_live = now
+                p.arrivals.append((now, sum(s.tokens or 0 for s in b.samples)))
+            _prune(p.arrivals, now)
+            notices.extend(_unmatched(b.name, p))
+        return notices
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._parts)
+
+    def snapshot(self, name: str, now: float) -> QualitySnapshot | None:
+        """The partition's figures at `now`, or None when none of its samples were read."""
+        p = self._parts.get(name)
+        if p is None:
+            return None
+        s = p.stats
+        if p.cache is None or p.cache[0] != s.version:
+            p.cache = (s.version, s.window(), s.total())
+        _, window, total = p.cache
+        seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
+            (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
+        expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
+                    else seen_in is not None)
+        return QualitySnapshot(
+            window=window, total=total, shape=s.shape(), limits=s.limits(),
+            last_error=s.last_error, last_invalid=s.last_invalid, oversized=s.oversized,
+            skipped_bytes=s.skipped_bytes, latest=tuple(p.latest),
+            fields=tuple(p.fields.values()), tokens_per_s=self._rate(p, now),
+            reasoning_expected=expected, reasoning_seen_in=seen_in,
+            expect_configured=self.spec.expect_reasoning is not None,
+            configured_limit=self.spec.max_tokens)
+
+    def tokens_per_s(self, now: float) -> float | None:
+        """Output tokens arriving per second over every partition (None: not known yet)."""
+        rates = [r for p in self._parts.values() if (r := self._rate(p, now)) is not None]
+        return sum(rates) if rates else None
+
+    @staticmethod
+    def _rate(p: _Part, now: float) -> float | None:
+        if p.first_live is None or not p.stats.tokens_seen:
+            return None
+        span = min(RATE_WINDOW_S, now - p.first_live)
+        if span < MIN_RATE_SPAN_S:
+            return None
+        # Arrivals applied at first_live came with the first read after start: not a rate.
+        tokens = sum(n for t, n in p.arrivals if now - t < span and t > p.first_live)
+        return tokens / span
+
+
+def _unmatched(name: str, p: _Part) -> list[str]:
+    """A configured path that has matched none of the records read (given once enough were)."""
+    return [f"{name}: [outputs] {f.field} = {f.path!r} matched none of the records read; "
+            "the figures fall back to detected fields"
+            for f in p.fields.values()
+            if f.hits == 0 and f.misses >= min(UNMATCHED_AFTER, max(1, p.stats.lines_read))]
+
+
+def _prune(arrivals: deque[tuple[float, int]], now: float) -> None:
+    while arrivals and now - arrivals[0][0] > RATE_WINDOW_S:
+        arrivals.popleft()

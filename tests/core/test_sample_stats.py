@@ -1,0 +1,73 @@
+"""Bounded statistics: exact while small, within 1% beyond; window and since start; rates."""
+
+from __future__ import annotations
+
+import random
+
+from dash.core.samples.dist import EXACT_MAX, Running, summarize
+from dash.core.samples.model import Sample, SampleBatch
+from dash.core.samples.stats import WINDOW, QualityStats
+from dash.core.state.quality import QualityTracker
+
+
+def s(tokens: int, finish: str = "stop", **kw) -> Sample:
+    return Sample(shape="sglang", finish=finish, tokens=tokens, chars=tokens * 4, **kw)  # type: ignore[arg-type]
+
+
+def batch(samples, **kw) -> SampleBatch:
+    return SampleBatch("p", "p.jsonl", lines=len(samples) + kw.pop("extra_lines", 0),
+                       samples=tuple(samples), **kw)
+
+
+def test_quantiles_exact_when_small_and_close_when_large() -> None:
+    rng = random.Random(1)
+    values = [rng.randint(1, 20_000) for _ in range(EXACT_MAX * 5)]
+    small, large = Running(), Running()
+    for v in values[:500]:
+        small.add(v)
+    for v in values:
+        large.add(v)
+    assert small.dist() == summarize(values[:500])
+    exact = summarize(values)
+    got = large.dist()
+    assert got.n == exact.n and got.max == exact.max and got.total == exact.total
+    assert abs(got.median - exact.median) <= 0.011 * exact.median
+    assert abs(got.p95 - exact.p95) <= 0.011 * exact.p95
+
+
+def test_window_and_total() -> None:
+    st = QualityStats()
+    st.feed(batch([s(100) for _ in range(WINDOW)], restart=True))
+    st.feed(batch([s(10_240, "length") for _ in range(50)] + [s(200)] * 150, invalid_count=2,
+                  extra_lines=2))
+    w, t = st.window(), st.total()
+    assert w.samples == WINDOW and w.truncated == 50 and w.truncated_ratio == 0.25
+    assert t.samples == 400 and t.truncated == 50 and t.lines == 402 and t.invalid == 2
+    assert w.tokens.median == 200 and w.tokens.max == 10_240
+    assert w.invalid == 2  # the invalid lines of the last read are in the window
+    st.feed(batch([s(1)], restart=True))
+    assert st.total().samples == 1  # a rewritten file starts again
+
+
+def test_tokens_per_second_sums_arrivals_and_skips_the_backfill() -> None:
+    tr = QualityTracker()
+    tr.apply([batch([s(1000)] * 300, restart=True, backfill=True)], 0.0)
+    assert tr.tokens_per_s(5.0) is None
+    for t in range(1, 61):
+        tr.apply([batch([s(300), s(300)])], float(t))  # 600 tokens a second
+    rate = tr.tokens_per_s(60.0)
+    assert rate is not None and 570 <= rate <= 600
+    q = tr.snapshot("p", 60.0)
+    assert q is not None and q.tokens_per_s == rate
+
+
+def test_reasoning_seen_in_one_partition_is_expected_in_all() -> None:
+    tr = QualityTracker()
+    tr.apply([SampleBatch("a", "a", lines=30, samples=tuple(
+        Sample("sglang", reasoning="present", chars=5) for _ in range(30)), backfill=True),
+              SampleBatch("b", "b", lines=30, samples=tuple(
+        Sample("sglang", reasoning="absent", chars=5) for _ in range(30)), backfill=True)], 0.0)
+    qa, qb = tr.snapshot("a", 1.0), tr.snapshot("b", 1.0)
+    assert qa is not None and qb is not None
+    assert qa.reasoning_expected and qa.reasoning_seen_in == "a"
+    assert qb.reasoning_expected and qb.reasoning_seen_in == "a"
