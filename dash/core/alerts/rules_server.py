@@ -48,6 +48,25 @@ def _headroom(facts: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+# The flags that trade KV cache for headroom, by engine: (memory fraction, its fact, the caps).
+_OOM_FLAGS = {
+    "sglang": ("--mem-fraction-static", "mem_fraction_static",
+               "--chunked-prefill-size / --max-running-requests"),
+    "vllm": ("--gpu-memory-utilization", "gpu_memory_utilization",
+             "--max-num-batched-tokens / --max-num-seqs"),
+}
+
+
+def _oom_fix(engine: str | None, facts: Mapping[str, Any]) -> str:
+    """Lower the memory fraction (from its value now, where the log gave it) or cap the batch,
+    in the flags of the server that printed the OOM."""
+    flag, fact, caps = _OOM_FLAGS.get(engine or "sglang", _OOM_FLAGS["sglang"])
+    now = facts.get(fact)
+    lower = f" (now {now}; try {float(now) - 0.05:.2f})" if isinstance(now, (int, float)) else ""
+    return (f"Lower {flag}{lower} to leave more headroom outside the KV cache, or cap {caps}; "
+            "the server usually needs a restart after an OOM.")
+
+
 def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
     ooms = ctx.events.since_start_of("oom")
@@ -62,11 +81,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     evidence = f"OOM {where(first)}{during}; {len(ooms)} OOM line(s)"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
-    mfs = facts.get("mem_fraction_static")
-    lower = f" (now {mfs}; try {float(mfs) - 0.05:.2f})" if isinstance(mfs, (int, float)) else ""
-    hint = (f"Lower --mem-fraction-static{lower} to leave more headroom outside the KV cache, "
-            "or cap --chunked-prefill-size / --max-running-requests; the server usually needs a "
-            "restart after an OOM.")
+    hint = _oom_fix(ctx.snap.server.engine, facts)
     title = _OOM_TITLE.get(str(first.get("reason")), "CUDA out of memory in the server" + during)
     if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
         hint = first["hint"]
