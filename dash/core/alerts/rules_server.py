@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from dash.core.alerts.flags import SGLANG, EngineFlags, flags_for, mem_now
 from dash.core.alerts.incidents import rule_restarted
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
 from dash.core.linenums import line_order
@@ -48,23 +49,14 @@ def _headroom(facts: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-# The flags that trade KV cache for headroom, by engine: (memory fraction, its fact, the caps).
-_OOM_FLAGS = {
-    "sglang": ("--mem-fraction-static", "mem_fraction_static",
-               "--chunked-prefill-size / --max-running-requests"),
-    "vllm": ("--gpu-memory-utilization", "gpu_memory_utilization",
-             "--max-num-batched-tokens / --max-num-seqs"),
-}
-
-
 def _oom_fix(engine: str | None, facts: Mapping[str, Any]) -> str:
-    """Lower the memory fraction (from its value now, where the log gave it) or cap the batch,
+    """Lower the memory share (from its value now, where the log gave it) or cap the batch,
     in the flags of the server that printed the OOM."""
-    flag, fact, caps = _OOM_FLAGS.get(engine or "sglang", _OOM_FLAGS["sglang"])
-    now = facts.get(fact)
-    lower = f" (now {now}; try {float(now) - 0.05:.2f})" if isinstance(now, (int, float)) else ""
-    return (f"Lower {flag}{lower} to leave more headroom outside the KV cache, or cap {caps}; "
-            "the server usually needs a restart after an OOM.")
+    flags = flags_for(engine)
+    now = mem_now(flags, facts)
+    lower = f" (now {now:g}; try {now - 0.05:.2f})" if now is not None else ""
+    return (f"Lower {flags.mem}{lower} to leave more headroom outside the KV cache, or cap "
+            f"{flags.batch_caps}; the server usually needs a restart after an OOM.")
 
 
 def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
@@ -238,10 +230,15 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
                   f"{fmt_duration(window)} ({rate:.1f}/min, "
                   f"{reqs} requests retracted)",
                   f"latest {where(events[-1])}",
-                  "The KV cache pool is full and running requests are evicted and recomputed. "
-                  "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
-                  "memory (fp8 KV cache, hierarchical cache).",
+                  _retract_fix(flags_for(ctx.snap.server.engine)),
                   line=text_of(events[-1]), since=events[0].get("at"))
+
+
+def _retract_fix(flags: EngineFlags) -> str:
+    conservative = ", raise --schedule-conservativeness" if flags is SGLANG else ""
+    return ("The KV cache pool is full and running requests are evicted and recomputed. "
+            f"Lower {flags.requests_cap}{conservative}, or free KV memory (fp8 KV cache: "
+            f"{flags.fp8_kv}; host KV cache: {flags.host_cache}).")
 
 
 def _running(s: ServerLogSnapshot) -> Any:
