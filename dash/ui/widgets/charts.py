@@ -63,7 +63,7 @@ class ChartsRow(Horizontal):
         # Titles are bold throughout; a stale figure and its age dimmed.
         old_text, stale = _old(snap)
         value = f"bold {stale}".strip()
-        age = (part((old_text, "bold dim"), keep=4),) if old_text else ()
+        age = (part((old_text, "bold dim"), keep=2),) if old_text else ()  # the header has it too
         who = (part((f" {fmt.clean(srv.name, 40)}:", "bold"), keep=3, shrink=True),) \
             if srv.name else ()
 
