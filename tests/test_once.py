@@ -160,6 +160,15 @@ def test_a_window_measures_the_samples_token_rate(run_dir: Path,
     assert doc["totals"]["output_tokens_per_s"] == rate
 
 
+def test_a_finished_partition_says_done_as_the_dashboard_does(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_args("--expect", "B1=4", "--expect", "B2=10")) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  B")}
+    assert "[done]" in lines["B1"] and lines["B1"].endswith("eta done")
+    assert "[done]" not in lines["B2"] and lines["B2"].endswith("eta ?")
+
+
 def test_a_file_written_seconds_ago_counts_as_running_without_a_write_in_the_window(
         run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     os.utime(run_dir / "prepared" / "B2" / "responses.jsonl")  # written just now
