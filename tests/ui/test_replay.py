@@ -137,6 +137,11 @@ async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
         assert "END OF LOG" in text and "100%" in text
         assert "server_restarted" in alert_ids(app)
         assert "replay of a log, no live GPUs" in text
+        # replay has no --no-http flag to name; and the lines are the log's, not its stats'
+        assert "http not replayed" in text and "--no-http" not in text
+        srv = app.snap.server
+        assert srv.lines == len(sim_log.read_text().splitlines()) > srv.records
+        assert f"{srv.lines:,} lines, {srv.records:,} stats" in text
 
 
 async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_log: Path) -> None:
