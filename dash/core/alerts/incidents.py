@@ -94,33 +94,81 @@ def incident_line(cause: Record, restart: Record, facts: Mapping[str, Any]) -> s
 
 
 def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_restarted`: info for `restart_show_s` after a plain restart; after one that
-    followed an OOM or crash, a warning that names the cause, kept at least `incident_show_s`
-    and after that until acknowledged."""
-    events, i = ctx.events.all, ctx.events.last_restart
-    if i is None:
-        return
-    ev = events[i]
-    at = ev.get("at")
-    if not isinstance(at, (int, float)):
-        return
-    cause = _cause(events, i)
-    age = ctx.now - at
-    evidence = f"restart #{ctx.snap.server.restarts} {where(ev)}"
-    if cause is None:
-        if age <= ctx.cfg.restart_show_s:
+    """`server_restarted`: info for `restart_show_s` after the newest restart, when it was a
+    plain one; after a restart that followed an OOM or crash, a warning that names the cause,
+    kept at least `incident_show_s` and after that until acknowledged, whatever restarts come
+    after it. Each restart is its own alert (its `since` is the restart's time). The first one
+    shown takes the plain key; one shown beside it is named by its number (`restart #3`), and
+    keeps that key while it lasts, so its acknowledgement does not move."""
+    events = ctx.events.all
+    shown = list(_shown_restarts(ctx))
+    subjects = _subjects(ctx, [events[i]["at"] for i, _ in shown])
+    for i, cause in shown:
+        ev = events[i]
+        subject = subjects[ev["at"]]
+        evidence = f"restart #{ev.get('restarts') or ctx.snap.server.restarts} {where(ev)}"
+        if cause is None:
             yield Finding("server_restarted", "info", "the server restarted; peak reset",
                           evidence, "Totals are kept; throughput charts start over from the new "
-                          "start.", since=at)
-        return
-    if age > max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s) \
-            and ctx.key("server_restarted") in ctx.acknowledged:
-        ctx.resolve("server_restarted")  # seen, and old: put away now
-        return
-    evidence += f"; before it: {cause.get('event')} {where(cause)}"
-    yield Finding("server_restarted", "warn", incident_line(cause, ev, ctx.snap.server.facts),
-                  evidence, _restart_hint(cause, ctx.snap.server.facts), line=text_of(cause),
-                  since=at)
+                          "start.", subject=subject, since=ev["at"], per_event=True)
+            continue
+        after = _launch_facts(ctx, i)
+        evidence += f"; before it: {cause.get('event')} {where(cause)}"
+        yield Finding("server_restarted", "warn", incident_line(cause, ev, after), evidence,
+                      _restart_hint(cause, ctx.snap.server.facts), subject=subject,
+                      line=text_of(cause), since=ev["at"], per_event=True)
+
+
+def _shown_restarts(ctx: RuleContext) -> Iterator[tuple[int, Record | None]]:
+    """(index, cause) of each restart whose alert shows now, oldest first: the newest one for
+    `restart_show_s`, one after an OOM or crash for `incident_show_s` and then until
+    acknowledged (once put away, for good)."""
+    events, restarts = ctx.events.all, ctx.events.restarts
+    done: set[float] = ctx.memory.setdefault("put_away", set())
+    subjects: dict[float, str | None] = ctx.memory.setdefault("subjects", {})
+    keep = max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s)
+    for i in restarts:
+        at = events[i].get("at")
+        if not isinstance(at, (int, float)) or at in done:
+            continue
+        cause = _cause(events, i)
+        if cause is None:
+            if i == restarts[-1] and ctx.now - at <= ctx.cfg.restart_show_s:
+                yield i, None
+            continue
+        key = ctx.key("server_restarted", subjects.get(at))
+        if ctx.now - at > keep and at in subjects and key in ctx.acknowledged:
+            done.add(at)  # seen, and old: put away now
+            continue
+        yield i, cause
+
+
+def _subjects(ctx: RuleContext, shown: list[float]) -> dict[float, str | None]:
+    """The subject of each shown restart's alert (by its time), given once and kept; the keys
+    of the restarts no longer shown are resolved at once (their condition is over for sure)."""
+    subjects: dict[float, str | None] = ctx.memory["subjects"]
+    for at in [a for a in subjects if a not in shown]:
+        gone = subjects.pop(at)
+        if gone not in (subjects.get(a) for a in shown):
+            ctx.resolve(ctx.key("server_restarted", gone))
+    taken = {subjects[a] for a in shown if a in subjects}
+    for at in shown:
+        if at not in subjects:
+            number = next((e.get("restarts") for e in ctx.events.all if e.get("at") == at
+                           and e.get("event") == "restart"), None)
+            subjects[at] = None if None not in taken else f"restart #{number}"
+            taken.add(subjects[at])
+    ctx.memory["put_away"] &= {e.get("at") for e in ctx.events.all}
+    return subjects
+
+
+def _launch_facts(ctx: RuleContext, restart_at: int) -> Mapping[str, Any]:
+    """The facts of the launch the restart at `events[restart_at]` began: what the next
+    restart saved of it, else (it is the running one) the server's facts now."""
+    events = ctx.events.all
+    later = next((i for i in ctx.events.restarts if i > restart_at), None)
+    before = events[later].get("before") if later is not None else None
+    return before if isinstance(before, Mapping) else ctx.snap.server.facts
 
 
 def _restart_hint(cause: Record, facts: Mapping[str, Any]) -> str:

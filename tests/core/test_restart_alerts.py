@@ -1,0 +1,107 @@
+"""Alerts around server restarts: each restart its own alert, an incident kept through a later
+plain restart, the old launch's alerts cleared at the restart."""
+
+from __future__ import annotations
+
+from dash.core.config import Config
+from dash.core.log.parse import parse_line
+from dash.core.log.timestamps import ts_to_epoch
+from dash.core.snapshot import RunSnapshot
+from dash.core.state.run import RunState
+
+T0 = 1_780_000_000.0
+DAY = "2026-01-02"
+
+
+def _args(hhmmss: str, mem: float) -> str:
+    return (f"[{DAY} {hhmmss}] server_args=ServerArgs(model_path='m', mem_fraction_static={mem}, "
+            "port=30000)")
+
+
+def _ready(hhmmss: str) -> str:
+    return f"[{DAY} {hhmmss}] The server is fired up and ready to roll!"
+
+
+def _graph(hhmmss: str, avail: float) -> str:
+    return (f"[{DAY} {hhmmss} TP0] Capture cuda graph end. Time elapsed: 9.81 s. mem usage=0.62 "
+            f"GB. avail mem={avail} GB.")
+
+
+def _at(hhmmss: str) -> float:
+    return ts_to_epoch(f"{DAY}T{hhmmss}", ref=T0)
+
+
+class Session:
+    """One kdash following a log that grows, ticking at the log's own times."""
+
+    def __init__(self) -> None:
+        self.state = RunState(Config(log="server.log", url=""))  # type: ignore[arg-type]
+        self.line = 0
+
+    def feed(self, hhmmss: str, *texts: str) -> RunSnapshot:
+        records = []
+        for text in texts:
+            self.line += 1
+            records.append(parse_line(text, self.line))
+        self.state.feed_server_log(records, _at(hhmmss))
+        return self.state.tick_and_snapshot(_at(hhmmss))[1]
+
+    def tick(self, hhmmss: str) -> RunSnapshot:
+        return self.state.tick_and_snapshot(_at(hhmmss))[1]
+
+
+def _restarted(snap: RunSnapshot) -> dict[str, tuple[str, float, str]]:
+    return {a.key: (a.severity, a.since, a.message) for a in snap.alerts
+            if a.id == "server_restarted"}
+
+
+def _tuning(s: Session) -> None:
+    """A plain restart at 20:15, an OOM at 20:19:56 and the restart after it at 20:20."""
+    s.feed("20:00:00", _args("20:00:00", 0.85), _graph("20:00:10", 8.34), _ready("20:00:20"))
+    s.feed("20:15:00", _args("20:15:00", 0.93))
+    s.feed("20:15:20", _graph("20:15:10", 0.82), _ready("20:15:20"))
+    s.feed("20:19:56",
+           f"[{DAY} 20:19:56 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
+    s.feed("20:20:30", _args("20:20:30", 0.88))
+    s.feed("20:20:50", _graph("20:20:40", 5.47), _ready("20:20:50"))
+
+
+def test_each_restart_has_its_own_alert_since_its_own_time() -> None:
+    s = Session()
+    _tuning(s)
+    snap = s.tick("20:21:00")
+    assert _restarted(snap) == {"server_restarted": (
+        "warn", _at("20:20:30"),
+        "20:19 OOM (mem fraction 0.93, 0.82 GB after CUDA graph) -> restarted 20:20 with 0.88")}
+    fired = [e for e in snap.history if e.alert.id == "server_restarted"]
+    assert [(e.alert.severity, e.alert.since) for e in fired] == [
+        ("info", _at("20:15:00")), ("warn", _at("20:20:30"))]
+    assert fired[0].cleared_at == _at("20:20:30")  # the next restart ended the first one's line
+
+
+def test_a_plain_restart_after_an_oom_keeps_the_incident_beside_its_own_line() -> None:
+    s = Session()
+    _tuning(s)
+    s.feed("20:38:00", _args("20:38:00", 0.90))
+    snap = s.feed("20:38:30", _graph("20:38:10", 3.52), _ready("20:38:30"))
+    restarted = _restarted(snap)
+    incident = restarted["server_restarted"]
+    assert incident[:2] == ("warn", _at("20:20:30"))
+    # The launch it restarted into ran 0.88, not the 0.90 running now.
+    assert incident[2].endswith("-> restarted 20:20 with 0.88")
+    assert restarted["server_restarted:restart #3"] == (
+        "info", _at("20:38:00"), "the server restarted; peak reset")
+    assert "server_restarted" in _restarted(s.tick("21:19:00"))  # still there, 58 min on
+    assert list(_restarted(s.tick("20:55:00"))) == ["server_restarted"]  # the info line's 15 min
+    fired = [e for e in s.tick("20:55:10").history if e.alert.id == "server_restarted"]
+    assert len(fired) == 3
+
+
+def test_an_acknowledged_incident_goes_after_its_hour_and_stays_away() -> None:
+    s = Session()
+    _tuning(s)
+    assert s.state.acknowledge("server_restarted")
+    assert "server_restarted" in _restarted(s.tick("21:10:00"))
+    assert not _restarted(s.tick("21:21:00"))  # an hour on, and acknowledged: gone
+    assert not _restarted(s.tick("21:21:10"))  # and not back on the next tick
