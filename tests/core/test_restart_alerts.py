@@ -105,3 +105,37 @@ def test_an_acknowledged_incident_goes_after_its_hour_and_stays_away() -> None:
     assert "server_restarted" in _restarted(s.tick("21:10:00"))
     assert not _restarted(s.tick("21:21:00"))  # an hour on, and acknowledged: gone
     assert not _restarted(s.tick("21:21:10"))  # and not back on the next tick
+
+
+def test_a_restart_clears_the_old_launchs_alerts_at_once() -> None:
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.93), _graph("20:00:10", 0.82), _ready("20:00:20"))
+    snap = s.tick("20:05:00")
+    [low] = [a for a in snap.alerts if a.id == "gpu_headroom_low"]
+    assert "(now 0.93)" in low.hint
+    snap = s.feed("20:10:00", _args("20:10:00", 0.88))
+    assert "gpu_headroom_low" not in {a.id for a in snap.alerts}  # not a minute of hysteresis
+    assert "gpu_headroom_low" in {e.alert.id for e in snap.history if e.cleared_at == _at(
+        "20:10:00")}
+
+
+def test_a_restart_seen_only_by_its_ready_banner_quotes_no_old_figures() -> None:
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.93), _graph("20:00:10", 0.82), _ready("20:00:20"))
+    snap = s.feed("20:10:00", _ready("20:10:00"))  # a start that printed no arguments
+    facts = snap.server.facts
+    assert "mem_fraction_static" not in facts and "avail_mem_gb" not in facts
+    restarted = [a for a in snap.alerts if a.id == "server_restarted"]
+    assert restarted and "0.93" not in restarted[0].message
+
+
+def test_retractions_of_the_launch_before_do_not_count_for_the_new_one() -> None:
+    s = Session()
+    retract = (f"[{DAY} 20:0{{}}:00 TP0] KV cache pool is full. Retract requests. "
+               "#retracted_reqs: 2, #new_token_ratio: 0.5 -> 0.9")
+    s.feed("20:00:00", _args("20:00:00", 0.88), _ready("20:00:20"))
+    snap = s.feed("20:04:00", *(retract.format(m) for m in (1, 2, 3, 4)))
+    assert "retractions" in {a.id for a in snap.alerts}
+    snap = s.feed("20:05:00", _args("20:05:00", 0.85))
+    assert "retractions" not in {a.id for a in snap.alerts}
+    assert "retractions" not in {a.id for a in s.tick("20:06:30").alerts}

@@ -121,6 +121,18 @@ class RuleContext:
         """Whether this rule's alert (for this server, and `subject`) is active: hysteresis."""
         return self.key(rule_id, subject) in self.active
 
+    def launch_ended(self, rule_id: str) -> bool:
+        """Whether the server restarted since this rule last looked; if so, `rule_id`'s alert,
+        a condition of the launch that ended, is resolved (the restart clears the old server's
+        alerts at once). Call once per evaluation, before anything clears the rule's memory."""
+        restarts = self.snap.server.restarts
+        seen = self.memory.get("launch_restarts", restarts)
+        self.memory["launch_restarts"] = restarts
+        if seen == restarts:
+            return False
+        self.resolve(rule_id)
+        return True
+
     def resolve(self, key: str) -> None:
         """Say that `key`'s condition is over for certain (a confirmed recovery); a rule about
         one of several servers resolves that server's alert."""

@@ -190,6 +190,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     """`server_silent` (warn): no stats line for `silent_after_s` while requests were running
     (by the last stats line, unless the server's /metrics now says none are)."""
     s = ctx.snap.server
+    ctx.launch_ended("server_silent")
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
         return
@@ -213,11 +214,22 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   since=s.last_record_at)
 
 
+def _launch_start(ctx: RuleContext) -> float:
+    """When the running launch began: its restart's time (-inf with no restart seen)."""
+    i = ctx.events.last_restart
+    at = ctx.events.all[i].get("at") if i is not None else None
+    return float(at) if isinstance(at, (int, float)) else float("-inf")
+
+
 def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
     """`retractions` (warn): at least `retract_min_events` retractions within the window."""
     window = ctx.cfg.retract_window_s
+    ctx.launch_ended("retractions")
+    start = _launch_start(ctx)
     seen: dict[tuple[Any, Any], Record] = {}
     for e in ctx.events.retracts_within(ctx.now, window):
+        if e["at"] < start:
+            continue  # the launch before: its retractions say nothing about this one
         # Every TP rank prints the same retraction: count it once.
         seen.setdefault((e.get("ts"), e.get("message")), e)
     if len(seen) < ctx.cfg.retract_min_events:

@@ -50,6 +50,7 @@ def _reset_if_restarted(mem: dict[str, Any], snap: RunSnapshot) -> None:
 def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     """`throughput_plateau` (warn): the windowed median fell `plateau_drop` below its peak."""
     cfg, snap, mem = ctx.cfg, ctx.snap, ctx.memory
+    ctx.launch_ended("throughput_plateau")
     _reset_if_restarted(mem, snap)
     s = snap.server
     cur = window_median(s.gen_throughput, cfg.plateau_window_s, cfg.plateau_min_points)
@@ -153,6 +154,7 @@ def kv_hint(snap: RunSnapshot) -> str:
 def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     """`kv_saturated` (warn): token usage >= `kv_usage` with the queue growing."""
     cfg, s = ctx.cfg, ctx.snap.server
+    ctx.launch_ended("kv_saturated")
     usage_view = s.token_usage
     if len(usage_view) < 3 or len(s.queue_req) < 3:
         return
