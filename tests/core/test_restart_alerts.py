@@ -7,6 +7,7 @@ from dash.core.config import Config
 from dash.core.log.parse import parse_line
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.http_state import HttpSample
 from dash.core.state.run import RunState
 
 T0 = 1_780_000_000.0
@@ -139,3 +140,23 @@ def test_retractions_of_the_launch_before_do_not_count_for_the_new_one() -> None
     snap = s.feed("20:05:00", _args("20:05:00", 0.85))
     assert "retractions" not in {a.id for a in snap.alerts}
     assert "retractions" not in {a.id for a in s.tick("20:06:30").alerts}
+
+
+def test_a_restart_in_progress_is_not_a_wrong_address_nor_a_dead_server() -> None:
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.88), _ready("20:00:20"))
+    decode = (f"[{DAY} 20:09:5{{}} TP0] Decode batch. #running-req: 30, #token: 1000, "
+              "token usage: 0.30, gen throughput (token/s): 800.00, #queue-req: 0, ")
+    s.feed("20:09:58", *(decode.format(i) for i in range(9)))
+    s.feed("20:10:00", _args("20:10:00", 0.85),
+           f"[{DAY} 20:10:00 TP0] Load weight begin. avail mem=94.50 GB")
+    for i in range(4):
+        s.state.http.apply(HttpSample(at=_at("20:10:00") + 2 * i, reachable=False,
+                                      error="connection refused", url="http://127.0.0.1:30000"),
+                           _at("20:10:00") + 2 * i)
+    ids = {a.id for a in s.tick("20:10:08").alerts}
+    assert "http_unreachable" not in ids and "server_down" not in ids
+    ids = {a.id for a in s.tick("20:12:00").alerts}  # the old stats line is 2 min old now
+    assert "server_down" not in ids
+    # A start that stopped printing for longer than a silence counts is no start in progress.
+    assert "server_down" in {a.id for a in s.tick("20:16:00").alerts}

@@ -105,6 +105,33 @@ def _crash_text(ev: Record) -> str:
     return _CRASH_TEXT.get(reason, reason)
 
 
+_STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
+"""Lines a server prints between its arguments and its ready banner."""
+
+
+def starting(ctx: RuleContext) -> Record | None:
+    """The start in progress, if the log shows one: a new start (its arguments, or a restart)
+    followed only by startup lines, no ready banner, crash or stats line since, and the last of
+    them at most `silent_after_s` old (a start that stopped printing is hung, not starting).
+    Its URL does not answer until the banner: that says nothing about the address or the
+    server's health."""
+    events, s = ctx.events.all, ctx.snap.server
+    newest = events[-1] if events else None
+    for e in reversed(events):
+        if e.get("event") in _STARTUP_STEPS:
+            continue
+        if e.get("event") not in ("server_args", "restart") or newest is None:
+            return None
+        at, began = newest.get("at"), e.get("at")
+        if not isinstance(at, (int, float)) or not isinstance(began, (int, float)) \
+                or ctx.now - at > ctx.cfg.silent_after_s:
+            return None
+        if s.last_record_at is not None and s.last_record_at > began:
+            return None  # stats lines since: it serves (its banner went unread)
+        return e
+    return None
+
+
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
     """`server_down`: the URL does not answer (`down_polls` polls in a row) and the log is not
     live. Crit when the server answered before, crashed, or went silent with requests running;
@@ -113,7 +140,7 @@ def rule_down(ctx: RuleContext) -> Iterator[Finding]:
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls:
         ctx.resolve("server_down")
         return
-    if live.log == "live":
+    if live.log == "live" or starting(ctx) is not None:
         ctx.resolve("server_down")
         return
     last_ok = "never answered" if http.last_ok_at is None else \
@@ -147,7 +174,7 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
     and the URL (or port) is wrong. Clears at once when it answers."""
     http, live = ctx.snap.http, ctx.snap.liveness
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls \
-            or live.log != "live":
+            or live.log != "live" or starting(ctx) is not None:
         ctx.resolve("http_unreachable")
         return
     age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
