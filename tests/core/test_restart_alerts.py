@@ -8,7 +8,7 @@ from dash.core.log.parse import parse_line
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.http_state import HttpSample
-from dash.core.state.run import RunState
+from dash.core.state.run import RunState, replay_alerts
 
 T0 = 1_780_000_000.0
 DAY = "2026-01-02"
@@ -160,3 +160,16 @@ def test_a_restart_in_progress_is_not_a_wrong_address_nor_a_dead_server() -> Non
     assert "server_down" not in ids
     # A start that stopped printing for longer than a silence counts is no start in progress.
     assert "server_down" in {a.id for a in s.tick("20:16:00").alerts}
+
+
+def test_the_log_replay_sees_an_oom_that_a_restart_ends_at_its_next_stamp() -> None:
+    lines = [_args("20:00:00", 0.93), _graph("20:00:10", 0.82), _ready("20:00:20"),
+             f"[{DAY} 20:05:05 TP0] Scheduler hit an exception: Traceback (most recent call "
+             "last):",
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.",
+             _args("20:06:00", 0.88), _ready("20:06:20")]
+    fired = replay_alerts([parse_line(text, i + 1) for i, text in enumerate(lines)])
+    ids = [a.id for a in fired]
+    assert "server_oom" in ids and "server_crash" in ids
+    [restarted] = [a for a in fired if a.id == "server_restarted"]
+    assert restarted.message.startswith("20:05 OOM (mem fraction 0.93")  # the OOM's own time
