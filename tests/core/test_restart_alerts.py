@@ -173,3 +173,17 @@ def test_the_log_replay_sees_an_oom_that_a_restart_ends_at_its_next_stamp() -> N
     assert "server_oom" in ids and "server_crash" in ids
     [restarted] = [a for a in fired if a.id == "server_restarted"]
     assert restarted.message.startswith("20:05 OOM (mem fraction 0.93")  # the OOM's own time
+
+
+def test_a_server_that_said_it_shut_down_is_not_at_a_wrong_address() -> None:
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.88), _ready("20:00:20"))
+    decode = (f"[{DAY} 20:09:5{{}} TP0] Decode batch. #running-req: 30, #token: 1000, "
+              "token usage: 0.30, gen throughput (token/s): 800.00, #queue-req: 0, ")
+    s.feed("20:09:58", *(decode.format(i) for i in range(9)))
+    s.feed("20:10:00", f"[{DAY} 20:10:00] SIGTERM received. signum=None frame=None. Shutting down.")
+    for i in range(4):
+        s.state.http.apply(HttpSample(at=_at("20:10:00") + 2 * i, reachable=False,
+                                      error="connection refused", url="http://127.0.0.1:30000"),
+                           _at("20:10:00") + 2 * i)
+    assert "http_unreachable" not in {a.id for a in s.tick("20:10:08").alerts}

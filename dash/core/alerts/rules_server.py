@@ -132,6 +132,16 @@ def starting(ctx: RuleContext) -> Record | None:
     return None
 
 
+def stopped(ctx: RuleContext) -> bool:
+    """The log's last word, after its last stats line, is that the server shut down (a SIGTERM
+    before a restart): its URL is silent because it stopped, not because it is elsewhere."""
+    events, last = ctx.events.all, ctx.snap.server.last_record_at
+    if not events or events[-1].get("event") != "shutdown":
+        return False
+    at = events[-1].get("at")
+    return last is None or (isinstance(at, (int, float)) and at >= last)
+
+
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
     """`server_down`: the URL does not answer (`down_polls` polls in a row) and the log is not
     live. Crit when the server answered before, crashed, or went silent with requests running;
@@ -174,7 +184,7 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
     and the URL (or port) is wrong. Clears at once when it answers."""
     http, live = ctx.snap.http, ctx.snap.liveness
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls \
-            or live.log != "live" or starting(ctx) is not None:
+            or live.log != "live" or starting(ctx) is not None or stopped(ctx):
         ctx.resolve("http_unreachable")
         return
     age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
