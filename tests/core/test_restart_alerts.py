@@ -187,3 +187,18 @@ def test_a_server_that_said_it_shut_down_is_not_at_a_wrong_address() -> None:
                                       error="connection refused", url="http://127.0.0.1:30000"),
                            _at("20:10:00") + 2 * i)
     assert "http_unreachable" not in {a.id for a in s.tick("20:10:08").alerts}
+
+
+def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.93), _ready("20:00:20"))
+    for n, minute in enumerate(("05", "10", "15", "20")):
+        s.feed(f"20:{minute}:00", f"[{DAY} 20:{minute}:00 TP0] Scheduler hit an exception: "
+               "Traceback (most recent call last):",
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
+        s.feed(f"20:{minute}:30", _args(f"20:{minute}:30", 0.93 - 0.01 * n),
+               _ready(f"20:{minute}:50"))
+    restarted = _restarted(s.tick("20:21:00"))
+    assert len(restarted) == 2
+    assert sorted(since for _, since, _ in restarted.values()) == [_at("20:15:30"),
+                                                                   _at("20:20:30")]
