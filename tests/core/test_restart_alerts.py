@@ -142,18 +142,29 @@ def test_retractions_of_the_launch_before_do_not_count_for_the_new_one() -> None
     assert "retractions" not in {a.id for a in s.tick("20:06:30").alerts}
 
 
-def test_a_restart_in_progress_is_not_a_wrong_address_nor_a_dead_server() -> None:
+def _serving() -> Session:
+    """A server up since 20:00 that printed stats lines until 20:09:58."""
     s = Session()
     s.feed("20:00:00", _args("20:00:00", 0.88), _ready("20:00:20"))
     decode = (f"[{DAY} 20:09:5{{}} TP0] Decode batch. #running-req: 30, #token: 1000, "
               "token usage: 0.30, gen throughput (token/s): 800.00, #queue-req: 0, ")
     s.feed("20:09:58", *(decode.format(i) for i in range(9)))
+    return s
+
+
+def _url_silent_from(s: Session, hhmmss: str) -> None:
+    """The right URL refusing four polls, 2 s apart, from `hhmmss`."""
+    for i in range(4):
+        at = _at(hhmmss) + 2 * i
+        s.state.http.apply(HttpSample(at=at, reachable=False, error="connection refused",
+                                      url="http://127.0.0.1:30000"), at)
+
+
+def test_a_restart_in_progress_is_not_a_wrong_address_nor_a_dead_server() -> None:
+    s = _serving()
     s.feed("20:10:00", _args("20:10:00", 0.85),
            f"[{DAY} 20:10:00 TP0] Load weight begin. avail mem=94.50 GB")
-    for i in range(4):
-        s.state.http.apply(HttpSample(at=_at("20:10:00") + 2 * i, reachable=False,
-                                      error="connection refused", url="http://127.0.0.1:30000"),
-                           _at("20:10:00") + 2 * i)
+    _url_silent_from(s, "20:10:00")
     ids = {a.id for a in s.tick("20:10:08").alerts}
     assert "http_unreachable" not in ids and "server_down" not in ids
     ids = {a.id for a in s.tick("20:12:00").alerts}  # the old stats line is 2 min old now
@@ -176,16 +187,9 @@ def test_the_log_replay_sees_an_oom_that_a_restart_ends_at_its_next_stamp() -> N
 
 
 def test_a_server_that_said_it_shut_down_is_not_at_a_wrong_address() -> None:
-    s = Session()
-    s.feed("20:00:00", _args("20:00:00", 0.88), _ready("20:00:20"))
-    decode = (f"[{DAY} 20:09:5{{}} TP0] Decode batch. #running-req: 30, #token: 1000, "
-              "token usage: 0.30, gen throughput (token/s): 800.00, #queue-req: 0, ")
-    s.feed("20:09:58", *(decode.format(i) for i in range(9)))
+    s = _serving()
     s.feed("20:10:00", f"[{DAY} 20:10:00] SIGTERM received. signum=None frame=None. Shutting down.")
-    for i in range(4):
-        s.state.http.apply(HttpSample(at=_at("20:10:00") + 2 * i, reachable=False,
-                                      error="connection refused", url="http://127.0.0.1:30000"),
-                           _at("20:10:00") + 2 * i)
+    _url_silent_from(s, "20:10:00")
     assert "http_unreachable" not in {a.id for a in s.tick("20:10:08").alerts}
 
 
