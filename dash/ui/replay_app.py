@@ -18,11 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -41,6 +40,7 @@ from dash.core.state.timeline import Checkpoints, ReplayCursor, Timeline
 from dash.ui.app import DashApp
 from dash.ui.widgets.help import HelpScreen, help_text
 from dash.ui.widgets.log_pane import LogPane
+from dash.ui.widgets.server import ServerPanel
 
 JUMP_S = 60.0
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
@@ -62,14 +62,8 @@ class ReplayFramed(Message):
 class ReplayHelpScreen(HelpScreen):
     """The dashboard's keys, and the replay's."""
 
-    def compose(self) -> ComposeResult:
-        text = help_text()
-        text.append("\n\nreplay keys\n", "bold")
-        for key, what in REPLAY_KEYS:
-            text.append(f"  {key:<12}", "bold")
-            text.append(f"{what}\n")
-        with Vertical(id="help-box"):
-            yield Static(text, id="help-text")
+    def text(self) -> Table:
+        return help_text(("replay keys", REPLAY_KEYS))
 
 
 class _Shown(RunState):
@@ -133,6 +127,7 @@ class ReplayApp(DashApp):
     # Textual calls the `on_mount` / `on_unmount` of every class of the app (this one's
     # first), so these do not call the dashboard's.
     def on_mount(self) -> None:
+        self.query_one("#server", ServerPanel).http_off = "not replayed"  # no --no-http here
         self.replay()
         self._show_status()
 
