@@ -380,6 +380,9 @@ class Alert:
     id: str
     severity: Severity
     since: float
+    """When its condition began, in the log's time where the log says (the OOM's line, the
+    restart, the start of the fall): an alert that must hold first fires later, and its history
+    entry says when."""
     message: str
     evidence: str
     hint: str

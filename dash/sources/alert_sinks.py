@@ -154,7 +154,8 @@ class AlertDelivery:
         """Deliver new alerts (and record cleared ones); errors come back as texts."""
         errors: list[str | None] = []
         if self.history is not None and changes:
-            pairs = [(a, "fired") for a in changes.new] + [(a, "cleared") for a in changes.cleared]
+            # Cleared first: a next event's alert may fire under the key the one before cleared.
+            pairs = [(a, "cleared") for a in changes.cleared] + [(a, "fired") for a in changes.new]
             errors.append(await asyncio.to_thread(append_history, pairs, at, self.history,
                                                   self.session))
         for alert in changes.new:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 
 from dash.core.alerts.model import fmt_duration
+from dash.core.snapshot import Alert, HistoryEntry
 
 GB = 1024**3
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -102,3 +104,16 @@ def clock(t: float, now: float) -> str:
 def since(t: float, now: float) -> str:
     """`since 14:02 (12 min)`: when it started, and how long ago."""
     return f"since {clock(t, now)} ({fmt_duration(max(0.0, now - t))})"
+
+
+def began(alert: Alert, history: Sequence[HistoryEntry], now: float) -> str:
+    """When an alert's condition began (its `since`, from the log's time) and, when it fired
+    later (it had to hold for a while first), when it fired: `began 14:02, fired 14:12 after
+    holding 10 min`; else `since 14:02 (12 min)`. Said apart, a `since` before the history's
+    `fired` time does not read as a contradiction."""
+    fired = next((e.fired_at for e in reversed(history) if e.alert.key == alert.key
+                  and e.cleared_at is None and not e.earlier), None)
+    if fired is None or fired - alert.since < 60:
+        return since(alert.since, now)
+    return (f"began {clock(alert.since, now)}, fired {clock(fired, now)} after holding "
+            f"{fmt_duration(fired - alert.since)}")

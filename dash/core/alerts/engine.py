@@ -84,9 +84,14 @@ class AlertEngine:
                         f = dataclasses.replace(f, subject="/".join(
                             p for p in (scope, f.subject) if p), message=f"{scope}: {f.message}")
                     findings.setdefault(f.key, f)
-        new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
-        cleared = [a for k in list(self._tracks) if k not in findings
-                   if (a := self._absent(k, now, k in resolved)) is not None]
+        new: list[Alert] = []
+        cleared: list[Alert] = []
+        for f in findings.values():
+            fired, replaced = self._present(f, now)
+            new += [fired] if fired is not None else []
+            cleared += [replaced] if replaced is not None else []
+        cleared += [a for k in list(self._tracks) if k not in findings
+                    if (a := self._absent(k, now, k in resolved)) is not None]
         return AlertChanges(tuple(new), tuple(cleared))
 
     def _indexed(self, scope: str | None, view: RunSnapshot) -> ServerEvents:
@@ -96,8 +101,14 @@ class AlertEngine:
             index = self._events[scope] = ServerEvents(view.server.events)
         return index
 
-    def _present(self, f: Finding, now: float) -> Alert | None:
+    def _present(self, f: Finding, now: float) -> tuple[Alert | None, Alert | None]:
+        """(the alert that fired now, the one a next event replaced), each None when none."""
         track = self._tracks.get(f.key)
+        replaced = None
+        if track is not None and track.alert is not None and f.per_event \
+                and f.since != track.alert.since:
+            replaced = track.alert  # the next event: the one before is over
+            track = None
         if track is None:
             track = self._tracks[f.key] = _Track(first_seen=now)
         track.absent_since = None
@@ -105,11 +116,11 @@ class AlertEngine:
         if track.alert is not None:
             # Keep `since` and the acknowledgement; refresh the numbers.
             track.alert = _alert(f, track.alert.since, track.alert.acknowledged)
-            return None
+            return None, None
         if now - track.first_seen < f.fire_after and not self.immediate:
-            return None
+            return None, replaced
         track.alert = _alert(f, since, False)
-        return track.alert
+        return track.alert, replaced
 
     def _absent(self, key: str, now: float, resolved: bool = False) -> Alert | None:
         track = self._tracks[key]

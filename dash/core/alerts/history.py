@@ -82,10 +82,7 @@ class AlertHistory:
         """Take one evaluation's changes."""
         if not changes:
             return
-        for alert in changes.new:
-            fired = HistoryEntry(alert, now)
-            self._open[alert.key] = fired
-            self._entries.append(fired)
+        # Cleared first: a next event's alert may fire under the key the one before cleared.
         for alert in changes.cleared:
             entry = self._open.pop(alert.key, None)
             done = HistoryEntry(alert, entry.fired_at if entry else alert.since, now)
@@ -94,6 +91,10 @@ class AlertHistory:
                 self._entries[i] = done
             else:
                 self._entries.append(done)
+        for alert in changes.new:
+            fired = HistoryEntry(alert, now)
+            self._open[alert.key] = fired
+            self._entries.append(fired)
         del self._entries[:-self._limit]
         self._frozen = None
 

@@ -60,10 +60,10 @@ def hhmm(ev: Mapping[str, Any]) -> str:
     return f"{int(m.group(1)):02d}:{m.group(2)}" if m else ""
 
 
-def _cause(events: Sequence[Record], restart_at: int) -> Record | None:
-    """What ended the server before the restart at `events[restart_at]`: its first OOM, else its
-    first crash line (a `Killed` after an OOM is the OOM's doing)."""
-    start = max((i for i in range(restart_at) if events[i].get("event") == "restart"), default=-1)
+def _cause(events: Sequence[Record], restart_at: int, start: int = -1) -> Record | None:
+    """What ended the server before the restart at `events[restart_at]` (the one before it at
+    `events[start]`, -1 for none): its first OOM, else its first crash line (a `Killed` after
+    an OOM is the OOM's doing)."""
     life = events[start + 1:restart_at]
     return next((e for e in life if e.get("event") == "oom"),
                 next((e for e in life if e.get("event") == "crash"), None))
@@ -94,33 +94,90 @@ def incident_line(cause: Record, restart: Record, facts: Mapping[str, Any]) -> s
 
 
 def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_restarted`: info for `restart_show_s` after a plain restart; after one that
-    followed an OOM or crash, a warning that names the cause, kept at least `incident_show_s`
-    and after that until acknowledged."""
-    events, i = ctx.events.all, ctx.events.last_restart
-    if i is None:
-        return
-    ev = events[i]
-    at = ev.get("at")
-    if not isinstance(at, (int, float)):
-        return
-    cause = _cause(events, i)
-    age = ctx.now - at
-    evidence = f"restart #{ctx.snap.server.restarts} {where(ev)}"
-    if cause is None:
-        if age <= ctx.cfg.restart_show_s:
+    """`server_restarted`: info for `restart_show_s` after the newest restart, when it was a
+    plain one; after a restart that followed an OOM or crash, a warning that names the cause,
+    kept at least `incident_show_s` and after that until acknowledged, whatever restarts come
+    after it. Each restart is its own alert (its `since` is the restart's time). The first one
+    shown takes the plain key; one shown beside it is named by its number (`restart #3`), and
+    keeps that key while it lasts, so its acknowledgement does not move."""
+    events = ctx.events.all
+    shown = _shown_restarts(ctx)
+    subjects = _subjects(ctx, [events[i]["at"] for i, _ in shown])
+    for i, cause in shown:
+        ev = events[i]
+        subject = subjects[ev["at"]]
+        evidence = f"restart #{ev.get('restarts') or ctx.snap.server.restarts} {where(ev)}"
+        if cause is None:
             yield Finding("server_restarted", "info", "the server restarted; peak reset",
                           evidence, "Totals are kept; throughput charts start over from the new "
-                          "start.", since=at)
-        return
-    if age > max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s) \
-            and ctx.key("server_restarted") in ctx.acknowledged:
-        ctx.resolve("server_restarted")  # seen, and old: put away now
-        return
-    evidence += f"; before it: {cause.get('event')} {where(cause)}"
-    yield Finding("server_restarted", "warn", incident_line(cause, ev, ctx.snap.server.facts),
-                  evidence, _restart_hint(cause, ctx.snap.server.facts), line=text_of(cause),
-                  since=at)
+                          "start.", subject=subject, since=ev["at"], per_event=True)
+            continue
+        after = _launch_facts(ctx, i)
+        evidence += f"; before it: {cause.get('event')} {where(cause)}"
+        yield Finding("server_restarted", "warn", incident_line(cause, ev, after), evidence,
+                      _restart_hint(cause, ctx.snap.server.facts), subject=subject,
+                      line=text_of(cause), since=ev["at"], per_event=True)
+
+
+def _shown_restarts(ctx: RuleContext) -> list[tuple[int, Record | None]]:
+    """(index, cause) of the restarts whose alert shows now, oldest first: the newest restart
+    (a plain one for `restart_show_s`), and the newest incident before it, if any. An incident
+    (a restart after an OOM or crash) shows for `incident_show_s` and then until acknowledged;
+    once put away, for good. Two at most: a crash loop tells its story in its latest two."""
+    events, restarts = ctx.events.all, ctx.events.restarts
+    shown: list[tuple[int, Record | None]] = []
+    for k in range(len(restarts) - 1, -1, -1):
+        i = restarts[k]
+        cause = _cause(events, i, restarts[k - 1] if k else -1)
+        if i == restarts[-1] or cause is not None:
+            if _still_due(ctx, events[i].get("at"), cause, newest=i == restarts[-1]):
+                shown.insert(0, (i, cause))
+            if i != restarts[-1]:
+                break
+    return shown
+
+
+def _still_due(ctx: RuleContext, at: object, cause: Record | None, newest: bool) -> bool:
+    done: set[float] = ctx.memory.setdefault("put_away", set())
+    subjects: dict[float, str | None] = ctx.memory.setdefault("subjects", {})
+    if not isinstance(at, (int, float)) or at in done:
+        return False
+    if cause is None:
+        return newest and ctx.now - at <= ctx.cfg.restart_show_s
+    keep = max(ctx.cfg.incident_show_s, ctx.cfg.restart_show_s)
+    if ctx.now - at > keep and at in subjects \
+            and ctx.key("server_restarted", subjects[at]) in ctx.acknowledged:
+        done.add(at)  # seen, and old: put away now
+        return False
+    return True
+
+
+def _subjects(ctx: RuleContext, shown: list[float]) -> dict[float, str | None]:
+    """The subject of each shown restart's alert (by its time), given once and kept; the keys
+    of the restarts no longer shown are resolved at once (their condition is over for sure)."""
+    subjects: dict[float, str | None] = ctx.memory.setdefault("subjects", {})
+    restarts = [ctx.events.all[i] for i in ctx.events.restarts]
+    for at in [a for a in subjects if a not in shown]:
+        gone = subjects.pop(at)
+        if gone not in (subjects.get(a) for a in shown):
+            ctx.resolve(ctx.key("server_restarted", gone))
+    taken = {subjects[a] for a in shown if a in subjects}
+    for at in shown:
+        if at not in subjects:
+            number = next((e.get("restarts") for e in restarts if e.get("at") == at), None)
+            subjects[at] = None if None not in taken else f"restart #{number}"
+            taken.add(subjects[at])
+    ctx.memory.setdefault("put_away", set()).intersection_update(e.get("at") for e in restarts)
+    return subjects
+
+
+def _launch_facts(ctx: RuleContext, restart_at: int) -> Mapping[str, Any]:
+    """The facts of the launch the restart at `events[restart_at]` began: what the next
+    restart saved of it, else (it is the running one) the server's facts now."""
+    events = ctx.events.all
+    later = next((i for i in ctx.events.restarts if i > restart_at), None)
+    before = events[later].get("before") if later is not None else None
+    return before if isinstance(before, Mapping) else ctx.snap.server.facts
 
 
 def _restart_hint(cause: Record, facts: Mapping[str, Any]) -> str:

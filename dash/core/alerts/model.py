@@ -40,6 +40,10 @@ class Finding:
     fire_after: float = 0.0
     since: float | None = None
     """When the condition really began (an event's time); default: when first seen."""
+    per_event: bool = False
+    """The finding stands for one event (a restart) and `since` is that event's time: a new
+    `since` under the same key is the next event, so the alert fired for the one before clears
+    and a new one fires (its own `since`, its own line in the history, not yet acknowledged)."""
 
     @property
     def key(self) -> str:
@@ -50,12 +54,14 @@ class ServerEvents:
     """The server log's recent events as the rules ask for them, worked out once per list
     (snapshots share the list until an event arrives; rules run every tick)."""
 
-    __slots__ = ("all", "last_restart", "since_start", "_kinds", "_retracts", "_retract_at",
+    __slots__ = ("all", "restarts", "last_restart", "since_start", "_kinds", "_retracts", "_retract_at",
                  "_in_order")
 
     def __init__(self, events: tuple[Record, ...]) -> None:
         self.all = events
         restarts = [i for i, e in enumerate(events) if e.get("event") == "restart"]
+        self.restarts = tuple(restarts)
+        """Indexes in `all` of the restarts, oldest first."""
         self.last_restart: int | None = restarts[-1] if restarts else None
         """Index in `all` of the most recent restart."""
         self.since_start = events if self.last_restart is None else events[self.last_restart + 1:]
@@ -114,6 +120,18 @@ class RuleContext:
     def is_active(self, rule_id: str, subject: str | None = None) -> bool:
         """Whether this rule's alert (for this server, and `subject`) is active: hysteresis."""
         return self.key(rule_id, subject) in self.active
+
+    def launch_ended(self, rule_id: str) -> bool:
+        """Whether the server restarted since this rule last looked; if so, `rule_id`'s alert,
+        a condition of the launch that ended, is resolved (the restart clears the old server's
+        alerts at once). Call once per evaluation, before anything clears the rule's memory."""
+        restarts = self.snap.server.restarts
+        seen = self.memory.get("launch_restarts", restarts)
+        self.memory["launch_restarts"] = restarts
+        if seen == restarts:
+            return False
+        self.resolve(rule_id)
+        return True
 
     def resolve(self, key: str) -> None:
         """Say that `key`'s condition is over for certain (a confirmed recovery); a rule about

@@ -34,6 +34,7 @@ def _fmt(value: float | None) -> str:
 def rule_rank_imbalance(ctx: RuleContext) -> Iterator[Finding]:
     """`rank_imbalance` (warn): one rank's KV cache nearly full while the others' is not."""
     cfg, now = ctx.cfg, ctx.snap.server.now
+    ctx.launch_ended("rank_imbalance")
     if now is None or not now.multi:
         return
     medians = {r.rank: (r, m) for r in now.ranks if r.live

@@ -102,6 +102,7 @@ def rule_client_processes(ctx: RuleContext) -> Iterator[Finding]:
 def rule_gpu_headroom(ctx: RuleContext) -> Iterator[Finding]:
     """`gpu_headroom_low` (warn): free GPU memory, or avail mem after CUDA graph, too low."""
     cfg, snap = ctx.cfg, ctx.snap
+    ctx.launch_ended("gpu_headroom_low")  # the free memory of the new launch is measured anew
     parts: list[str] = []
     low = [g for g in snap.gpus.gpus if g.memory_free is not None
            and g.memory_free < cfg.gpu_free_min_gb * GB] if snap.gpus.available else []

@@ -105,6 +105,43 @@ def _crash_text(ev: Record) -> str:
     return _CRASH_TEXT.get(reason, reason)
 
 
+_STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
+"""Lines a server prints between its arguments and its ready banner."""
+
+
+def starting(ctx: RuleContext) -> Record | None:
+    """The start in progress, if the log shows one: a new start (its arguments, or a restart)
+    followed only by startup lines, no ready banner, crash or stats line since, and the last of
+    them at most `silent_after_s` old (a start that stopped printing is hung, not starting).
+    Its URL does not answer until the banner: that says nothing about the address or the
+    server's health."""
+    events, s = ctx.events.all, ctx.snap.server
+    newest = events[-1] if events else None
+    for e in reversed(events):
+        if e.get("event") in _STARTUP_STEPS:
+            continue
+        if e.get("event") not in ("server_args", "restart") or newest is None:
+            return None
+        at, began = newest.get("at"), e.get("at")
+        if not isinstance(at, (int, float)) or not isinstance(began, (int, float)) \
+                or ctx.now - at > ctx.cfg.silent_after_s:
+            return None
+        if s.last_record_at is not None and s.last_record_at > began:
+            return None  # stats lines since: it serves (its banner went unread)
+        return e
+    return None
+
+
+def stopped(ctx: RuleContext) -> bool:
+    """The log's last word, after its last stats line, is that the server shut down (a SIGTERM
+    before a restart): its URL is silent because it stopped, not because it is elsewhere."""
+    events, last = ctx.events.all, ctx.snap.server.last_record_at
+    if not events or events[-1].get("event") != "shutdown":
+        return False
+    at = events[-1].get("at")
+    return last is None or (isinstance(at, (int, float)) and at >= last)
+
+
 def rule_down(ctx: RuleContext) -> Iterator[Finding]:
     """`server_down`: the URL does not answer (`down_polls` polls in a row) and the log is not
     live. Crit when the server answered before, crashed, or went silent with requests running;
@@ -113,7 +150,7 @@ def rule_down(ctx: RuleContext) -> Iterator[Finding]:
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls:
         ctx.resolve("server_down")
         return
-    if live.log == "live":
+    if live.log == "live" or starting(ctx) is not None:
         ctx.resolve("server_down")
         return
     last_ok = "never answered" if http.last_ok_at is None else \
@@ -147,7 +184,7 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
     and the URL (or port) is wrong. Clears at once when it answers."""
     http, live = ctx.snap.http, ctx.snap.liveness
     if http.state != "down" or http.consecutive_failures < ctx.cfg.down_polls \
-            or live.log != "live":
+            or live.log != "live" or starting(ctx) is not None or stopped(ctx):
         ctx.resolve("http_unreachable")
         return
     age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
@@ -190,6 +227,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     """`server_silent` (warn): no stats line for `silent_after_s` while requests were running
     (by the last stats line, unless the server's /metrics now says none are)."""
     s = ctx.snap.server
+    ctx.launch_ended("server_silent")
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
         return
@@ -215,11 +253,22 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   since=s.last_record_at)
 
 
+def _launch_start(ctx: RuleContext) -> float:
+    """When the running launch began: its restart's time (-inf with no restart seen)."""
+    i = ctx.events.last_restart
+    at = ctx.events.all[i].get("at") if i is not None else None
+    return float(at) if isinstance(at, (int, float)) else float("-inf")
+
+
 def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
     """`retractions` (warn): at least `retract_min_events` retractions within the window."""
     window = ctx.cfg.retract_window_s
+    ctx.launch_ended("retractions")
+    start = _launch_start(ctx)
     seen: dict[tuple[Any, Any], Record] = {}
     for e in ctx.events.retracts_within(ctx.now, window):
+        if e["at"] < start:
+            continue  # the launch before: its retractions say nothing about this one
         # Every TP rank prints the same retraction: count it once.
         seen.setdefault((e.get("ts"), e.get("message")), e)
     if len(seen) < ctx.cfg.retract_min_events:

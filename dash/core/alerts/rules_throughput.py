@@ -74,6 +74,7 @@ def window_medians(view: SeriesView, window: float,
 def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     """`throughput_plateau` (warn): the windowed median fell `plateau_drop` below its peak."""
     cfg, snap, mem = ctx.cfg, ctx.snap, ctx.memory
+    ctx.launch_ended("throughput_plateau")
     _reset_if_restarted(mem, snap)
     s = snap.server
     cur = window_median(s.gen_throughput, cfg.plateau_window_s, cfg.plateau_min_points)
@@ -203,6 +204,7 @@ def kv_hint(snap: RunSnapshot) -> str:
 def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     """`kv_saturated` (warn): token usage >= `kv_usage` with the queue growing."""
     cfg, s = ctx.cfg, ctx.snap.server
+    ctx.launch_ended("kv_saturated")
     usage_view = s.token_usage
     if len(usage_view) < 3 or len(s.queue_req) < 3:
         return
@@ -214,7 +216,12 @@ def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     q = s.queue_req.window(s.queue_req.t[-1] - cfg.kv_window_s).v
     third = max(1, len(q) // 3)
     q0, q1 = statistics.median(q[:third]), statistics.median(q[-third:])
-    if not (q1 > q0 or (active and q1 > 0)):
+    # The queue is the sum over the DP ranks that share it: it grows when it gains at least a
+    # request per rank. 1 -> 3 on 8 ranks is their interleaved lines' noise, not a trend, and a
+    # sample of seconds (`--once`) fires what holds at once, so the noise must not count.
+    ranks = _ranks(ctx.snap)
+    growing = q1 > q0 if ranks == 1 else q1 - q0 >= ranks
+    if not (growing or (active and q1 > 0)):
         return
     yield Finding("kv_saturated", "warn",
                   f"KV cache {usage:.0%} full and the queue grew {q0:.0f} -> {q1:.0f} "

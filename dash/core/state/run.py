@@ -211,9 +211,13 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
                   tick_s: float = 10.0) -> list[Alert]:
     """Every alert that fires over a log, with the log's own timestamps as the clock.
 
-    Records without a timestamp keep the last time seen; the clock never goes back. Rules are
-    evaluated whenever the clock has moved `tick_s` (alert durations are minutes; an event's
-    alert takes its `since` from the event itself), and once more at the end.
+    Records without a timestamp keep the last time seen and are read with the stamped line
+    before them, as a follower reads them in one go (an OOM's traceback line is shown at that
+    line's time); the clock never goes back. Rules are evaluated whenever the clock has moved
+    `tick_s` (alert durations are minutes; an event's alert takes its `since` from the event
+    itself), after every event, and once more at the end: the next stamped line may be the
+    restart that ends an OOM's condition, minutes later on a dead server's log, and the
+    dashboard saw the OOM before it.
     """
     cfg = dataclasses.replace(cfg or Config(), url="")
     state = RunState(cfg)
@@ -223,21 +227,23 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
     batch: list[Record | None] = []
     for rec in records:
         t = _record_time(rec, clock)
+        if t is not None and clock is not None and batch:
+            state.feed_server_log(batch, clock)
+            if last_tick is None or clock - last_tick >= tick_s or any(map(_is_event, batch)):
+                fired.extend(state.tick(clock).new)
+                last_tick = clock
+            batch.clear()
         if t is not None:
             clock = t if clock is None else max(clock, t)
-        if clock is None:
-            batch.append(rec)  # nothing timed yet: hold until the first timestamp
-            continue
-        batch.append(rec)
-        state.feed_server_log(batch, clock)
-        batch.clear()
-        if last_tick is None or clock - last_tick >= tick_s:
-            fired.extend(state.tick(clock).new)
-            last_tick = clock
+        batch.append(rec)  # before the first timestamp: held until it comes
     end = 0.0 if clock is None else clock  # a log with no timestamp at all still gets read
     state.feed_server_log(batch, end)
     fired.extend(state.tick(end).new)
     return fired
+
+
+def _is_event(rec: Record | None) -> bool:
+    return rec is not None and rec.get("kind") == "event"
 
 
 def _record_time(rec: Record | None, ref: float | None) -> float | None:

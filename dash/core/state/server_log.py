@@ -48,6 +48,11 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
+_LAUNCH_FACTS = {*_MIN_FACTS, "mem_fraction_static", "gpu_memory_utilization",
+                 "max_total_num_tokens", "kv_tokens", "kv_size_gb", "gpu_blocks",
+                 "hicache_host_gb", "weights_mem_gb"}
+"""Facts one launch measured or was sized with: a restart forgets them until the new start
+prints its own, so nothing quotes the old server's figures as the new one's."""
 _BEFORE_KEYS = {"mem_fraction_static", "avail_mem_gb", "max_total_num_tokens", "kv_dtype",
                 "max_running_requests", "context_length", "tp_size", "dp_size", "port"}
 
@@ -279,7 +284,7 @@ class ServerLogTracker:
         # What the server that ended ran with: the incident line after a crash names it, and the
         # new start's lines replace these facts.
         before = {k: v for k, v in self._facts.items() if k in _BEFORE_KEYS}
-        for key in _MIN_FACTS:
+        for key in _LAUNCH_FACTS:
             self._facts.pop(key, None)
         self._frozen_events = None
         event = {

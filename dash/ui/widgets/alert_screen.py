@@ -66,7 +66,7 @@ def describe(snap: RunSnapshot, inc: Incident, st: Styles) -> Text:
 def _alert(t: Text, snap: RunSnapshot, a: Alert, st: Styles) -> None:
     t.append(f" {a.severity.upper()} ", st(a.severity))
     t.append(f"  {a.id}" + (f" [{fmt.clean(a.subject, 40)}]" if a.subject else ""), "bold")
-    t.append(f"   {fmt.since(a.since, snap.now)}" + ("   acknowledged" if a.acknowledged else ""),
+    t.append(f"   {fmt.began(a, snap.history, snap.now)}" + ("   acknowledged" if a.acknowledged else ""),
              st("dim"))
     t.append(f"\n{fmt.clean(a.message, 600)}", "bold")
     _section(t, "Evidence", a.evidence)
