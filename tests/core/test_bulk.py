@@ -356,3 +356,18 @@ def test_stamp_json_is_what_json_writes(text: str) -> None:
     from dash.core.views.records_json import json_text
 
     assert json_text(text) == json.dumps(text).encode()
+
+
+def test_blocks_without_decode_lines_in_a_worker_thin_as_in_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block of access lines alone, read by a worker, comes back pickled: the next block's
+    decode line of the same 10 s is still no new candidate for the alert replay."""
+    path = tmp_path / "sparse.log"
+    lines = []
+    for s in range(40):
+        f = {"r": s, "t": 100 + s, "u": 1, "g": "10.00", "q": 0}
+        lines.append(TS.format(m=0, s=s) + DECODE.format(**f))
+        lines += [TS.format(m=0, s=s) + ACCESS.format(t=30000 + k) for k in range(12)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    assert fast(path, monkeypatch, 300, parallel=True) == reference(path)
