@@ -371,3 +371,17 @@ def test_blocks_without_decode_lines_in_a_worker_thin_as_in_one_process(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     monkeypatch.setenv("KDASH_PROCESSES", "2")
     assert fast(path, monkeypatch, 300, parallel=True) == reference(path)
+
+
+def test_export_of_a_log_with_more_stamps_than_a_writer_keeps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode line a second for hours: a piece holds more distinct stamps than the stamp
+    cache of its JSON writer, which is emptied between blocks, never within one."""
+    from dash.core.views import records_json
+
+    monkeypatch.setattr(records_json, "_MAX_STAMPS", 50)
+    path = tmp_path / "seconds.log"
+    f = {"r": 5, "t": 100, "u": 1, "g": "10.00", "q": 0}
+    path.write_text("".join(f"[2026-03-01 0{i // 3600}:{i // 60 % 60:02d}:{i % 60:02d}] "
+                            + DECODE.format(**f) + "\n" for i in range(400)), encoding="utf-8")
+    assert export(path, monkeypatch, 4096, parallel=False) == naive_export(path)

@@ -71,10 +71,11 @@ class ShapeWriter:
         self.ranks: dict[bytes, bytes] = {}
 
     def _stamps(self, col: list[bytes], stamps: dict[bytes, str]) -> list[bytes]:
+        if len(self.ts) > _MAX_STAMPS:
+            self.ts.clear()  # a log's stamps move on: keep the recent ones only (never
+            # between filling and reading: this block's stamps are all looked up below)
         for stamp in set(col).difference(self.ts):
             self.ts[stamp] = json_text(stamp_text(stamp, stamps))
-        if len(self.ts) > _MAX_STAMPS:
-            self.ts.clear()  # a log's stamps move on: keep the recent ones only
         return list(map(self.ts.__getitem__, col))
 
     def _ranks(self, col: list[bytes]) -> list[bytes]:
