@@ -42,15 +42,24 @@ _PLAIN_STAMPS = re.compile(rb"(?:(?:[0-9]{4}-)?(?:[0-9]{2}-[0-9]{2} )?[0-9]{2}:[
                            rb"(?:[.,][0-9]{1,9})?(?:\n|\Z))*\Z")
 
 
-def normalise_stamps(stamps: list[bytes]) -> list[str]:
-    """`normalise_ts` of each of these ASCII stamp texts: for the plain forms a bracket prints,
-    both replacements are made on all of them joined, at C speed (a log has one stamp a
-    second, and a summary works out each)."""
+def normalised_joined(stamps: list[bytes]) -> bytes | None:
+    """`normalise_ts` of each of these ASCII stamp texts, joined by newlines, where all are of
+    the plain forms a bracket prints: both replacements are made on them joined, at C speed
+    (a log has one stamp a second, and each is worked out); None for other forms."""
     joined = b"\n".join(stamps)
     if _PLAIN_STAMPS.match(joined) is None:
+        return None
+    return joined.replace(b",", b".").replace(b" ", b"T")
+
+
+def normalise_stamps(stamps: list[bytes]) -> list[str]:
+    """`normalise_ts` of each of these ASCII stamp texts (`normalised_joined`)."""
+    if not stamps:
+        return []
+    joined = normalised_joined(stamps)
+    if joined is None:
         return [normalise_ts(s.decode("ascii")) for s in stamps]
-    out = joined.replace(b",", b".").replace(b" ", b"T").decode("ascii").split("\n")
-    return out if stamps else []
+    return joined.decode("ascii").split("\n")
 
 
 def _frac(digits: str | None) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
+from dash.core.log.timestamps import normalised_joined
 
 Cut = tuple[list[bytes], list[int], list[bytes]]
 """Heads, line numbers and tails, one each per record."""
@@ -74,8 +75,14 @@ class ShapeWriter:
         if len(self.ts) > _MAX_STAMPS:
             self.ts.clear()  # a log's stamps move on: keep the recent ones only (never
             # between filling and reading: this block's stamps are all looked up below)
-        for stamp in set(col).difference(self.ts):
-            self.ts[stamp] = json_text(stamp_text(stamp, stamps))
+        fresh = list(set(col).difference(self.ts))
+        joined = normalised_joined(fresh) if fresh else None
+        if joined is not None:  # plain stamps: printable ASCII, their JSON is their quoted text
+            texts = (b'"' + joined.replace(b"\n", b'"\n"') + b'"').split(b"\n")
+            self.ts.update(zip(fresh, texts, strict=True))
+        else:
+            for stamp in fresh:
+                self.ts[stamp] = json_text(stamp_text(stamp, stamps))
         return list(map(self.ts.__getitem__, col))
 
     def _ranks(self, col: list[bytes]) -> list[bytes]:
