@@ -150,17 +150,21 @@ class _Task(Generic[R]):
         return scan.lines, result
 
 
-_readers: dict[tuple[int, frozenset[str] | None], tuple[Grammar, BlockReader]] = {}
+_readers: list[tuple[Grammar, frozenset[str] | None, BlockReader]] = []
 
 
 def _reader(grammar: Grammar, keep: frozenset[str] | None = None) -> BlockReader:
-    """One reader per grammar in a process, so that shapes learned on a piece serve the next."""
-    held = _readers.get((id(grammar), keep))
-    if held is None or held[0] is not grammar:
-        if held is not None or len(_readers) > 4:
-            _readers.clear()
-        held = _readers[(id(grammar), keep)] = (grammar, BlockReader(LineParser(grammar), keep))
-    return held[1]
+    """One reader per grammar in a process, so that shapes learned on a piece serve the next.
+    A spawned process gets each piece's grammar as a copy of its own: an equal grammar is the
+    same one (else every piece would build its parser and learn its shapes again)."""
+    for held, kept, reader in _readers:
+        if kept == keep and (held is grammar or held == grammar):
+            return reader
+    if len(_readers) > 4:
+        _readers.clear()
+    reader = BlockReader(LineParser(grammar), keep)
+    _readers.append((grammar, keep, reader))
+    return reader
 
 
 def _run(task: _Task[R]) -> tuple[int, R]:

@@ -19,9 +19,10 @@ from itertools import accumulate, count, islice, repeat
 from operator import add
 from typing import Any, overload
 
-from dash.core.log.batch import Batch, stamp_text
+from dash.core.log.batch import Batch
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
+from dash.core.log.timestamps import normalise_stamps
 
 _CODES = {"int": "B", "float": "d", "bool": "b"}
 _READ: dict[str, Any] = {"int": int, "float": float, "bool": {b"True": 1, b"False": 0}.__getitem__}
@@ -78,6 +79,14 @@ class _Index:
             i = self._at[text] = len(self.texts)
             self.texts.append(text)
         return i
+
+    def many(self, texts: list[str | None]) -> list[int]:
+        """The index of each of these texts (new ones added in order of first appearance)."""
+        at = self._at
+        fresh = [t for t in dict.fromkeys(texts) if t not in at]
+        at.update(zip(fresh, range(len(self.texts), len(self.texts) + len(fresh))))
+        self.texts.extend(fresh)
+        return list(map(at.__getitem__, texts))
 
 
 @dataclass
@@ -146,7 +155,11 @@ class SeriesPiece:
         store.lines = extend(store.lines, lines)
         base = store.shape.prefix_groups
         if base:
-            ids = {b: self._stamp(stamp_text(b, stamps)) for b in set(cols[0])}
+            distinct = list(dict.fromkeys(cols[0]))
+            fresh = [b for b in distinct if b not in stamps]
+            stamps.update(zip(fresh, normalise_stamps(fresh), strict=True))
+            ids = dict(zip(distinct, self._stamp.many(list(map(stamps.__getitem__, distinct))),
+                           strict=True))
             store.ts = extend(store.ts, list(map(ids.__getitem__, cols[0])))
             rids = {b: self._rank(b.decode("ascii").strip() or None) for b in set(cols[1])}
             store.rank = extend(store.rank, list(map(rids.__getitem__, cols[1])))
