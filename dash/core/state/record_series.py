@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, count, islice, repeat
+from math import inf, isnan
 from operator import add
 from typing import Any, overload
 
@@ -84,7 +85,7 @@ class _Index:
         """The index of each of these texts (new ones added in order of first appearance)."""
         at = self._at
         fresh = [t for t in dict.fromkeys(texts) if t not in at]
-        at.update(zip(fresh, range(len(self.texts), len(self.texts) + len(fresh))))
+        at.update(zip(fresh, range(len(self.texts), len(self.texts) + len(fresh)), strict=True))
         self.texts.extend(fresh)
         return list(map(at.__getitem__, texts))
 
@@ -123,6 +124,9 @@ class SeriesPiece:
     texts: list[str | None] = field(default_factory=lambda: [None])
     ranks: list[str | None] = field(default_factory=lambda: [None])
     epochs: array[float] = field(default_factory=lambda: array("d"))
+    times: array[float] = field(default_factory=lambda: array("d"))
+    """Per record the latest time of it and the records before it in the piece (-inf: none
+    yet), worked out here where every stamp's time is known (`finish`); empty otherwise."""
     _stamp: _Index = field(default_factory=_Index)
     _rank: _Index = field(default_factory=_Index)
 
@@ -167,8 +171,12 @@ class SeriesPiece:
             store.values[i] = extend_read(store.values[i], cols[base + i], _READ[kind])
 
     def finish(self, epoch_of: Any) -> None:
-        """Work out the time of each distinct stamp (`epoch_of`: texts -> times)."""
-        self.epochs = array("d", epoch_of(self.texts))
+        """Work out the time of each distinct stamp (`epoch_of`: texts -> times), and each
+        record's running latest time where none depends on the stamps before it (NaN)."""
+        self.epochs = epochs = array("d", epoch_of(self.texts))
+        if len(epochs) == len(self.texts) and not any(map(isnan, epochs)):
+            own = map(epochs.__getitem__, piece_stamps(self, len(self.order)))
+            self.times = array("d", islice(accumulate(own, max, initial=-inf), 1, None))
 
 
 class _Texts:
