@@ -53,11 +53,10 @@ def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool
 def export(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> bytes:
     """`kdash export`'s output, in this process (its workers too, when parallel)."""
     from dash.commands.export import JsonlJob
-    from dash.core.views.records_json import stitch
 
     _settings(monkeypatch, chunk, parallel)
     out: list[bytes] = []
-    logread.fold(path, JsonlJob(), lambda before, cuts: out.extend(stitch(c, before) for c in cuts))
+    logread.fold(path, JsonlJob(), lambda _before, texts: out.extend(texts))
     return b"".join(out)
 
 
