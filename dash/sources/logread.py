@@ -48,7 +48,7 @@ class LogError(UsageError):
 class Scan:
     """Batches (or records) of one log in file order; `lines` is the line count once
     iteration ends. `start`/`end` read a byte range of a plain file, `start` at a line start,
-    counting its lines from 1."""
+    numbering its lines from `first_line`."""
 
     def __init__(self, path: Path, start: int = 0, end: int | None = None,
                  reader: BlockReader | None = None, first_line: int = 1) -> None:
