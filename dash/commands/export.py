@@ -11,7 +11,7 @@ from typing import Any
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import Record
 from dash.core.log.syntax import Grammar
-from dash.core.views.records_json import Cut, ShapeWriter, cut, stitch
+from dash.core.views.records_json import ShapeWriter, text
 from dash.sources.logread import Scan, fold
 
 CSV_COLUMNS = ("kind", "line", "ts", "rank", "engine", "running_req", "queue_req", "tokens",
@@ -27,18 +27,20 @@ def _csv_row(rec: Record) -> list[Any]:
 
 
 class JsonlJob:
-    """A piece of the log as JSON lines cut at their line numbers (`records_json`): events and
-    every stats family's kind the grammar names (`unparsed` lines are for `summary`)."""
+    """A piece of the log as its JSON lines (`records_json`), a text per block, numbered as in
+    the file: events and every stats family's kind the grammar names (`unparsed` lines are
+    for `summary`)."""
 
     def __init__(self, grammar: Grammar = GRAMMAR) -> None:
         self.kinds = ("event", *dict.fromkeys(f.kind for f in grammar.families))
 
     keep = None
+    numbered = True
 
-    def piece(self, scan: Scan) -> list[Cut]:
+    def piece(self, scan: Scan) -> list[bytes]:
         writers: dict[bytes, ShapeWriter] = {}
         stamps = scan.reader.stamps
-        return [cut(batch, stamps, writers, self.kinds) for batch in scan.batches()]
+        return [text(batch, stamps, writers, self.kinds) for batch in scan.batches()]
 
 
 def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
@@ -57,9 +59,8 @@ def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
     sys.stdout.flush()
     out = sys.stdout.buffer
 
-    def each(before: int, cuts: list[Cut]) -> None:
-        for piece in cuts:
-            out.write(stitch(piece, before))
+    def each(_before: int, texts: list[bytes]) -> None:
+        out.writelines(texts)
 
     fold(path, JsonlJob(grammar), each, grammar)
     out.flush()

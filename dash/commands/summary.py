@@ -24,6 +24,7 @@ class SummaryJob:
     """A piece of the log as summary parts, one per block (in whichever process)."""
 
     keep = KEEP
+    numbered = False  # a part's line numbers are shifted as it is merged
 
     def piece(self, scan: Scan) -> list[Part]:
         stamps = scan.reader.stamps

@@ -5,8 +5,9 @@ each to a `BlockReader` (`dash.core.log.bulk`), which gives the block's records 
 with the parser the grammar derives. What a command does with a block is a `Job`: summary
 parts, the JSON lines of `export`, or the compact columns of a replay. A large plain file is
 cut into pieces at line starts and read by several processes (`run_job`) with
-`concurrent.futures`; each piece counts its lines from 1, and the pieces are stitched in file
-order here, so the result is the same as one process gives, byte for byte. Memory stays
+`concurrent.futures`; each piece counts its lines from 1 and the pieces are stitched in file
+order here (or, for a `numbered` job, each is handed the number of its first line, counted
+just before), so the result is the same as one process gives, byte for byte. Memory stays
 bounded on a multi-GB log: at most a few pieces' results are in flight.
 """
 
@@ -16,15 +17,15 @@ import gzip
 import io
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
-from dash.core.log.batch import Batch
+from dash.core.log.batch import Batch, newlines
 from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
@@ -47,13 +48,15 @@ class LogError(UsageError):
 class Scan:
     """Batches (or records) of one log in file order; `lines` is the line count once
     iteration ends. `start`/`end` read a byte range of a plain file, `start` at a line start,
-    counting its lines from 1."""
+    numbering its lines from `first_line`."""
 
     def __init__(self, path: Path, start: int = 0, end: int | None = None,
-                 reader: BlockReader | None = None) -> None:
+                 reader: BlockReader | None = None, first_line: int = 1) -> None:
         self.path = path
         self.start = start
         self.end = end
+        self.first_line = first_line
+        """The number of the range's first line (1 unless the job asks for the file's)."""
         self.lines = 0
         self.reader = reader if reader is not None else BlockReader(LineParser(GRAMMAR))
 
@@ -109,9 +112,9 @@ class Scan:
                 yield buf, have + 1
 
     def batches(self) -> Iterator[Batch]:
-        """One batch per run of lines, line numbers counted from this scan's start."""
+        """One batch per run of lines, line numbers counted from `first_line`."""
         for buf, end in self.runs():
-            batch = self.reader.read(buf, end, self.lines + 1)
+            batch = self.reader.read(buf, end, self.first_line + self.lines)
             self.lines += batch.lines
             yield batch
 
@@ -126,6 +129,12 @@ class Job(Protocol[R_co]):
     @property
     def keep(self) -> frozenset[str] | None:
         """The record keys whose values it takes by column (`BlockReader`; None: all)."""
+        ...
+
+    @property
+    def numbered(self) -> bool:
+        """Whether each piece is read with the file's own line numbers (worked out before the
+        piece is handed out), so that its result needs no shifting; else from 1."""
         ...
 
     def piece(self, scan: Scan) -> R_co:
@@ -143,24 +152,30 @@ class _Task(Generic[R]):
     path: Path
     start: int
     end: int | None
+    first_line: int = 1
 
     def __call__(self) -> tuple[int, R]:
-        scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep))
+        scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep),
+                    self.first_line)
         result = self.job.piece(scan)
         return scan.lines, result
 
 
-_readers: dict[tuple[int, frozenset[str] | None], tuple[Grammar, BlockReader]] = {}
+_readers: list[tuple[Grammar, frozenset[str] | None, BlockReader]] = []
 
 
 def _reader(grammar: Grammar, keep: frozenset[str] | None = None) -> BlockReader:
-    """One reader per grammar in a process, so that shapes learned on a piece serve the next."""
-    held = _readers.get((id(grammar), keep))
-    if held is None or held[0] is not grammar:
-        if held is not None or len(_readers) > 4:
-            _readers.clear()
-        held = _readers[(id(grammar), keep)] = (grammar, BlockReader(LineParser(grammar), keep))
-    return held[1]
+    """One reader per grammar in a process, so that shapes learned on a piece serve the next.
+    A spawned process gets each piece's grammar as a copy of its own: an equal grammar is the
+    same one (else every piece would build its parser and learn its shapes again)."""
+    for held, kept, reader in _readers:
+        if kept == keep and (held is grammar or held == grammar):
+            return reader
+    if len(_readers) > 4:
+        _readers.clear()
+    reader = BlockReader(LineParser(grammar), keep)
+    _readers.append((grammar, keep, reader))
+    return reader
 
 
 def _run(task: _Task[R]) -> tuple[int, R]:
@@ -234,7 +249,32 @@ def prepare_processes(path: Path) -> None:
     resource_tracker.ensure_running()
 
 
-def _pieces(path: Path, tasks: list[_Task[R]], n: int) -> Iterator[tuple[int, R]]:
+def newlines_in(path: Path, start: int, end: int) -> int:
+    """How many newlines the byte range holds (the lines of a piece cut at line starts)."""
+    total = 0
+    with path.open("rb") as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            block = fh.read(min(CHUNK, left))
+            if not block:
+                break
+            left -= len(block)
+            total += newlines(block)
+    return total
+
+
+def _numbered(path: Path, tasks: list[_Task[R]]) -> Iterator[_Task[R]]:
+    """The tasks with the file's number of each one's first line, counted here just before
+    it is handed out (a count runs at memory speed: far ahead of the processes reading)."""
+    first = 1
+    for before, task in zip([None, *tasks], tasks, strict=False):
+        if before is not None and before.end is not None:
+            first += newlines_in(path, before.start, before.end)
+        yield replace(task, first_line=first)
+
+
+def _pieces(path: Path, tasks: Iterable[_Task[R]], n: int) -> Iterator[tuple[int, R]]:
     """Run the pieces in `n` processes; results in file order, a bounded number in flight.
     A process that cannot start, or dies, is a LogError; an error a piece raises is raised
     as it is."""
@@ -277,10 +317,13 @@ def run_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
     bounds = cuts(path, size)
     tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
     if size < PARALLEL_MIN or n < 2:
+        first = 1
         for task in tasks:  # here, a piece at a time: what is held stays bounded
-            yield task()
+            lines, result = replace(task, first_line=first)() if job.numbered else task()
+            first += lines
+            yield lines, result
         return
-    yield from _pieces(path, tasks, n)
+    yield from _pieces(path, _numbered(path, tasks) if job.numbered else tasks, n)
 
 
 def ref_time(path: Path) -> float:
@@ -293,7 +336,8 @@ def ref_time(path: Path) -> float:
 def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
          grammar: Grammar = GRAMMAR) -> int:
     """Run a job over the log and hand `each(lines before the piece, result)` the pieces in
-    file order; the log's line count. Raises LogError."""
+    file order (a `numbered` job's results count from the file's first line already); the
+    log's line count. Raises LogError."""
     done = 0
     try:
         for lines, result in run_job(path, job, grammar):

@@ -21,6 +21,7 @@ class SeriesJob:
     """A piece of the log as compact record series (for a replay)."""
 
     keep = None
+    numbered = False  # a piece's line numbers are moved as the timeline takes it
 
     def piece(self, scan: Scan) -> SeriesPiece:
         out = SeriesPiece()

@@ -53,11 +53,10 @@ def fast(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool
 def export(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, parallel: bool) -> bytes:
     """`kdash export`'s output, in this process (its workers too, when parallel)."""
     from dash.commands.export import JsonlJob
-    from dash.core.views.records_json import stitch
 
     _settings(monkeypatch, chunk, parallel)
     out: list[bytes] = []
-    logread.fold(path, JsonlJob(), lambda before, cuts: out.extend(stitch(c, before) for c in cuts))
+    logread.fold(path, JsonlJob(), lambda _before, texts: out.extend(texts))
     return b"".join(out)
 
 
@@ -356,3 +355,32 @@ def test_stamp_json_is_what_json_writes(text: str) -> None:
     from dash.core.views.records_json import json_text
 
     assert json_text(text) == json.dumps(text).encode()
+
+
+def test_blocks_without_decode_lines_in_a_worker_thin_as_in_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block of access lines alone, read by a worker, comes back pickled: the next block's
+    decode line of the same 10 s is still no new candidate for the alert replay."""
+    path = tmp_path / "sparse.log"
+    lines = []
+    for s in range(40):
+        f = {"r": s, "t": 100 + s, "u": 1, "g": "10.00", "q": 0}
+        lines.append(TS.format(m=0, s=s) + DECODE.format(**f))
+        lines += [TS.format(m=0, s=s) + ACCESS.format(t=30000 + k) for k in range(12)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    assert fast(path, monkeypatch, 300, parallel=True) == reference(path)
+
+
+def test_export_of_a_log_with_more_stamps_than_a_writer_keeps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode line a second for hours: a piece holds more distinct stamps than the stamp
+    cache of its JSON writer, which is emptied between blocks, never within one."""
+    from dash.core.views import records_json
+
+    monkeypatch.setattr(records_json, "_MAX_STAMPS", 50)
+    path = tmp_path / "seconds.log"
+    f = {"r": 5, "t": 100, "u": 1, "g": "10.00", "q": 0}
+    path.write_text("".join(f"[2026-03-01 0{i // 3600}:{i // 60 % 60:02d}:{i % 60:02d}] "
+                            + DECODE.format(**f) + "\n" for i in range(400)), encoding="utf-8")
+    assert export(path, monkeypatch, 4096, parallel=False) == naive_export(path)

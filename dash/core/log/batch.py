@@ -199,9 +199,20 @@ class Batch:
         return list(map(add, counts[:n], range(self.first_line, self.first_line + n)))
 
     def lines_of_rows(self, rows: list[int]) -> list[int]:
-        """The line numbers of a few rows (indexes among all rows, ascending)."""
+        """The line numbers of some rows (indexes among all rows, ascending): the newlines
+        between one and the next are counted a slice at a time, in one pass of `map`."""
+        if not rows:
+            return []
         ends = self._gap_ends()
-        return [self.first_line + i + self._newlines(ends[i]) for i in rows]
+        cut = list(map(ends.__getitem__, rows))
+        if cut[0] < self._at:
+            self._at = self._seen = 0
+        text = self.other_text
+        slices = map(slice, [self._at, *cut[:-1]], cut)
+        counts = list(accumulate(map(newlines, map(text.__getitem__, slices)),
+                                 initial=self._seen))[1:]
+        self._at, self._seen = cut[-1], counts[-1]
+        return list(map(add, counts, map(add, rows, repeat(self.first_line))))
 
     def locate(self, starts: list[int]) -> list[tuple[int, int]]:
         """(line number, rows before it) of lines of `other_text` at these offsets

@@ -16,12 +16,14 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, count, islice, repeat
+from math import inf, isnan
 from operator import add
 from typing import Any, overload
 
-from dash.core.log.batch import Batch, stamp_text
+from dash.core.log.batch import Batch
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
+from dash.core.log.timestamps import normalise_stamps
 
 _CODES = {"int": "B", "float": "d", "bool": "b"}
 _READ: dict[str, Any] = {"int": int, "float": float, "bool": {b"True": 1, b"False": 0}.__getitem__}
@@ -79,6 +81,14 @@ class _Index:
             self.texts.append(text)
         return i
 
+    def many(self, texts: list[str | None]) -> list[int]:
+        """The index of each of these texts (new ones added in order of first appearance)."""
+        at = self._at
+        fresh = [t for t in dict.fromkeys(texts) if t not in at]
+        at.update(zip(fresh, range(len(self.texts), len(self.texts) + len(fresh)), strict=True))
+        self.texts.extend(fresh)
+        return list(map(at.__getitem__, texts))
+
 
 @dataclass
 class _Rows:
@@ -114,6 +124,9 @@ class SeriesPiece:
     texts: list[str | None] = field(default_factory=lambda: [None])
     ranks: list[str | None] = field(default_factory=lambda: [None])
     epochs: array[float] = field(default_factory=lambda: array("d"))
+    times: array[float] = field(default_factory=lambda: array("d"))
+    """Per record the latest time of it and the records before it in the piece (-inf: none
+    yet), worked out here where every stamp's time is known (`finish`); empty otherwise."""
     _stamp: _Index = field(default_factory=_Index)
     _rank: _Index = field(default_factory=_Index)
 
@@ -146,7 +159,11 @@ class SeriesPiece:
         store.lines = extend(store.lines, lines)
         base = store.shape.prefix_groups
         if base:
-            ids = {b: self._stamp(stamp_text(b, stamps)) for b in set(cols[0])}
+            distinct = list(dict.fromkeys(cols[0]))
+            fresh = [b for b in distinct if b not in stamps]
+            stamps.update(zip(fresh, normalise_stamps(fresh), strict=True))
+            ids = dict(zip(distinct, self._stamp.many(list(map(stamps.__getitem__, distinct))),
+                           strict=True))
             store.ts = extend(store.ts, list(map(ids.__getitem__, cols[0])))
             rids = {b: self._rank(b.decode("ascii").strip() or None) for b in set(cols[1])}
             store.rank = extend(store.rank, list(map(rids.__getitem__, cols[1])))
@@ -154,8 +171,12 @@ class SeriesPiece:
             store.values[i] = extend_read(store.values[i], cols[base + i], _READ[kind])
 
     def finish(self, epoch_of: Any) -> None:
-        """Work out the time of each distinct stamp (`epoch_of`: texts -> times)."""
-        self.epochs = array("d", epoch_of(self.texts))
+        """Work out the time of each distinct stamp (`epoch_of`: texts -> times), and each
+        record's running latest time where none depends on the stamps before it (NaN)."""
+        self.epochs = epochs = array("d", epoch_of(self.texts))
+        if len(epochs) == len(self.texts) and not any(map(isnan, epochs)):
+            own = map(epochs.__getitem__, piece_stamps(self, len(self.order)))
+            self.times = array("d", islice(accumulate(own, max, initial=-inf), 1, None))
 
 
 class _Texts:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 from math import inf, nan
+from operator import add, itemgetter
 
 from dash.core.log.timestamps import normalise_ts, ts_to_epoch
 
@@ -30,6 +31,10 @@ def stamp_epochs(texts: Iterable[str | None]) -> list[float]:
     a log prints each second's stamp once or a few times, and the local time of a minute is
     worked out once (the seconds of a minute that a clock change falls in are worked out one
     by one)."""
+    texts = list(texts)
+    plain = _plain_epochs(texts)
+    if plain is not None:
+        return plain
     minutes: dict[str, float | None] = {}
     out: list[float] = []
     for ts in texts:
@@ -41,6 +46,33 @@ def stamp_epochs(texts: Iterable[str | None]) -> list[float]:
             t = _dated(normalise_ts(ts), minutes)
             out.append(-inf if t is None else t)
     return out
+
+
+# A piece's stamps as most logs print them: `YYYY-MM-DDTHH:MM:SS`, one per line when joined
+_PLAIN = re.compile(r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](?:\n|\Z))*\Z")
+_MINUTE, _SECOND = itemgetter(slice(0, 16)), itemgetter(slice(17, 19))
+
+
+def _plain_epochs(texts: list[str | None]) -> list[float] | None:
+    """`stamp_epochs` of `[None, *stamps]` where every stamp is of the plain form and each
+    minute a real one (what `_dated` gives them), worked out a minute at a time and the
+    seconds added by `map`; None otherwise."""
+    if not texts or texts[0] is not None:
+        return None
+    body = texts[1:]
+    try:
+        joined = "\n".join(body)  # type: ignore[arg-type]
+    except TypeError:  # a None among them
+        return None
+    if _PLAIN.match(joined) is None:
+        return None
+    minutes = {key: _minute(int(key[:4]), int(key[5:7]), int(key[8:10]), int(key[11:13]),
+                            int(key[14:16]))
+               for key in dict.fromkeys(map(_MINUTE, body))}  # type: ignore[arg-type]
+    if None in minutes.values():
+        return None
+    bases = map(minutes.__getitem__, map(_MINUTE, body))  # type: ignore[arg-type]
+    return [-inf, *map(add, bases, map(int, map(_SECOND, body)))]  # type: ignore[arg-type]
 
 
 def _dated(ts: str, minutes: dict[str, float | None]) -> float | None:

@@ -10,11 +10,11 @@ steps feed what was passed; a step back asks the caller to rebuild its state fro
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, islice, repeat
-from math import inf, isnan
+from itertools import repeat
+from math import inf
 
 from dash.core.snapshot import Record
 from dash.core.state.record_series import RecordSeries, SeriesPiece, piece_stamps
@@ -68,22 +68,29 @@ class Timeline:
         """Keep a reading process's piece (line numbers moved by `offset`); False once the
         cap is reached."""
         taken = self.records.extend_piece(piece, offset, self.cap - len(self.records))
-        stamps = piece_stamps(piece, taken)
-        epochs = piece.epochs
-        if len(epochs) == len(piece.texts) and not any(map(isnan, epochs)):
-            self._add_times(map(epochs.__getitem__, stamps))
+        if len(piece.times) == len(piece.order):  # the piece's running times: ours from here
+            self._add_running(piece.times[:taken])
         else:  # a stamp without a date: its time depends on the ones before
+            stamps = piece_stamps(piece, taken)
             self._add_times_in_order(map(piece.texts.__getitem__, stamps))
         if taken < len(piece.order):
             self.cut = True
             return False
         return True
 
-    def _add_times(self, epochs: Iterator[float]) -> None:
-        """Append records' times given each one's own (-inf: none), at C speed: a running
-        maximum, so that untimed records take the time before and times never go back."""
+    def _add_running(self, local: array[float]) -> None:
+        """Append records' times given their running maximum within their piece (-inf: no
+        time yet; ascending): the running maximum over the log is the time before until the
+        piece's reaches it, then the piece's. Untimed records take the time before, so times
+        never go back; the work is done in C (`bisect`, `array`)."""
         before = -inf if self._last is None else self._last
-        got = array("d", islice(accumulate(epochs, max, initial=before), 1, None))
+        reach = bisect_left(local, before)
+        got = array("d", repeat(before, reach)) if reach else array("d")
+        got.extend(local[reach:])
+        self._extend_times(got)
+
+    def _extend_times(self, got: array[float]) -> None:
+        before = -inf if self._last is None else self._last
         if not got or got[-1] == -inf:
             self.times.extend(repeat(0.0 if self._last is None else before, len(got)))
             return

@@ -1,26 +1,22 @@
 """`kdash export`'s JSON lines of a `Batch`, byte for byte what `json.dumps` gives a record.
 
-A record's text is cut at its line number: a head (`{"kind":"decode","line":`), the number,
-and a tail; a process that reads a piece of the log counts its lines from 1, and whoever
-stitches the pieces adds the lines before (`stitch`). Shape rows are written with a template
-per shape (`Shape.json_tail`): the values are plain, so an int is its own text, a float is its
-`repr` (as `json` writes it) and a bool `true`/`false`; the other records go through `json`.
+A process that reads a piece of the log is handed the file's number of the piece's first
+line, so each block's text is final where it is made. Shape rows are written with one `%`
+template per shape (its head, the line number, then `Shape.json_tail`): the values are plain,
+so an int is its own text, a float is its `repr` (as `json` writes it) and a bool
+`true`/`false`; the other records go through `json`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import chain, compress, repeat
-from operator import add
 from typing import Any
 
 from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
-
-Cut = tuple[list[bytes], list[int], list[bytes]]
-"""Heads, line numbers and tails, one each per record."""
+from dash.core.log.timestamps import normalised_joined
 
 _BOOL = {b"True": b"true", b"False": b"false"}
 _JSON: dict[str, Callable[[list[bytes]], Any]] = {
@@ -49,21 +45,11 @@ def dumps(rec: Record) -> str:
     return json.dumps(rec, separators=(",", ":"))
 
 
-def _record_cut(rec: Record) -> tuple[bytes, bytes]:
-    text = dumps(rec).encode()
-    h = head(rec["kind"])
-    if not text.startswith(h):  # never: every record starts with its kind and line
-        raise ValueError(f"a record that does not start with kind and line: {text[:80]!r}")
-    line = str(rec["line"]).encode()
-    return h, text[len(h) + len(line):] + b"\n"
-
-
 class ShapeWriter:
-    """The tails of one shape's rows, a column at a time."""
+    """The JSON lines of one shape's rows, a column at a time."""
 
     def __init__(self, shape: Shape) -> None:
-        self.template = shape.json_tail()
-        self.head = head(shape.family.kind)
+        self.template = head(shape.family.kind).replace(b"%", b"%%") + b"%d" + shape.json_tail()
         self.base = shape.prefix_groups
         self.kinds = shape.kinds
         self.key_cols = [c for c in shape.cols if c is not None]  # a fallback repeats a column
@@ -71,10 +57,17 @@ class ShapeWriter:
         self.ranks: dict[bytes, bytes] = {}
 
     def _stamps(self, col: list[bytes], stamps: dict[bytes, str]) -> list[bytes]:
-        for stamp in set(col).difference(self.ts):
-            self.ts[stamp] = json_text(stamp_text(stamp, stamps))
         if len(self.ts) > _MAX_STAMPS:
-            self.ts.clear()  # a log's stamps move on: keep the recent ones only
+            self.ts.clear()  # a log's stamps move on: keep the recent ones only (never
+            # between filling and reading: this block's stamps are all looked up below)
+        fresh = list(set(col).difference(self.ts))
+        joined = normalised_joined(fresh) if fresh else None
+        if joined is not None:  # plain stamps: printable ASCII, their JSON is their quoted text
+            texts = (b'"' + joined.replace(b"\n", b'"\n"') + b'"').split(b"\n")
+            self.ts.update(zip(fresh, texts, strict=True))
+        else:
+            for stamp in fresh:
+                self.ts[stamp] = json_text(stamp_text(stamp, stamps))
         return list(map(self.ts.__getitem__, col))
 
     def _ranks(self, col: list[bytes]) -> list[bytes]:
@@ -82,8 +75,10 @@ class ShapeWriter:
             self.ranks[tags] = json.dumps(tags.decode("ascii").strip() or None).encode()
         return list(map(self.ranks.__getitem__, col))
 
-    def tails(self, cols: list[list[bytes]], stamps: dict[bytes, str]) -> list[bytes]:
-        """The tails of a shape's rows, from its columns (`Batch.columns`)."""
+    def rows(self, cols: list[list[bytes]], lines: list[int], stamps: dict[bytes, str]
+             ) -> list[bytes]:
+        """The JSON lines of a shape's rows, from their line numbers and their columns
+        (`Batch.columns`)."""
         if not cols or not cols[0]:
             return []
         if self.base:
@@ -92,35 +87,23 @@ class ShapeWriter:
             ts = rank = [b"null"] * len(cols[0])
         values = [_JSON[k](col) for k, col in zip(self.kinds, cols[self.base:], strict=True)]
         args = [values[c] for c in self.key_cols]
-        return list(map(self.template.__mod__, zip(ts, rank, *args, strict=True)))
+        return list(map(self.template.__mod__, zip(lines, ts, rank, *args, strict=True)))
 
 
-def cut(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter],
-        kinds: tuple[str, ...] = ("decode", "prefill", "event")) -> Cut:
-    """The batch's records of `kinds`, as heads, line numbers and tails, in file order."""
+def text(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter],
+         kinds: tuple[str, ...] = ("decode", "prefill", "event")) -> bytes:
+    """The JSON lines of the batch's records of `kinds`, in file order, with the line numbers
+    the batch has (the file's own when the reader was handed its first line's)."""
     ws = [writers.setdefault(s.pattern, ShapeWriter(s)) for s in batch.shapes]
-    per_shape = [w.tails(batch.columns(i), stamps) if batch.count(i) else []
-                 for i, w in enumerate(ws)]
-    other_cuts = [_record_cut(rec) if rec["kind"] in kinds else None for rec in batch.others]
-    heads_of = [w.head for w in ws]
-    order, line_no = batch.order(), batch.line_no()
+    lines = batch.row_lines() if batch.rows_total else []
+    per_shape = []
+    for i, w in enumerate(ws):
+        own = lines if len(ws) == 1 else list(map(lines.__getitem__, batch.index(i)))
+        per_shape.append(w.rows(batch.columns(i), own, stamps) if batch.count(i) else [])
     if not batch.others and len(per_shape) == 1:
-        return [heads_of[0]] * len(order), line_no, per_shape[0]
-    # per record in file order, the next head and tail of its shape (the others' last)
-    kept = [c for c in other_cuts if c is not None]
-    heads_from = [*(repeat(h) for h in heads_of), iter([h for h, _ in kept])]
-    tails_from = [*(iter(t) for t in per_shape), iter([t for _, t in kept])]
-    if len(kept) < len(other_cuts):  # unparsed records are left out
-        flags = iter([c is not None for c in other_cuts])
-        keep = [s >= 0 or next(flags) for s in order]
-        order, line_no = list(compress(order, keep)), list(compress(line_no, keep))
-    heads = list(map(next, map(heads_from.__getitem__, order)))
-    tails = list(map(next, map(tails_from.__getitem__, order)))
-    return heads, line_no, tails
-
-
-def stitch(piece: Cut, offset: int) -> bytes:
-    """The text of a cut piece whose line numbers count from `offset + 1`."""
-    heads, lines, tails = piece
-    numbers = (b"%d" % n for n in map(add, lines, repeat(offset)))
-    return b"".join(chain.from_iterable(zip(heads, numbers, tails, strict=True)))
+        return b"".join(per_shape[0])
+    # unparsed records are left out: an empty text in their place
+    others = [dumps(rec).encode() + b"\n" if rec["kind"] in kinds else b""
+              for rec in batch.others]
+    sources = [*(iter(t) for t in per_shape), iter(others)]
+    return b"".join(map(next, map(sources.__getitem__, batch.order())))

@@ -18,6 +18,7 @@ import operator
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import reduce
 from itertools import islice
 from typing import Any
@@ -71,7 +72,13 @@ class Downsampled:
         return self.points + tail
 
 
-_NO_DECODE = object()  # `Part.last_key` of a part without decode records
+class _Mark(Enum):
+    NO_DECODE = "no decode"
+
+
+# `Part.last_key` of a part without decode records: an enum member, so that it is still itself
+# in a part a reading process pickled (a bare `object()` would come back as another object)
+_NO_DECODE = _Mark.NO_DECODE
 
 
 @dataclass

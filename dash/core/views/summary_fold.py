@@ -18,7 +18,7 @@ from operator import ne
 
 from dash.core.log.batch import Batch
 from dash.core.log.bulk import records, shape_record
-from dash.core.log.timestamps import normalise_ts
+from dash.core.log.timestamps import normalise_stamps
 from dash.core.state.ranks import rank_key
 from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
@@ -47,18 +47,15 @@ class Stamps:
 
     def text(self, col: list[bytes]) -> list[str]:
         texts = self.texts
-        for stamp in set(col).difference(texts):
-            texts[stamp] = normalise_ts(stamp.decode("ascii"))
+        fresh = list(set(col).difference(texts))
+        texts.update(zip(fresh, normalise_stamps(fresh), strict=True))
         return list(map(texts.__getitem__, col))
 
     def text_and_key(self, col: list[bytes]) -> tuple[list[str], list[str | None]]:
-        texts, keys = self.texts, self.keys
-        for stamp in set(col).difference(keys):
-            text = texts.get(stamp)
-            if text is None:
-                text = texts[stamp] = normalise_ts(stamp.decode("ascii"))
-            keys[stamp] = ts_key(text)
-        return list(map(texts.__getitem__, col)), list(map(keys.__getitem__, col))
+        keys = self.keys
+        fresh = list(set(col).difference(keys))
+        keys.update(zip(fresh, map(ts_key, self.text(fresh)), strict=True))
+        return self.text(col), list(map(keys.__getitem__, col))
 
 
 def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
