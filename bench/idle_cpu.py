@@ -9,11 +9,14 @@ kdash's RSS over time (it should stay flat).
     .venv/bin/python bench/idle_cpu.py              # 60 s
     .venv/bin/python bench/idle_cpu.py --seconds 15 # a quick look
     .venv/bin/python bench/idle_cpu.py --compare    # samples read vs not, side by side
+    .venv/bin/python bench/idle_cpu.py --compare --against ../ref  # and another checkout's code
 
 Beside the simulated client's own outputs, a writer appends realistic samples (SGLang
 `/generate` records of 4-16 KB) at `--samples-per-s` (20) to three partitions, so the dashboard
 reads sample content as it would on a busy run. `--compare` runs two dashboards on the same run
 at the same time, one with `[outputs] samples = false` (lines counted, contents never read).
+`--against DIR` runs the dashboard of another checkout (its `bench/idle_cpu.py --child`) beside
+each of these, on the same run at the same time: old code against new under the same load.
 """
 
 from __future__ import annotations
@@ -129,11 +132,13 @@ def measure(ns: argparse.Namespace) -> int:
 
 def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool]) -> int:
     sessions = []
+    checkouts = [(REPO, "")] + ([(Path(ns.against).resolve(), ", against")] if ns.against else [])
     for no_samples in modes:
-        label = "counts only" if no_samples else "samples read"
-        wdir = work / ("off" if no_samples else "on")
-        wdir.mkdir()
-        sessions.append((label, *_start(ns, run, wdir, no_samples)))
+        for checkout, suffix in checkouts:
+            label = ("counts only" if no_samples else "samples read") + suffix
+            wdir = work / (("off" if no_samples else "on") + ("-against" if suffix else ""))
+            wdir.mkdir()
+            sessions.append((label, *_start(ns, run, wdir, no_samples, checkout)))
     tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"  # type: ignore[attr-defined]
                             " > /dev/null", shell=True, start_new_session=True)
     try:
@@ -151,12 +156,15 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
         tail.wait()
 
 
-def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool
+def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool, checkout: Path
            ) -> tuple[list[str], Path]:
     run_: Any = run
     session = f"kdash-bench-{os.getpid()}-{work.name}"
     pid_file = work / "kdash.pid"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--pid-file", str(pid_file),
+    script = checkout / "bench" / "idle_cpu.py"
+    if not script.is_file():
+        raise SystemExit(f"bench: {script} not found (--against names a kdash checkout)")
+    cmd = [sys.executable, str(script), "--child", "--pid-file", str(pid_file),
            "--dir", str(work), "--log", str(run_.server_log), "--client-log", str(run_.client_log),
            "--outputs", str(run_.outputs_dir / "*.jsonl"),
            "--inputs", str(run_.inputs_dir / "*.jsonl"), "--url", run_.url,
@@ -196,15 +204,23 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
     print(f"kdash on a simulated run: 8 GPUs, {len(PARTITIONS)} partitions, {lines:.1f} log lines/s, "
           f"{samples:.1f} samples/s ({ns.samples_per_s:g}/s of 4-16 KB), 1 Hz refresh, 160x45 "
           f"tmux, {wall:.0f} s measured after {WARMUP_S:.0f} s warm-up")
+    width = max(13, *(len(label) for label, _ in kdash))
     for (label, _), cpu, mem in zip(kdash, k_cpu, rss, strict=True):
         mib = [r / 2**20 for r in mem]
-        print(f"  kdash CPU, {label:<13} {cpu:6.2f} % of one core   RSS start {mib[0]:.1f} "
+        print(f"  kdash CPU, {label:<{width}} {cpu:6.2f} % of one core   RSS start {mib[0]:.1f} "
               f"end {mib[-1]:.1f} max {max(mib):.1f} MiB")
-    print(f"  tail -F | grep CPU         {b_cpu:6.2f} % of one core")
+    print(f"  {'tail -F | grep CPU':<{width + 11}} {b_cpu:6.2f} % of one core")
+    cpu = dict(zip((label for label, _ in kdash), k_cpu, strict=True))
     if b_cpu > 0:
-        print(f"  ratio kdash / tail|grep    {k_cpu[-1] / b_cpu:.1f}x")
-    if len(k_cpu) == 2 and k_cpu[0] > 0:
-        print(f"  samples read / counts only {k_cpu[1] / k_cpu[0]:.2f}x")
+        for label, value in cpu.items():
+            print(f"  ratio kdash / tail|grep, {label:<{width}} {value / b_cpu:5.1f}x")
+    for a, b, what in (("counts only", "samples read", "samples read / counts only"),
+                       ("counts only, against", "samples read, against",
+                        "samples read / counts only, against"),
+                       ("counts only, against", "counts only", "counts only: this / against"),
+                       ("samples read, against", "samples read", "samples read: this / against")):
+        if cpu.get(a) and b in cpu:
+            print(f"  {what:<{width + 25}} {cpu[b] / cpu[a]:5.2f}x")
     return 0
 
 
@@ -217,6 +233,8 @@ def main() -> int:
     p.add_argument("--compare", action="store_true",
                    help="also run a dashboard that does not read sample contents, side by side")
     p.add_argument("--no-samples", action="store_true", help="[outputs] samples = false")
+    p.add_argument("--against", metavar="DIR",
+                   help="also run this kdash checkout's dashboard beside each, on the same run")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("pid-file", "dir", "log", "client-log", "outputs", "inputs", "url"):
         p.add_argument(f"--{name}", help=argparse.SUPPRESS)
