@@ -6,13 +6,15 @@
 
 The log mixes what a busy SGLang server writes during a batch-inference job: per second one
 `Decode batch` line, a few `Prefill batch` lines and many uvicorn access lines, with a startup
-section and a rare retraction. Both commands read the same file in the same run (from the page
-cache, as after generation), in turn, `--repeat` times; the best of each is printed, with the
-ratio. grep uses one core and writes its count to a pipe (GNU grep stops at the first match
-when its output is /dev/null); kdash reads a large file with one process per core, at most
-eight, and is timed with one too (`KDASH_PROCESSES=1`). `export --format jsonl` writes to
-/dev/null. The replay's figure is its first frame: a headless `ReplayApp` reading the log
-until it has drawn the first state, with its peak RSS.
+section and a rare retraction. Every command reads the same file (from the page cache, as
+after generation) once a round, `--repeat` rounds, with grep run again beside each of them,
+so that a slow spell of a shared machine falls on the baseline too; the best of each is
+printed with its ratio to the best grep, and the load average before each round. grep uses
+one core and writes its count to a pipe (GNU grep stops at the first match when its output
+is /dev/null); kdash reads a large file with one process per core, at most eight, and is
+timed with one too (`KDASH_PROCESSES=1`). `export --format jsonl` writes to /dev/null. The
+replay's figure is its first frame: a headless `ReplayApp`, started as `kdash replay` starts
+it, from the interpreter's start until it has drawn the log's first state, with its peak RSS.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dash.sources.logread import processes
@@ -107,32 +110,95 @@ def _cpu() -> float:
     return use.ru_utime + use.ru_stime
 
 
-def _time(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (every process of the command), stdout."""
+class Run:
+    """One timed command: wall seconds, CPU seconds (every process of it), and for a
+    replay its first frame, records and peak RSS (its own, and its largest reading
+    process's)."""
+
+    def __init__(self, wall: float, cpu: float, out: str) -> None:
+        self.wall, self.cpu, self.out = wall, cpu, out
+
+
+def _time(cmd: list[str], env: dict[str, str] | None = None) -> Run:
     c0, t0 = _cpu(), time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     elapsed, cpu = time.perf_counter() - t0, _cpu() - c0
     if res.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()[-500:]}")
-    return elapsed, cpu, res.stdout
+        sys.exit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()[-800:]}")
+    return Run(elapsed, cpu, res.stdout)
 
 
-def _best_interleaved(cmds: list[tuple[list[str], dict[str, str] | None]],
-                     repeat: int) -> list[tuple[float, float, str]]:
-    """Best wall and CPU of each command over `repeat` rounds; each round runs every command
-    once, so that a slow spell of a shared machine falls on all of them alike."""
-    runs: list[list[tuple[float, float, str]]] = [[] for _ in cmds]
+# The replay as `kdash replay` runs it (the reading processes' resource tracker started
+# before the app), headless: the time from the interpreter's start to the first frame drawn.
+_REPLAY = """
+import asyncio, json, resource, sys, time
+from pathlib import Path
+from dash.commands.replay import replay_config
+from dash.sources.logread import prepare_processes
+from dash.ui.replay_app import ReplayApp
+
+async def main():
+    path = Path(sys.argv[1])
+    prepare_processes(path)
+    app = ReplayApp(replay_config(path, ()), speed=60.0)
+    async with app.run_test(size=(160, 45)) as pilot:
+        while app.frame is None and app.load_error is None:
+            await pilot.pause(0.01)
+        await pilot.pause()
+        first = time.time()
+        out = {"first": first, "records": len(app.timeline.records) if app.timeline else 0,
+               "error": app.load_error,
+               "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               "workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+        print(json.dumps(out))
+        app.exit()
+
+asyncio.run(main())
+"""
+
+
+def _replay(path: Path, env: dict[str, str] | None = None) -> Run:
+    t0 = time.time()
+    run = _time([sys.executable, "-c", _REPLAY, str(path)], env)
+    got = json.loads(run.out.strip().splitlines()[-1])
+    if got["error"]:
+        sys.exit(f"replay failed: {got['error']}")
+    run.wall = got["first"] - t0
+    run.out = got
+    return run
+
+
+def _rounds(path: Path, repeat: int) -> tuple[dict[str, list[Run]], list[float]]:
+    """Every command once a round, grep among them, `repeat` rounds: a slow spell of a
+    shared machine falls on all of them alike. The load average before each round."""
+    grep = shutil.which("grep") or "grep"
+    py = [sys.executable, "-m", "dash"]
+    one = dict(os.environ, KDASH_PROCESSES="1")
+    export = ["sh", "-c", '"$0" -m dash export "$1" --format jsonl > /dev/null', sys.executable,
+              str(path)]
+    summary = [*py, "summary", str(path), "--json"]
+    cmds: dict[str, Callable[[], Run]] = {
+        "grep": lambda: _time([grep, "-c", "Decode batch", str(path)]),
+        "summary": lambda: _time(summary), "summary1": lambda: _time(summary, one),
+        "export": lambda: _time(export), "export1": lambda: _time(export, one),
+        "replay": lambda: _replay(path), "replay1": lambda: _replay(path, one),
+    }
+    runs: dict[str, list[Run]] = {name: [] for name in cmds}
+    loads = []
     for _ in range(repeat):
-        for i, (cmd, env) in enumerate(cmds):
-            runs[i].append(_time(cmd, env))
-    return [(min(r[0] for r in rs), min(r[1] for r in rs), rs[-1][2]) for rs in runs]
+        loads.append(os.getloadavg()[0])
+        for name, cmd in cmds.items():
+            runs[name].append(cmd())
+            if name != "grep":
+                runs["grep"].append(cmds["grep"]())  # grep again beside each command
+    return runs, loads
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024, help="log size (default 1024)")
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs each (default 3)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N rounds (default 3)")
     ns = ap.parse_args()
     path = OUT / f"mixed-{ns.size_mb}mb.log"
     if not path.exists() or path.stat().st_size < ns.size_mb * 1024 * 1024:
@@ -146,73 +212,41 @@ def main() -> int:
     return 0
 
 
-_REPLAY = """
-import asyncio, resource, sys, time
-from pathlib import Path
-t0 = time.perf_counter()
-from dash.commands.replay import replay_config
-from dash.ui.replay_app import ReplayApp
-
-async def main():
-    app = ReplayApp(replay_config(Path(sys.argv[1]), ()), speed=60.0)
-    async with app.run_test(size=(160, 45)) as pilot:
-        while app.cursor is None:
-            await pilot.pause(0.01)
-        await pilot.pause()
-        print(time.perf_counter() - t0, len(app.timeline.records))
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        app.exit()
-
-asyncio.run(main())
-"""
-
-
-def _replay(path: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
-    """First frame (s, as the script measures it), records, peak RSS (MB) of a replay."""
-    res = subprocess.run([sys.executable, "-c", _REPLAY, str(path)], capture_output=True,
-                         text=True, check=False, env=env)
-    if res.returncode != 0:
-        sys.exit(f"replay failed: {res.stderr.strip()[-800:]}")
-    first, rss = res.stdout.split("\n")[:2]
-    t, n = first.split()
-    return float(t), float(n), float(rss)
-
-
 def _report(path: Path, repeat: int) -> None:
-    grep = shutil.which("grep") or "grep"
-    py = [sys.executable, "-m", "dash"]
-    one = dict(os.environ, KDASH_PROCESSES="1")
-    export = ["sh", "-c", '"$0" -m dash export "$1" --format jsonl > /dev/null', sys.executable,
-              str(path)]
-    runs = _best_interleaved(
-        [([grep, "-c", "Decode batch", str(path)], None),
-         ([*py, "summary", str(path), "--json"], None), ([*py, "summary", str(path), "--json"], one),
-         (export, None), (export, one)], repeat)
-    (g, g_cpu, g_out), (s2, s2_cpu, out), (s1, s1_cpu, _), (e2, e2_cpu, _), (e1, e1_cpu, _) = runs
-    replays = [(_replay(path), _replay(path, one)) for _ in range(max(1, repeat - 1))]
-    r2 = min((r[0] for r in replays), key=lambda r: r[0])
-    r1 = min((r[1] for r in replays), key=lambda r: r[0])
-    doc = json.loads(out)
+    runs, loads = _rounds(path, repeat)
+    best = {name: min(rs, key=lambda r: r.wall) for name, rs in runs.items()}
+    g = best["grep"]
+    g_cpu = min(r.cpu for r in runs["grep"])
+    doc = json.loads(best["summary"].out)
     size = path.stat().st_size / 1e6
-    cores = os.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"log: {size:,.0f} MB, {doc['lines']:,} lines ({doc['records']['decode']:,} decode, "
           f"{doc['records']['prefill']:,} prefill, {doc['records']['event']:,} events; "
-          f"grep counts {int(g_out.strip()):,} decode lines)")
-    print(f"machine: {cores} cores, load average {load:.2f} at the start (other work slows both)")
+          f"grep counts {int(g.out.strip()):,} decode lines)")
+    cores = os.cpu_count() or 1
+    print(f"machine: {cores} cores; load average before each round: "
+          f"{', '.join(f'{x:.2f}' for x in loads)}, after: {os.getloadavg()[0]:.2f} "
+          "(other work slows every command)")
     n = processes()
+    print(f"best of {repeat} rounds, grep run beside every command "
+          f"({len(runs['grep'])} times: {min(r.wall for r in runs['grep']):.2f}-"
+          f"{max(r.wall for r in runs['grep']):.2f} s)")
     print(f"{'':44} {'wall':>7} {'ratio':>6} {'cpu':>7} {'ratio':>6}   goal")
-    for name, wall, cpu, goal in (
-            ("grep -c 'Decode batch' (1 core)", g, g_cpu, ""),
-            (f"kdash summary --json ({n} processes)", s2, s2_cpu, "<= 6x"),
-            ("kdash summary --json (1 process)", s1, s1_cpu, ""),
-            (f"kdash export jsonl ({n} processes)", e2, e2_cpu, "<= 15x"),
-            ("kdash export jsonl (1 process)", e1, e1_cpu, ""),
-            (f"kdash replay, first frame ({n} processes)", r2[0], float("nan"), "<= 15x"),
-            ("kdash replay, first frame (1 process)", r1[0], float("nan"), "")):
-        print(f"{name:44} {wall:6.2f}s {wall / g:5.1f}x {cpu:6.2f}s {cpu / g_cpu:5.1f}x   {goal}")
-    print(f"replay: {r2[1]:,.0f} records kept, peak RSS {r2[2]:.0f} MB ({n} processes), "
-          f"{r1[2]:.0f} MB (1 process); goal <= 250 MB")
+    rows = (("grep -c 'Decode batch' (1 core)", "grep", ""),
+            (f"kdash summary --json ({n} processes)", "summary", "<= 6x"),
+            ("kdash summary --json (1 process)", "summary1", ""),
+            (f"kdash export jsonl ({n} processes)", "export", "<= 15x"),
+            ("kdash export jsonl (1 process)", "export1", ""),
+            (f"kdash replay, first frame ({n} processes)", "replay", "<= 15x"),
+            ("kdash replay, first frame (1 process)", "replay1", ""))
+    for label, name, goal in rows:
+        r = best[name]
+        print(f"{label:44} {r.wall:6.2f}s {r.wall / g.wall:5.1f}x {r.cpu:6.2f}s "
+              f"{r.cpu / g_cpu:5.1f}x   {goal}")
+    r2, r1 = best["replay"].out, best["replay1"].out
+    assert isinstance(r2, dict) and isinstance(r1, dict)
+    print(f"replay: {r2['records']:,} records kept; peak RSS {r2['rss']:.0f} MB with {n} "
+          f"processes (each reading process at most {r2['workers']:.0f} MB), "
+          f"{r1['rss']:.0f} MB with one; goal <= 250 MB")
     print(f"alerts replayed by summary: {len(doc['alerts'])}")
 
 

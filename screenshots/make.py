@@ -155,6 +155,9 @@ SIMULATED: dict[str, tuple[str, int, tuple[str, ...], tuple[int, int]]] = {
     "demo-oom-crash-restart-80x24": ("oom-crash-restart", 340, (), (80, 24)),
     "demo-oom-20-min-after-restart": ("oom-crash-restart", 360 + 1200, (), (160, 45)),
     "demo-buffered-client-log": ("buffered-client-log", 600, ("l", "c"), (160, 45)),
+    "demo-tuning-session": ("tuning-session", 2400, (), (160, 45)),
+    "demo-launches": ("tuning-session", 2400, ("L",), (160, 45)),
+    "demo-launches-80x24": ("tuning-session", 2400, ("L",), (80, 24)),
     "demo-truncated-outputs": ("truncated-outputs", 900, ("2",), (160, 45)),
 }
 

@@ -16,7 +16,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import LineParser
 from dash.core.log.syntax import Field, Grammar, Phrase
 from dash.core.state.run import RunState
-from dash.sources import logread
+from dash.sources import logread, replay_read
 from dash.sources.collector import Collector, apply_files
 
 FOO = GRAMMAR.with_field("decode", Field("#foo-req", "foo_req", INT)).with_phrase(
@@ -77,7 +77,7 @@ def test_live_dashboard(tmp_path: Path) -> None:
 
 
 def test_replay_timeline(tmp_path: Path) -> None:
-    records = list(logread.load_timeline(_log(tmp_path), grammar=FOO).records)
+    records = list(replay_read.load_timeline(_log(tmp_path), grammar=FOO).records)
     assert records[-1]["foo_req"] == _last_foo()
     assert [r["event"] for r in records if r["kind"] == "event"] == ["foo_trip"]
 

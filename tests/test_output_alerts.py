@@ -46,6 +46,8 @@ def test_truncated(tmp_path: Path, capsys) -> None:
     a = alerts_of(tmp_path, capsys)["outputs_truncated"]
     assert a["subject"] == "B2" and "25 of 100" in a["message"] and "(25%)" in a["message"]
     assert "limit 10,240 tokens" in a["evidence"]
+    # the message names the limit too: at 80x24 it shows where the evidence may not
+    assert a["message"].endswith("stopped at the 10,240-token limit")
 
 
 def test_invalid_and_partial_lines(tmp_path: Path, capsys) -> None:
@@ -125,6 +127,7 @@ def test_the_limit_is_named_from_the_command_line(tmp_path: Path) -> None:
     assert isinstance(snap.client, ClientSnapshot)
     (f,) = [f for rule in OUTPUT_RULES for f in rule(_ctx(snap)) if f.id == "outputs_truncated"]
     assert "--short-max-tokens 10240 on the client's command line" in f.evidence
+    assert f.message.endswith("stopped at the token limit (--short-max-tokens 10240)")
 
 
 def _state_on(tmp_path: Path) -> RunState:

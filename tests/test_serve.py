@@ -509,3 +509,28 @@ def test_the_readme_stuck_queries_fire_for_a_frozen_kdash(serve, tmp_path: Path)
     finally:
         prom.terminate()
         prom.wait(timeout=20)
+
+
+async def test_serve_keeps_the_launches_of_its_log(tmp_path: Path) -> None:
+    from core.test_launches import two_starts
+
+    from dash.commands.serve import ServeLoop
+    from dash.core.config import Config
+    from dash.sources.launch_store import LaunchStore
+
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(two_starts()) + "\n")
+    cfg = Config(log=log, url="", alert_history=False, state_dir=tmp_path / "state")
+    loop = ServeLoop(cfg, lambda _snap: None)
+    try:
+        await loop.files()
+        await loop.tick()
+    finally:
+        await loop.close()
+    kept, notice = LaunchStore(tmp_path / "state", log).load()
+    assert notice is None and [x.outcome for x in kept] == ["oom", "running"]
+    again = ServeLoop(cfg, lambda _snap: None)  # a later serve remembers them
+    try:
+        assert [x.earlier for x in again.state.launches.launches()] == [True, True]
+    finally:
+        await again.close()

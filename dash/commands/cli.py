@@ -28,7 +28,9 @@ from dash.commands.options import (
 )
 from dash.core.errors import UsageError
 
-SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "outputs")
+SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "launches",
+               "outputs")
+
 
 def _dashboard_parser() -> argparse.ArgumentParser:
     p = Parser(
@@ -73,6 +75,11 @@ def _sub_parser(name: str) -> argparse.ArgumentParser:
         p.description = "A headless report of a server log (with the alerts that would have fired)."
         p.add_argument("path", metavar="LOG")
         p.add_argument("--json", action="store_true", help="print JSON")
+    elif name == "launches":
+        p.description = ("The server starts of logs side by side: what changed between them, "
+                         "how each ended, what each achieved.")
+        p.add_argument("paths", metavar="LOG", nargs="+")
+        p.add_argument("--json", action="store_true", help="print JSON")
     elif name == "export":
         p.description = "Every parsed record of a server log, one per line."
         p.add_argument("path", metavar="LOG")
@@ -104,6 +111,10 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
         from dash.commands.summary import run_summary
 
         return run_summary(Path(ns.path), as_json=ns.json)
+    if name == "launches":
+        from dash.commands.launches import run_launches
+
+        return run_launches([Path(p) for p in ns.paths], as_json=ns.json)
     if name == "export":
         from dash.commands.export import run_export
 

@@ -1,8 +1,9 @@
 """`kdash demo`: the simulated run and the dashboard on it, in one process (no GPU needed).
 
 The simulator stays headless (`dash.sim`); this command is where it meets the UI. The demo's own
-state (its alert history) goes in the run's directory, never in the user's state directory: a
-demo's simulated OOM must not show up in the history of real runs.
+state (its alert history, the launches it sees) goes in the run's directory, never in the user's
+state directory: a demo's simulated OOM must not show up in the history of real runs, nor its
+simulated starts beside a real log's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ def run_demo(ns: argparse.Namespace) -> int:
         run.start()
         from dash.ui.app import run_dashboard
 
-        cfg = dataclasses.replace(run.config(), state_dir=where / "kdash-state")
+        state = where / "kdash-state"
+        # The simulator writes its log afresh: what an earlier demo in this directory saw of it
+        # (its launches) is not this run's.
+        shutil.rmtree(state, ignore_errors=True)
+        cfg = dataclasses.replace(run.config(), state_dir=state)
         return run_dashboard(cfg, nvml_module=run.nvml, clock=run.clock(),
                              extra_title=f"demo: {ns.scenario}")
     finally:

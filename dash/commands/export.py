@@ -33,6 +33,8 @@ class JsonlJob:
     def __init__(self, grammar: Grammar = GRAMMAR) -> None:
         self.kinds = ("event", *dict.fromkeys(f.kind for f in grammar.families))
 
+    keep = None
+
     def piece(self, scan: Scan) -> list[Cut]:
         writers: dict[bytes, ShapeWriter] = {}
         stamps = scan.reader.stamps

@@ -25,6 +25,7 @@ from dash.core.config import Config
 from dash.core.snapshot import RunSnapshot
 from dash.core.views.jsondoc import snapshot_to_json
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
+from dash.sources.launch_store import remembered
 
 if TYPE_CHECKING:
     from dash.core.state.run import RunState
@@ -128,6 +129,7 @@ def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
                  clock: Clock | None = None) -> tuple[RunSnapshot, Sample]:
     """The run's state after sampling every source for `window` seconds, and how it was taken."""
     sampler = _Sampler(cfg, window, nvml_module, clock or SystemClock())
+    keepers = remembered(sampler.state, cfg)
 
     async def main() -> Sample:
         try:
@@ -136,7 +138,15 @@ def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
             await sampler.close()
 
     sample = asyncio.run(main())
-    return sampler.state.tick_and_snapshot(sampler.clock.now())[1], sample
+    now = sampler.clock.now()
+    snap = sampler.state.tick_and_snapshot(now)[1]
+    errors = [keeper.store.save(sampler.state.launches_for(keeper.path).launches(), now)
+              for keeper in keepers]  # what this look saw, for the next one
+    for error in filter(None, errors):
+        sampler.state.add_notice(error)
+    if any(errors):
+        snap = sampler.state.snapshot(now)
+    return snap, sample
 
 
 def run_once(cfg: Config, as_json: bool, *, window: float = DEFAULT_WINDOW_S,

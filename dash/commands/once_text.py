@@ -10,6 +10,7 @@ import time
 
 from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot
 from dash.core.state.log_clock import clock_text
+from dash.core.views.launch_advice import server_line
 
 
 def _dur(seconds: float | None) -> str:
@@ -72,6 +73,9 @@ def _one_server(snap: RunSnapshot) -> list[str]:
     lines += _rank_lines(s)
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
+    launch = server_line(snap.launches)
+    if launch:
+        lines.append(f"  launches     {launch}")
     clock = clock_text(s.clock)
     if clock:
         age = None if s.clock.last_line_at is None else max(0.0, snap.now - s.clock.last_line_at)

@@ -1,6 +1,6 @@
 """`kdash replay LOG [--outputs GLOB] [--speed X]`: a finished run through the dashboard.
 
-The log is read once, streaming, in a worker thread (`dash.sources.logread.load_timeline`): only its records are kept
+The log is read once, streaming, in a worker thread (`dash.sources.replay_read.load_timeline`): only its records are kept
 (bounded, see `dash.core.state.timeline.MAX_RECORDS`), each with its time from the log's own stamps. The
 screen then runs on that log clock (`dash.ui.replay_app.ReplayApp`). A finished run's output files
 are complete, so they are counted once (`dash.sources.counts.count_outputs`) and shown with their final counts.
@@ -55,7 +55,10 @@ def run_replay(ns: argparse.Namespace) -> int:
     if problem:
         raise UsageError(problem)
     cfg = replay_config(Path(ns.path), tuple(ns.outputs or ()))
+    from dash.sources.logread import prepare_processes
     from dash.ui.replay_app import ReplayApp
+
+    prepare_processes(Path(ns.path))  # before the app takes over standard error
 
     app = ReplayApp(cfg, speed=float(ns.speed), handle_signals=True)
     result = app.run()

@@ -14,6 +14,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
@@ -23,6 +24,7 @@ from dash.core.state.run import RunState
 from dash.sources.alert_sinks import AlertDelivery
 from dash.sources.blocking import run_blocking
 from dash.sources.collector import Collector, apply_files, apply_gpus, apply_http, apply_processes
+from dash.sources.launch_store import remembered
 
 Publish = Callable[[RunSnapshot], None]
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -67,6 +69,7 @@ class ServeLoop:
         self.publish = publish
         self.collector = Collector(cfg, nvml_module=nvml_module)
         self.state = RunState(cfg)
+        self.keepers = remembered(self.state, cfg)  # the earlier launches of the logs
         self.sinks = AlertDelivery.from_config(cfg)
         self._noted: RecentSet[str] = RecentSet(MAX_NOTED)
 
@@ -98,6 +101,24 @@ class ServeLoop:
         if changes:
             for err in await self.sinks.deliver(changes, now):
                 self._note(f"alert delivery: {err}")
+        await self.keep_launches(now)
+
+    async def keep_launches(self, now: float, *, final: bool = False) -> None:
+        """Save each kept log's launches when a start or an end came, or now and then
+        (`final`: on the way out, whatever changed)."""
+        for keeper in self.keepers:
+            tracker = self.state.launches_for(keeper.path)
+            if not keeper.due(tracker.version, tracker.boundaries, float("inf") if final else now):
+                continue
+            keeper.taken(tracker.version, tracker.boundaries, now)
+            launches = tracker.launches()
+            try:
+                error = await run_blocking(partial(keeper.store.save, launches, now),
+                                           timeout=3.0, name="kdash-launches")
+            except TimeoutError as exc:
+                error = str(exc)
+            if error:
+                self._note(error)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll every source on its own interval until `stop` is set; then release them."""
@@ -125,6 +146,7 @@ class ServeLoop:
             await self.close()
 
     async def close(self) -> None:
+        await self.keep_launches(self.clock.now(), final=True)
         # The polls' threads may still be running (their tasks were cancelled): the collector
         # waits for them, with a timeout, before closing what they read.
         await self.collector.aclose()

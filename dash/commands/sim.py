@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("--dir", metavar="PATH", required=True, help="where to write the run")
         parser.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--log-format", default="0.5.12",
-                            choices=FAMILIES + tuple(ALIASES), help="SGLang log family")
+        parser.add_argument("--log-format", default=None, choices=FAMILIES + tuple(ALIASES),
+                            help="SGLang log family (default: the scenario's, else 0.5.12)")
         parser.add_argument("--duration", type=float, metavar="SECONDS",
                             help="stop after this many simulated seconds")
         speed = SIM_SPEED
@@ -113,8 +113,8 @@ def run_sim(ns: argparse.Namespace) -> int:
     if problem:
         raise UsageError(f"sim: {problem}")
     run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
-                 gpus=ns.gpus, log_format=resolve_family(ns.log_format), port=ns.port,
-                 duration=ns.duration, dp=ns.dp)
+                 gpus=ns.gpus, log_format=ns.log_format and resolve_family(ns.log_format),
+                 port=ns.port, duration=ns.duration, dp=ns.dp)
     try:
         run.prepare()
     except OSError as exc:

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dash.core.launch import span
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.syntax import Grammar
+from dash.core.views.launch_advice import launches_json
 from dash.core.views.summary import LogSummary, Part
-from dash.core.views.summary_fold import part_of
+from dash.core.views.summary_fold import KEEP, part_of
 from dash.sources.logread import Scan, fold, ref_time
 
 MAX_ALERT_LINES = 15  # alerts listed in the text report
@@ -19,6 +21,8 @@ MAX_ALERT_LINES = 15  # alerts listed in the text report
 
 class SummaryJob:
     """A piece of the log as summary parts, one per block (in whichever process)."""
+
+    keep = KEEP
 
     def piece(self, scan: Scan) -> list[Part]:
         stamps = scan.reader.stamps
@@ -52,8 +56,22 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
     # records kept are no sign of a silent server until they exceed that thinning.
     silent = max(AlertConfig().silent_after_s, summary.alerts.spacing_s() + 60.0)
     cfg = Config(alerts={"silent_after_s": silent})
-    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(summary.alerts.records(), cfg)]
+    replayed = summary.alerts.records()
+    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(replayed, cfg)]
+    doc["launches"] = launches_json(replay_launches(path, replayed, summary))
     return doc
+
+
+def replay_launches(path: Path, replayed: list[dict[str, Any]],
+                    summary: LogSummary) -> tuple[Any, ...]:
+    """The log's launches from the alert replay's stream (every event, decode lines thinned):
+    its windows are widened to hold as many of them as the plateau rule's window holds lines."""
+    from dash.core.state.launches import LaunchTracker
+
+    tracker = LaunchTracker(None, window_s=max(120.0, 5 * summary.alerts.spacing_s()))
+    tracker.feed(replayed, None, ref=summary.ref)
+    tracker.finish()
+    return tracker.launches()
 
 
 def _fmt(v: Any) -> str:
@@ -110,8 +128,21 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     for sample in doc["incomplete_samples"]:
         why = "; ".join(sample["incomplete"] or ())
         out.append(f"  incomplete ({why}): {str(sample['text'])[:max(20, width - 18 - len(why))]}")
+    out.extend(_launch_lines(doc["launches"], width))
     out.extend(_alert_lines(doc["alerts"], width))
     return "\n".join(out) + "\n"
+
+
+def _launch_lines(launches: list[dict[str, Any]], width: int) -> list[str]:
+    """One line per server start; `kdash launches LOG` shows them side by side."""
+    if len(launches) < 2:
+        return [f"  launches    {len(launches)}"] if not launches else []
+    out = [f"  launches    {len(launches)} (kdash launches LOG: side by side)"]
+    for doc in launches:
+        out.append(f"    #{doc['number']:<3} {_fmt(doc['start_ts']):<24} {doc['outcome_text']}, "
+                   f"ran {span(doc['duration_s'])}")
+        out.append(f"         {doc['advice'].split(': ', 1)[-1][:max(20, width - 9)]}")
+    return out
 
 
 def _accept(spec: dict[str, Any]) -> str:

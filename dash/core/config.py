@@ -75,7 +75,8 @@ class Config:
     alert_history: bool = True
     """Append alerts as JSONL to the state directory (and read the last ones back at start)."""
     state_dir: Path | None = None
-    """Where kdash keeps its own files (the alert history); None: the user state directory."""
+    """Where kdash keeps its own files (the alert history, the launches of each log); None: the
+    user state directory."""
     alerts: Mapping[str, Any] = field(default_factory=dict)
     """Alert thresholds by name (see README "Alerts")."""
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dash.core.launch import Launch
 from dash.core.samples.snapshot import QualitySnapshot
 from dash.core.series import SeriesView
 
@@ -455,6 +456,11 @@ class RunSnapshot:
     """Figures summed over the servers where there are several (None: `server.now` is it)."""
     server_liveness: tuple[Liveness, ...] = ()
     """Each server's liveness where there are several (`liveness` is the first's)."""
+    launches: tuple[Launch, ...] = ()
+    """Every start of the (primary) server's log seen and remembered, in start order; the last
+    is the current one."""
+    server_launches: tuple[tuple[Launch, ...], ...] = ()
+    """Each server's launches where there are several (`launches` is the first's)."""
 
     def for_server(self, index: int) -> RunSnapshot:
         """The run as one of its servers sees it: `server` that one, its liveness, the HTTP
@@ -465,8 +471,10 @@ class RunSnapshot:
         server = self.servers[i]
         http = self.http if i == 0 else HttpSnapshot()
         live = self.server_liveness[i] if i < len(self.server_liveness) else self.liveness
+        launches = self.server_launches[i] if i < len(self.server_launches) else self.launches
         return dataclasses.replace(self, server=server, servers=(server,), total=None, http=http,
-                                   liveness=live, server_liveness=())
+                                   liveness=live, server_liveness=(), launches=launches,
+                                   server_launches=())
 
     @property
     def figures(self) -> Mapping[str, Any]:

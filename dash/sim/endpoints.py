@@ -45,7 +45,9 @@ def server_info(sim: Simulation, t: float) -> dict[str, object]:
         "decode_log_interval": 40, "enable_metrics": True, "port": sim.port,
         "status": "ready" if sim.ready(t) else "starting",
         "max_total_num_tokens": tokens, "max_req_input_len": CONTEXT_LEN - 1,
-        "version": "0.5.12" if not sim.fmt.legacy else sim.fmt.family,
+        "enable_hierarchical_cache": bool(life and life.hicache_gb),
+        "hicache_size": life.hicache_gb if life else 0,
+        "version": sim.fmt.family,
         "internal_states": [{
             "last_gen_throughput": load.gen if load else 0.0,
             "memory_usage": {"weight": 58.2, "kvcache": 24.6, "token_capacity": tokens,

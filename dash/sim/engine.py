@@ -34,6 +34,9 @@ class StepOutput:
     """Client-log text (tqdm bars carry `\\r` and no newline)."""
     outputs: dict[str, list[str]] = field(default_factory=dict)
     """Partition name -> complete JSONL lines appended."""
+    rewrite_at: int | None = None
+    """A server start rewrote the log: `server[rewrite_at:]` replace the file's contents (the
+    lines before it are appended first)."""
 
 
 @dataclass(slots=True)
@@ -149,8 +152,11 @@ class Simulation:
         pool_avail = scenarios.GPU_TOTAL_GB * (1 - life.mem_fraction) - 0.06
         if dt == 0:
             self.counters = Counters()
+            if life.rewrite:
+                out.rewrite_at = len(out.server)
             self._line(out, t, f.server_args(MODEL, self.tp, life.mem_fraction, life.kv_dtype,
-                                            MAX_RUNNING, CONTEXT_LEN, self.port, self.dp), None)
+                                            MAX_RUNNING, CONTEXT_LEN, self.port,
+                                            life.hicache_gb, self.dp), None)
         elif dt == 3:
             self._line(out, t, f.load_weight_begin(avail0))
         elif dt == 8:
@@ -159,8 +165,11 @@ class Simulation:
                                                     4.87 + 0.01 * r), r)
         elif dt == 9:
             for r in range(self.tp):
-                self._line(out, t, f.kv_allocated(life.max_total_num_tokens, kv_gb / 2, kv_gb / 2), r)
+                self._line(out, t, f.kv_allocated(life.max_total_num_tokens, kv_gb / 2, kv_gb / 2,
+                                                  life.kv_dtype), r)
             self._line(out, t, f.memory_pool_end(pool_avail))
+            for r in range(self.tp if life.hicache_gb else 0):
+                self._line(out, t, f.hicache_host(life.hicache_gb, life.kv_dtype), r)
         elif dt == 10:
             self._line(out, t, f.graph_begin(pool_avail - 0.06))
         elif dt == 14:

@@ -1,9 +1,13 @@
 """SGLang log-line formats, written from the reference notes (never through kdash's parser).
 
-Three families, picked by `log_format`:
+Four families, picked by `log_format`:
 
+- `0.5.19`: as 0.5.12, with the arguments printed as a dict (`server_args={...}`), the KV pool
+  line naming its dtype (`KV Cache is allocated. dtype: torch.bfloat16, ...`, 0.5.13+) and the
+  HiCache host pool line of 0.5.17+ (`Allocating full hierarchical KV host pool: ...`).
 - `0.5.12` (default, alias `current`): `Decode batch, ...` with no trailing comma, prefill lines
-  with `#pending-token`, `cuda graph` and `input throughput`; rank tags only when a dimension > 1.
+  with `#pending-token`, `cuda graph` and `input throughput`; rank tags only when a dimension > 1;
+  `server_args=ServerArgs(...)`.
 - `0.4.10`: `Decode batch. ...` with `cuda graph` and a trailing `", "`; `KV cache pool is full`.
 - `0.4.3`: `Decode batch. ...` with `largest-len: 0` and a trailing `", "`, every scheduler line
   tagged ` TP{n}` (even at tp 1), `Decode out of memory happened.` retractions.
@@ -16,10 +20,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-FAMILIES = ("0.5.12", "0.4.10", "0.4.3")
+FAMILIES = ("0.5.12", "0.5.19", "0.4.10", "0.4.3")
 ALIASES = {"current": "0.5.12", "0.5": "0.5.12", "0.4": "0.4.3"}
 
 _SITE = "/usr/local/lib/python3.12/dist-packages"
+_TORCH_DTYPES = {"auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
+                 "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2"}
+KV_BYTES_PER_TOKEN = {"torch.bfloat16": 70272, "torch.float8_e4m3fn": 35136,
+                      "torch.float8_e5m2": 35136}
+"""DeepSeek-V3's MLA cache: (512 + 64) values x 61 layers, 2 bytes each in bf16, 1 in fp8."""
 
 
 def resolve_family(name: str) -> str:
@@ -40,7 +49,12 @@ class LogFormat:
     @property
     def legacy(self) -> bool:
         """True for the 0.4.x families (period heads, trailing comma)."""
-        return self.family != "0.5.12"
+        return self.family not in ("0.5.12", "0.5.19")
+
+    @property
+    def current(self) -> str:
+        """The 0.5.x family these lines follow for everything but startup details."""
+        return "0.5.12" if not self.legacy else self.family
 
     # -- prefix ------------------------------------------------------------------------------
     def prefix(self, epoch: float, tp_rank: int | None, tp_size: int,
@@ -59,7 +73,7 @@ class LogFormat:
     # -- scheduler stats ---------------------------------------------------------------------
     def decode(self, running: int, tokens: int, usage: float, gen: float, queue: int) -> str:
         """The periodic decode-stats line (every 40 decode steps)."""
-        if self.family == "0.5.12":
+        if self.current == "0.5.12":
             return (f"Decode batch, #running-req: {running}, #token: {tokens}, "
                     f"token usage: {usage:.2f}, cuda graph: True, "
                     f"gen throughput (token/s): {gen:.2f}, #queue-req: {queue}")
@@ -76,14 +90,14 @@ class LogFormat:
         """One prefill batch."""
         head = (f"#new-seq: {new_seq}, #new-token: {new_tok}, #cached-token: {cached}, "
                 f"token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, ")
-        if self.family == "0.5.12":
+        if self.current == "0.5.12":
             return (f"Prefill batch, {head}#pending-token: {pending}, cuda graph: False, "
                     f"input throughput (token/s): {input_tps:.2f}")
         return f"Prefill batch. {head}"
 
     def retract(self, n: int, gained: int, old: float, new: float) -> str:
         """A retraction: the KV pool filled up and running requests went back to the queue."""
-        if self.family == "0.5.12":
+        if self.current == "0.5.12":
             return (f"KV cache pool is full. Retract requests. #retracted_reqs: {n}, "
                     f"#new_tokens_gained: {gained}, #new_token_ratio: {old:.4f} -> {new:.4f}")
         if self.family == "0.4.10":
@@ -93,36 +107,56 @@ class LogFormat:
 
     # -- startup -----------------------------------------------------------------------------
     def server_args(self, model: str, tp: int, mem_fraction: float, kv_dtype: str,
-                    max_running: int, context: int, port: int, dp: int = 1) -> str:
-        """The one long `server_args=ServerArgs(...)` line."""
-        return (f"server_args=ServerArgs(model_path='{model}', tokenizer_path='{model}', "
-                f"tokenizer_mode='auto', skip_tokenizer_init=False, load_format='auto', "
-                f"trust_remote_code=True, dtype='auto', kv_cache_dtype='{kv_dtype}', "
-                f"quantization=None, context_length={context}, device='cuda', "
-                f"served_model_name='{model}', chat_template=None, is_embedding=False, "
-                f"host='127.0.0.1', port={port}, mem_fraction_static={mem_fraction}, "
-                f"max_running_requests={max_running}, max_total_tokens=None, "
-                f"chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                f"schedule_policy='fcfs', schedule_conservativeness=1.0, tp_size={tp}, "
-                f"stream_interval=1, random_seed=42, log_level='info', "
-                f"log_requests=False, show_time_cost=False, enable_metrics=True, "
-                f"decode_log_interval=40, dp_size={dp}, load_balance_method='round_robin', "
-                f"enable_dp_attention={dp > 1}, "
-                f"disable_radix_cache=False, disable_cuda_graph=False, "
-                f"enable_torch_compile=False, watchdog_timeout=300)")
+                    max_running: int, context: int, port: int, hicache_gb: float = 0.0,
+                    dp: int = 1) -> str:
+        """The one long arguments line: `server_args=ServerArgs(...)`, or a dict (0.5.19+)."""
+        pairs: list[tuple[str, object]] = [
+            ("model_path", model), ("tokenizer_path", model), ("tokenizer_mode", "auto"),
+            ("skip_tokenizer_init", False), ("load_format", "auto"), ("trust_remote_code", True),
+            ("dtype", "auto"), ("kv_cache_dtype", kv_dtype), ("quantization", None),
+            ("context_length", context), ("device", "cuda"), ("served_model_name", model),
+            ("chat_template", None), ("is_embedding", False), ("host", "127.0.0.1"),
+            ("port", port), ("mem_fraction_static", mem_fraction),
+            ("max_running_requests", max_running), ("max_total_tokens", None),
+            ("chunked_prefill_size", 8192), ("max_prefill_tokens", 16384),
+            ("schedule_policy", "fcfs"), ("schedule_conservativeness", 1.0), ("tp_size", tp),
+            ("stream_interval", 1), ("random_seed", 42), ("log_level", "info"),
+            ("log_requests", False), ("show_time_cost", False), ("enable_metrics", True),
+            ("decode_log_interval", 40), ("dp_size", dp), ("load_balance_method", "round_robin"),
+            ("enable_dp_attention", dp > 1), ("disable_radix_cache", False),
+            ("disable_cuda_graph", False), ("enable_torch_compile", False),
+            ("enable_hierarchical_cache", hicache_gb > 0), ("hicache_ratio", 2.0),
+            ("hicache_size", int(hicache_gb) if hicache_gb == int(hicache_gb) else hicache_gb),
+            ("watchdog_timeout", 300)]
+        if self.family == "0.5.19":
+            return "server_args={" + ", ".join(f"{k!r}: {v!r}" for k, v in pairs) + "}"
+        return "server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in pairs) + ")"
 
     def load_weight_begin(self, avail: float) -> str:
         return f"Load weight begin. avail mem={avail:.2f} GB"
 
     def load_weight_end(self, model_type: str, avail: float, usage: float, elapsed: float) -> str:
-        if self.family == "0.5.12":
+        if self.current == "0.5.12":
             return (f"Load weight end. elapsed={elapsed:.2f} s, type={model_type}, "
                     f"quant=fp8, fmt=e4m3, avail mem={avail:.2f} GB, mem usage={usage:.2f} GB.")
         return (f"Load weight end. type={model_type}, dtype=torch.bfloat16, "
                 f"avail mem={avail:.2f} GB, mem usage={usage:.2f} GB.")
 
-    def kv_allocated(self, tokens: int, k_gb: float, v_gb: float) -> str:
-        return f"KV Cache is allocated. #tokens: {tokens}, K size: {k_gb:.2f} GB, V size: {v_gb:.2f} GB"
+    def kv_allocated(self, tokens: int, k_gb: float, v_gb: float, kv_dtype: str = "auto") -> str:
+        dtype = ""
+        if self.family == "0.5.19":
+            dtype = f"dtype: {_TORCH_DTYPES.get(kv_dtype, 'torch.bfloat16')}, "
+        return (f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {k_gb:.2f} GB, "
+                f"V size: {v_gb:.2f} GB")
+
+    def hicache_host(self, host_gb: float, kv_dtype: str = "auto") -> str:
+        """The hierarchical cache's host pool, once per scheduler (`--hicache-size` GB)."""
+        if self.family != "0.5.19":
+            return f"Allocating {host_gb:.2f} GB host memory for hierarchical KV cache."
+        per_token = KV_BYTES_PER_TOKEN[_TORCH_DTYPES.get(kv_dtype, "torch.bfloat16")]
+        tokens = int(host_gb * 1e9 // per_token)
+        return (f"Allocating full hierarchical KV host pool: {tokens} tokens, {host_gb:.2f} GB "
+                "host memory.")
 
     def memory_pool_end(self, avail: float) -> str:
         return f"Memory pool end. avail mem={avail:.2f} GB"
@@ -159,7 +193,7 @@ class LogFormat:
         return f'INFO:     127.0.0.1:{client_port} - "{method} {path} HTTP/1.1" {status}'
 
     def model_info_path(self) -> str:
-        return "/model_info" if self.family == "0.5.12" else "/get_model_info"
+        return "/model_info" if self.current == "0.5.12" else "/get_model_info"
 
     @staticmethod
     def ready() -> str:
@@ -200,7 +234,7 @@ class LogFormat:
 
     def sigquit(self) -> str:
         """What the parent prints when a scheduler child died."""
-        if self.family == "0.5.12":
+        if self.current == "0.5.12":
             return "SIGQUIT received. signum=3, frame=None. It usually means one child failed."
         return "Received sigquit from a child process. It usually means the child failed."
 

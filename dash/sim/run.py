@@ -47,7 +47,7 @@ class SimRun:
     """A scenario written to `dir`, served over HTTP, with a fake NVML that follows it."""
 
     def __init__(self, dir: str | os.PathLike[str], scenario: str = "healthy", seed: int = 0,
-                 speed: float = 10.0, gpus: int = 8, log_format: str = "0.5.12", *,
+                 speed: float = 10.0, gpus: int = 8, log_format: str | None = None, *,
                  port: int = 0, start_epoch: float | None = None,
                  duration: float | None = None, dp: int | None = None,
                  sample_bytes: tuple[int, int] | None = None) -> None:
@@ -59,6 +59,7 @@ class SimRun:
         self.inputs_dir = self.dir / "inputs"
         self.outputs_dir = self.dir / "outputs"
         self.scenario = scenarios.get(scenario)
+        log_format = log_format or self.scenario.log_format or "0.5.12"
         self.speed = float(speed)
         self.gpus = gpus
         self.duration = duration
@@ -210,9 +211,14 @@ class SimRun:
             return endpoints.answer(self.sim, self._t, path)
 
     def _write(self, out: StepOutput) -> None:
-        if out.server:
+        cut = len(out.server) if out.rewrite_at is None else out.rewrite_at
+        if out.server[:cut]:
             with self.server_log.open("ab") as fh:
-                fh.write("".join(out.server).encode())
+                fh.write("".join(out.server[:cut]).encode())
+        if out.rewrite_at is not None:
+            # What `nohup ... > server.log` does: the same file, truncated, written from empty.
+            with self.server_log.open("wb") as fh:
+                fh.write("".join(out.server[cut:]).encode())
         if out.client and not self.scenario.buffered_client:
             with self.client_log.open("ab") as fh:
                 fh.write(out.client.encode())

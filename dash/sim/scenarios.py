@@ -27,6 +27,14 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
 - `dp-imbalance`: as healthy, on 8 DP-attention ranks (`DP0 TP0 EP0` ... `DP7 TP7 EP7`), but
   rank DP5 holds the long requests: its token usage ~0.95 and the whole queue while the other
   ranks sit at ~0.21.
+- `tuning-session`: four launches on one log, each start rewriting it (`nohup ... > server.log`),
+  in the 0.5.19 format (dict arguments, the KV pool's dtype): `--mem-fraction-static 0.85` from
+  t=0 (116,171 KV tokens, 8.34 GB free after CUDA graph capture, ~850 tok/s from t=80), SIGTERM
+  at t=480; 0.93 from t=500 (212,000 tokens, 0.82 GB free), a 32768-token prefill and an OOM at
+  t=750 (4 min 10 s in); 0.88 with `--hicache-size 48` from t=780 (159,277 tokens, 5.47 GB free,
+  48 GB host pool): the peak-plateau load shifted to its start (1317 tok/s at +120, ~606 from
+  +600), SIGTERM at t=1860; 0.90 with `--kv-cache-dtype fp8_e4m3` (and hicache 48) from t=1880:
+  376,029 tokens, 3.52 GB free, ~1050 tok/s from about +60, running on.
 - `truncated-outputs`: as healthy, but 30% of the samples stop at the client's max_tokens
   (finish reason `length` at 10240 tokens for B2; 2% in the other scenarios), so fewer, longer
   samples arrive.
@@ -45,6 +53,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 READY_AFTER = 18.0
 """Seconds from a server's first line to its ready banner."""
@@ -82,6 +91,10 @@ class Life:
     end: float | None = None
     end_kind: str = ""
     """"oom" (a large prefill, traceback, SIGQUIT, Killed) or "sigterm" (operator restart)."""
+    hicache_gb: float = 0.0
+    """`--hicache-size`: the hierarchical cache's host pool per rank (0: off)."""
+    rewrite: bool = False
+    """This start rewrites the log from empty (`nohup ... > server.log`) instead of appending."""
 
     @property
     def ready_at(self) -> float:
@@ -110,6 +123,8 @@ class Scenario:
     """From this time on the samples come without their reasoning (a chat-template bug)."""
     notes: dict[str, float] = field(default_factory=dict)
     """Named times (simulated seconds) that tests and alert tests key on."""
+    log_format: str | None = None
+    """The log family this scenario is written in unless another is asked for."""
 
 
 def _lerp(a: float, b: float, x: float) -> float:
@@ -160,6 +175,50 @@ def _kv_fp8(t: float, rng: random.Random) -> Load:
                 usage=rng.uniform(0.84, 0.88), gen=rng.uniform(1020.0, 1080.0))
 
 
+def _shifted(load: LoadFn, start: float, t: float, rng: random.Random) -> Load:
+    """A load shape written for a server that starts at 0, for one that starts at `start`."""
+    return load(t - start, rng)
+
+
+def _tune_085(t: float, rng: random.Random) -> Load:
+    """0.85: a small KV pool fills, so the server runs fewer requests at ~850 tok/s."""
+    if t < 80:
+        x = (t - 18) / 62
+        return Load(running=int(_lerp(10, 54, x)), queue=int(_lerp(0, 34, x)),
+                    usage=_lerp(0.2, 0.88, x), gen=_lerp(300, 850, x) + rng.uniform(-10, 10))
+    return Load(running=rng.randint(52, 56), queue=rng.randint(30, 40),
+                usage=rng.uniform(0.86, 0.90), gen=rng.uniform(830.0, 870.0))
+
+
+def _tune_fp8(t: float, rng: random.Random) -> Load:
+    """0.90 with fp8 KV: 2.36x the tokens, more running requests, the queue drains."""
+    if t < 80:
+        x = (t - 18) / 62
+        return Load(running=int(_lerp(20, 91, x)), queue=int(_lerp(60, 20, x)),
+                    usage=_lerp(0.2, 0.84, x), gen=_lerp(400, 1050, x) + rng.uniform(-10, 10))
+    return Load(running=rng.randint(88, 94), queue=rng.randint(4, 12),
+                usage=rng.uniform(0.82, 0.86), gen=rng.uniform(1020.0, 1080.0))
+
+
+def _tuning() -> Scenario:
+    """The four launches of one afternoon's tuning (README, "Launches")."""
+    return Scenario("tuning-session", (
+        Life(start=0.0, load=_tune_085, max_total_num_tokens=116_171, mem_fraction=0.85,
+             avail_after_graph_gb=8.34, end=480.0, end_kind="sigterm"),
+        Life(start=500.0, load=partial(_shifted, _oom_first, 500.0),
+             max_total_num_tokens=212_000, mem_fraction=0.93, avail_after_graph_gb=0.82,
+             end=750.0, end_kind="oom", rewrite=True),
+        Life(start=780.0, load=partial(_shifted, _peak_plateau, 780.0),
+             max_total_num_tokens=159_277, mem_fraction=0.88, avail_after_graph_gb=5.47,
+             hicache_gb=48.0, end=1860.0, end_kind="sigterm", rewrite=True),
+        Life(start=1880.0, load=partial(_shifted, _tune_fp8, 1880.0),
+             max_total_num_tokens=376_029, mem_fraction=0.90, kv_dtype="fp8_e4m3",
+             avail_after_graph_gb=3.52, hicache_gb=48.0, rewrite=True),
+    ), notes={"ready": 18.0, "first_end": 480.0, "second": 500.0, "oom": 750.0, "third": 780.0,
+              "plateau": 1380.0, "third_end": 1860.0, "fourth": 1880.0, "fourth_steady": 2300.0},
+        log_format="0.5.19")
+
+
 def _build() -> dict[str, Scenario]:
     healthy = (Life(start=0.0, load=_healthy),)
     return {s.name: s for s in (
@@ -185,6 +244,7 @@ def _build() -> dict[str, Scenario]:
         Scenario("stalled-output", healthy, stall=("B2_opencodeinstruct", 240.0),
                  notes={"ready": 18.0, "stall": 240.0}),
         Scenario("dp-imbalance", healthy, dp=8, hot_rank=5, notes={"ready": 18.0}),
+        _tuning(),
         Scenario("truncated-outputs", healthy, truncated_share=0.3, mean_output_tokens=4000.0,
                  notes={"ready": 18.0}),
         Scenario("missing-reasoning", healthy, reasoning_lost_at=150.0,

@@ -33,7 +33,7 @@ from dash.core.state.partitions import OutputCount, glob_error
 from dash.core.state.server_url import UrlChoice, UrlFinder
 from dash.sources.blocking import run_blocking
 from dash.sources.counts import OutputsSource
-from dash.sources.files import FileFollower
+from dash.sources.files import FileFollower, FollowRead
 from dash.sources.observations import FilesRead, LogRead, ProcessesReading
 from dash.sources.procs import ProcessError, ProcessSource
 from dash.sources.samples import SampleSource
@@ -265,12 +265,24 @@ def apply_files(state: RunState, read: FilesRead, now: float) -> None:
         state.add_notice(error)
 
 
+REWRITES = frozenset({"truncated", "rotated", "deleted"})
+
+
+def rewrites(read: FollowRead) -> tuple[int, ...]:
+    """Where in a read's lines the log was rewritten (truncated, or replaced by a new file):
+    the lines after each index come from the new contents (a restart's `> server.log`)."""
+    if not REWRITES.intersection(read.events):
+        return ()
+    starts = tuple(i for i, offset in read.starts if offset == 0)
+    return starts or (len(read.lines),)
+
+
 def _apply_log(state: RunState, log: LogRead, now: float) -> None:
     s = log.follow
     # The file's end was reached: its newest line was written when the file last was.
     written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
     state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
-                      pattern=log.pattern, last_stamp=log.last_stamp)
+                      pattern=log.pattern, last_stamp=log.last_stamp, rewritten=rewrites(s))
     if log.window is not None:
         state.server(log.path).window_counted(log.window.base)
     message = s.message

@@ -15,19 +15,20 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Generic, Protocol, TypeVar
 
 from dash.core.errors import UsageError
-from dash.core.log.bulk import Batch, BlockReader, records
+from dash.core.log.batch import Batch
+from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.syntax import Grammar
-from dash.core.state.record_series import SeriesPiece
-from dash.core.state.timeline import MAX_RECORDS, Timeline
 
 CHUNK = 1 << 20  # a block that stays in cache across the few passes over it
 PARALLEL_MIN = 64 << 20  # a plain file at least this big is read by several processes
@@ -122,6 +123,11 @@ class Scan:
 class Job(Protocol[R_co]):
     """What a command makes of a log: one result per piece, folded in file order."""
 
+    @property
+    def keep(self) -> frozenset[str] | None:
+        """The record keys whose values it takes by column (`BlockReader`; None: all)."""
+        ...
+
     def piece(self, scan: Scan) -> R_co:
         """Read a whole piece (in whichever process)."""
         ...
@@ -139,20 +145,21 @@ class _Task(Generic[R]):
     end: int | None
 
     def __call__(self) -> tuple[int, R]:
-        scan = Scan(self.path, self.start, self.end, _reader(self.grammar))
+        scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep))
         result = self.job.piece(scan)
         return scan.lines, result
 
 
-_readers: dict[int, tuple[Grammar, BlockReader]] = {}
+_readers: dict[tuple[int, frozenset[str] | None], tuple[Grammar, BlockReader]] = {}
 
 
-def _reader(grammar: Grammar) -> BlockReader:
+def _reader(grammar: Grammar, keep: frozenset[str] | None = None) -> BlockReader:
     """One reader per grammar in a process, so that shapes learned on a piece serve the next."""
-    held = _readers.get(id(grammar))
+    held = _readers.get((id(grammar), keep))
     if held is None or held[0] is not grammar:
-        _readers.clear()
-        held = _readers[id(grammar)] = (grammar, BlockReader(LineParser(grammar)))
+        if held is not None or len(_readers) > 4:
+            _readers.clear()
+        held = _readers[(id(grammar), keep)] = (grammar, BlockReader(LineParser(grammar), keep))
     return held[1]
 
 
@@ -194,42 +201,86 @@ def cuts(path: Path, size: int, piece: int = PIECE) -> list[int]:
 
 
 def _context() -> Any:
-    """`fork` where the platform has it, else `spawn` (`KDASH_START=spawn` forces it). A
-    forked worker runs only its picklable task (no lock of another thread is taken); `spawn`
-    from inside the replay's Textual app did not start its workers on this machine."""
+    """How reading processes start: `fork` (quick) in a process that runs no other thread,
+    `spawn` where other threads run (the replay reads its log on a thread of its screen's
+    app: a forked copy of such a process may inherit locks those threads hold) or where fork
+    is unavailable. `KDASH_START` names one."""
     import multiprocessing
 
     wanted = os.environ.get("KDASH_START")
     if wanted:
         return multiprocessing.get_context(wanted)
-    if "fork" in multiprocessing.get_all_start_methods():
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def prepare_processes(path: Path) -> None:
+    """Call before a Textual app takes over the terminal when the app will read `path`.
+
+    A start method other than fork needs multiprocessing's resource tracker, a process of
+    its own that is handed this process's standard error at its start; Textual's stand-in for
+    `sys.stderr` says its descriptor is -1, and the tracker then fails to start (`bad
+    value(s) in fds_to_keep`). Started here, before the app, it gets the real one."""
+    if path.suffix == ".gz" or processes() < 2:
+        return
+    try:
+        if path.stat().st_size < PARALLEL_MIN:
+            return
+    except OSError:
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+
+
+def _pieces(path: Path, tasks: list[_Task[R]], n: int) -> Iterator[tuple[int, R]]:
+    """Run the pieces in `n` processes; results in file order, a bounded number in flight.
+    A process that cannot start, or dies, is a LogError; an error a piece raises is raised
+    as it is."""
+    cannot = f"{path}: could not start the processes that read it"
+    try:
+        pool = ProcessPoolExecutor(n, mp_context=_context())
+    except (OSError, ValueError) as exc:
+        raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one") from None
+    with pool:
+        window = 2 * n  # results in flight: bounded memory, and no worker waits on the parent
+        pending: list[Future[tuple[int, R]]] = []
+        try:
+            for task in tasks:
+                try:
+                    pending.append(pool.submit(_run, task))
+                except (OSError, ValueError) as exc:
+                    raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one"
+                                   ) from None
+                if len(pending) >= window:
+                    yield pending.pop(0).result()
+            for fut in pending:
+                yield fut.result()
+        except BrokenProcessPool as exc:
+            raise LogError(f"{path}: a process reading it died ({exc}); KDASH_PROCESSES=1 "
+                           "reads it in one") from None
 
 
 def run_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
             workers: int | None = None) -> Iterator[tuple[int, R]]:
     """(lines, result) per piece of the log in file order; lines count from 1 in each piece.
-    A `.gz`, a small file or one process: one piece, read here."""
+    A `.gz` is one piece; a small file, or one process, is read here, piece by piece."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0
     n = processes() if workers is None else workers
-    if path.suffix == ".gz" or size < PARALLEL_MIN or n < 2:
+    if path.suffix == ".gz" or size == 0:
         yield _Task(job, grammar, path, 0, None)()
         return
     bounds = cuts(path, size)
     tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
-    with ProcessPoolExecutor(n, mp_context=_context()) as pool:
-        window = 2 * n  # results in flight: bounded memory, and no worker waits on the parent
-        pending: list[Future[tuple[int, R]]] = []
-        for task in tasks:
-            pending.append(pool.submit(_run, task))
-            if len(pending) >= window:
-                yield pending.pop(0).result()
-        for fut in pending:
-            yield fut.result()
+    if size < PARALLEL_MIN or n < 2:
+        for task in tasks:  # here, a piece at a time: what is held stays bounded
+            yield task()
+        return
+    yield from _pieces(path, tasks, n)
 
 
 def ref_time(path: Path) -> float:
@@ -251,32 +302,3 @@ def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
     except OSError as exc:  # the file went away between the processes' reads
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     return done
-
-
-class SeriesJob:
-    """A piece of the log as compact record series (for a replay)."""
-
-    def piece(self, scan: Scan) -> SeriesPiece:
-        out = SeriesPiece()
-        for batch in scan.batches():
-            out.add(batch, scan.reader.stamps)
-        return out
-
-
-def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAMMAR,
-                  progress: Callable[[int], None] | None = None) -> Timeline:
-    """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
-    timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
-    done = 0
-    try:
-        for lines, piece in run_job(path, SeriesJob(), grammar):
-            more = timeline.add_piece(piece, done)
-            done += lines
-            if progress is not None:
-                progress(len(timeline.records))
-            if not more:
-                break
-    except OSError as exc:
-        raise LogError(f"{path}: {exc.strerror or exc}") from None
-    timeline.finish()
-    return timeline

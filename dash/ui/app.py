@@ -25,6 +25,7 @@ from dash.core.recent import RecentSet
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.run import RunState
 from dash.sources import collector
+from dash.sources.launch_store import LaunchKeeper, remembered
 from dash.sources.observations import FilesRead, Sources
 from dash.ui.messages import (
     FilesObserved,
@@ -43,6 +44,7 @@ from dash.ui.widgets.gpus import GpuPanel, GpuTable
 from dash.ui.widgets.header import HeaderBar, HeaderState
 from dash.ui.widgets.help import HelpScreen
 from dash.ui.widgets.keyed_table import KeyedTable
+from dash.ui.widgets.launches import LaunchesScreen
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.partitions import PartitionDetails, PartitionTable
 from dash.ui.widgets.ranks import RanksScreen
@@ -53,10 +55,11 @@ COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
 """How often a timer tick refreshes the partition and GPU tables."""
-KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  R ranks  s server  "
-             "1-9 partition  o sample  g/G GPU  l log  c client/server  / filter  p pause  "
-             "a ack  +/- window  r reset peak")
-COMPACT_KEY_HINTS = "q quit ? help tab focus enter open h history R ranks v chart l log o sample"
+KEY_HINTS = ("q quit  ? help  tab focus  enter open alert  h history  L launches  R ranks  "
+             "s server  1-9 partition  o sample  g/G GPU  l log  c client/server  / filter  "
+             "p pause  a ack  +/- window  r reset peak")
+COMPACT_KEY_HINTS = ("q quit ? help tab focus enter open h history L launches R ranks v chart "
+                     "l log o sample")
 """The key line at 80 columns: the keys that reach what the small screen hides."""
 BELL_SEVERITIES = frozenset({"warn", "crit"})
 PANE_LINES = 2000
@@ -89,6 +92,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         Binding("p", "pause", "pause"),
         Binding("a", "acknowledge", "acknowledge"),
         Binding("h", "history", "alert history"),
+        Binding("L", "launches", "launches"),
         Binding("v", "cycle_chart", "next chart (compact)"),
         Binding("plus,equals_sign", "window(1)", "longer window"),
         Binding("minus", "window(-1)", "shorter window"),
@@ -109,8 +113,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         cpu_meter: Callable[[], float | None] | None = None,
         extra_title: str | None = None,
         handle_signals: bool = False,
+        launch_keepers: tuple[LaunchKeeper, ...] = (),
     ) -> None:
-        super().__init__(cfg, collector, clock or SystemClock())
+        super().__init__(cfg, collector, clock or SystemClock(), launch_keepers)
         # The terminal's own ANSI palette, set before anything renders: cell styles are cached.
         self.theme = "ansi-dark"
         self.handle_signals = handle_signals
@@ -194,6 +199,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.bell()
         if changes and self.collector is not None:
             self.deliver_alerts(changes, now)
+        if self.launch_keepers:
+            self.keep_launches(self.state, now)
         self._announce(fresh.notices)
         try:
             if not self.paused or self.snap is None:
@@ -329,6 +336,10 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(), self._back)
 
+    def action_launches(self) -> None:
+        if self.snap is not None and self.overlay() is None:
+            self.push_screen(LaunchesScreen(self.snap, self.server_index), self._back)
+
     def action_ranks(self) -> None:
         if self.snap is not None and not isinstance(self.screen, RanksScreen):
             self.push_screen(RanksScreen(self.snap))
@@ -439,8 +450,11 @@ def run_dashboard(
     from dash.sources.collector import Collector
 
     collector = Collector(cfg, nvml_module=nvml_module)
-    app = DashApp(cfg, state=_state_with_history(cfg, notices), collector=collector, clock=clock,
-                  extra_title=extra_title, handle_signals=True)
+    state = _state_with_history(cfg, notices)
+    # Read before the screen starts (like the config files): the earlier launches of the log
+    keepers = remembered(state, cfg)
+    app = DashApp(cfg, state=state, collector=collector, clock=clock, extra_title=extra_title,
+                  handle_signals=True, launch_keepers=keepers)
     exporter = None
     if cfg.metrics_port is not None:
         from dash.sources.prom_export import start_exporter

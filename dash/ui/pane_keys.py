@@ -15,6 +15,7 @@ from textual.widgets import Input
 from dash.core.snapshot import RunSnapshot
 from dash.ui.widgets.alert_screen import AlertScreen, HistoryScreen
 from dash.ui.widgets.alerts import AlertsPanel
+from dash.ui.widgets.launches import LaunchesScreen
 from dash.ui.widgets.log_pane import LogPane
 
 
@@ -70,10 +71,11 @@ class AlertKeys(App[int]):
     def _back(self, _: object = None) -> None:  # pragma: no cover - DashApp's
         raise NotImplementedError
 
-    def overlay(self) -> AlertScreen | HistoryScreen | None:
-        """The full-screen alert view on top, if one is (it follows the refresh)."""
+    def overlay(self) -> AlertScreen | HistoryScreen | LaunchesScreen | None:
+        """The full-screen view on top, if one is (it follows the refresh)."""
         screen = self.screen
-        return screen if isinstance(screen, (AlertScreen, HistoryScreen)) else None
+        return screen if isinstance(screen, (AlertScreen, HistoryScreen, LaunchesScreen)) \
+            else None
 
     def action_acknowledge(self) -> None:
         if self.snap is None:

@@ -20,6 +20,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -44,7 +45,10 @@ from dash.ui.messages import (
 )
 
 if TYPE_CHECKING:
+    from dash.core.launch import Launch
+    from dash.core.state.run import RunState
     from dash.sources.alert_sinks import AlertDelivery
+    from dash.sources.launch_store import LaunchKeeper
 
 BACKLOG = 2
 """Messages waiting on the main thread beyond which the file reader waits: each read of a burst
@@ -106,7 +110,8 @@ class SourceThread:
 class WorkerApp(App[int]):
     """The part of the app that runs the sources; `DashApp` adds the screen."""
 
-    def __init__(self, cfg: Config, collector: Sources | None, clock: Clock) -> None:
+    def __init__(self, cfg: Config, collector: Sources | None, clock: Clock,
+                 launch_keepers: tuple[LaunchKeeper, ...] = ()) -> None:
         super().__init__()
         self.cfg = cfg
         self.collector = collector
@@ -121,6 +126,9 @@ class WorkerApp(App[int]):
         self._sources_closed = False
         self._delivery: AlertDelivery | None = None
         self._delivery_errors: RecentSet[str] = RecentSet(MAX_DELIVERY_ERRORS)
+        self.launch_keepers = launch_keepers
+        """Save the logs' launches to the state directory (none: they are not kept)."""
+        self._launch_state: RunState | None = None
 
     def start_sources(self) -> None:
         """Start one loop per configured source."""
@@ -172,6 +180,7 @@ class WorkerApp(App[int]):
                 thread.join(deadline - time.monotonic())
 
         await run_blocking(join, name="kdash-join")  # bounded by the deadline: off the loop
+        await self._save_launches_now(max(MIN_CLOSE_S, deadline - time.monotonic()))
         if self.collector is not None:
             await self.collector.aclose(max(MIN_CLOSE_S, deadline - time.monotonic()))
         return tuple(t.name for t in self._threads if t.running)
@@ -232,6 +241,44 @@ class WorkerApp(App[int]):
             # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
             self._watching = False
             self._wake.set()
+
+    def keep_launches(self, state: RunState, now: float) -> None:
+        """Save each kept log's launches when they changed enough (a start or an end: at once)."""
+        self._launch_state = state
+        for keeper in self.launch_keepers:
+            tracker = state.launches_for(keeper.path)
+            if keeper.due(tracker.version, tracker.boundaries, now):
+                keeper.taken(tracker.version, tracker.boundaries, now)
+                self.save_launches(keeper, tracker.launches(), now)
+
+    @work(group="launches", exclusive=False)
+    async def save_launches(self, keeper: LaunchKeeper, launches: tuple[Launch, ...],
+                            at: float) -> None:
+        """Write a launches file off the loop; a failure is a notice (once)."""
+        try:
+            error = await run_blocking(lambda: keeper.store.save(launches, at),
+                                       timeout=JOIN_TIMEOUT_S, name="kdash-launches")
+        except TimeoutError as exc:
+            error = str(exc)
+        if error and self._delivery_errors.add(error):
+            self.notify(error, title="launches", severity="warning")
+
+    async def _save_launches_now(self, timeout: float) -> None:
+        """On the way out: what changed since the last save."""
+        state = self._launch_state
+        if state is None:
+            return
+        for keeper in self.launch_keepers:
+            tracker = state.launches_for(keeper.path)
+            if not keeper.due(tracker.version, tracker.boundaries, float("inf")):
+                continue
+            keeper.taken(tracker.version, tracker.boundaries, float("inf"))
+            launches = tracker.launches()
+            try:
+                await run_blocking(partial(keeper.store.save, launches, self.clock.now()),
+                                   timeout=timeout, name="kdash-launches")
+            except TimeoutError:
+                return  # a hung state directory: the exit does not wait for it
 
     @work(group="alerts")
     async def deliver_alerts(self, changes: AlertChanges, at: float) -> None:

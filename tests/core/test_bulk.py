@@ -21,7 +21,7 @@ from dash.core.log.parse import PARSER, parse_line
 from dash.core.views.records_json import dumps
 from dash.core.views.summary import summarize_records
 from dash.core.views.summary_feed import AlertFeed, Candidate
-from dash.sources import logread
+from dash.sources import logread, replay_read
 
 REPO = Path(__file__).resolve().parents[2]
 TS = "[2026-03-01 08:{m:02d}:{s:02d}] "
@@ -73,7 +73,20 @@ def naive_export(path: Path) -> bytes:
 
 def timeline_records(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> list[Any]:
     _settings(monkeypatch, 300, parallel)
-    return list(logread.load_timeline(path).records)
+    timeline = replay_read.load_timeline(path)
+    assert list(timeline.times) == list(one_by_one(path).times), path.name
+    return list(timeline.records)
+
+
+def one_by_one(path: Path) -> Any:
+    """The timeline of a log's records added one at a time (the reference for its times)."""
+    from dash.core.state.timeline import Timeline
+
+    timeline = Timeline(ref=logread.ref_time(path))
+    for rec in logread.Scan(path):
+        timeline.add(rec)
+    timeline.finish()
+    return timeline
 
 
 def _bench() -> Any:
@@ -130,6 +143,7 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
     assert want["records"]["decode"] > 500 and want["records"]["prefill"] > 1500
     assert want["lines"] == path.read_bytes().count(b"\n")
     assert export(path, monkeypatch, 64 << 10, parallel) == naive_export(path)
+    assert timeline_records(path, monkeypatch, parallel) == list(logread.Scan(path))
     assert _shape_rows(path.read_bytes()) > 0.95 * (want["records"]["decode"]
                                                     + want["records"]["prefill"])
 
@@ -174,6 +188,9 @@ _CLEAN = [
     PREFILL, PREFILL, PREFILL, PREFILL + ", Decode batch, x", PREFILL.replace("{c}", "{g}"),
     PREFILL.replace("batch,", "batch."), PREFILL.replace("{c}, ", "{c}"),
     ACCESS, ACCESS, ACCESS, ACCESS.replace("POST", "GET /error"), ACCESS.replace("{t}", "x"),
+    # access lines that name a stats head or an event phrase are the parser's to read
+    ACCESS.replace("POST", "GET /Prefill batch"), ACCESS.replace("OK", "OK Shutting down"),
+    ACCESS.replace("POST", "GET /Killed"),
     "KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.4 -> 0.5",
     "Killed", "torch.OutOfMemoryError: CUDA out of memory.", "Decode batch, garbage", "", "hello",
     "Received sigquit from a child process.", "Prefill batch, nonsense", "] Decode batch",
@@ -227,7 +244,7 @@ def _read_twice(block: bytes, first_line: int = 1) -> tuple[BlockReader, list[An
 def _shape_rows(data: bytes) -> int:
     reader, _ = _read_twice(data[:200_000])
     buf = b"\n" + data[:data.rfind(b"\n") + 1]
-    return sum(map(len, reader.read(buf, len(buf), 1).rows))
+    return reader.read(buf, len(buf), 1).rows_total
 
 
 def _dec(s: int, g: str = "10.00") -> bytes:
@@ -257,10 +274,47 @@ def test_learned_shapes_read_the_lines_they_came_from() -> None:
 @pytest.mark.parametrize("bad", [
     b"\r", b"\x1b[0m", b" ^[[0m", b"^M", b", Decode batch", b"x",
     b"\n" + (TS.format(m=1, s=0) + ACCESS.format(t=1) + " Shutting down").encode(),
+    b"\n" + (TS.format(m=1, s=0) + ACCESS.format(t=1) + " Decode batch").encode(),
+    b"\n" + (TS.format(m=1, s=0) + ACCESS.format(t=1)).encode() * 3,
 ])
 def test_lines_the_parser_would_read_differently_are_left_to_it(bad: bytes) -> None:
     block = _dec(1) + b"\n" + _dec(2) + bad + b"\n"
     assert _read_twice(block)[1] == _naive_block(block, 1)
+
+
+def test_access_lines_that_name_a_stats_head_are_not_passed_over() -> None:
+    """The HTTP server's lines are passed over only while they hold no keyword of the
+    grammar: `GET /Prefill batch` is an unparsed line, as the parser says."""
+    acc = [(TS.format(m=1, s=s % 60) + ACCESS.format(t=s)).encode() for s in range(900)]
+    odd = (TS.format(m=2, s=0) + ACCESS.format(t=7).replace("POST", "GET /Prefill batch")).encode()
+    block = b"\n".join([_dec(1), *acc[:450], odd, *acc[450:], _dec(2)]) + b"\n"
+    reader, got = _read_twice(block)
+    assert reader._skips, "a block of access lines teaches a form to pass over"
+    assert got == _naive_block(block, 1)
+    assert [r["kind"] for r in got] == ["decode", "unparsed", "decode"]
+
+
+def test_a_prefilter_that_is_no_plain_search_parses_every_line() -> None:
+    """Where the parser's prefilter is not the plain keyword search the reader derives its
+    own from, the reader hands every line to the parser (and gives the same records)."""
+    import re
+
+    from dash.core.log.grammar import GRAMMAR
+    from dash.core.log.parser import LineParser
+
+    parser = LineParser(GRAMMAR)
+    parser.interest = re.compile(parser.interest.pattern, re.IGNORECASE)
+    seen: list[str] = []
+    parse = parser.parse
+    parser.parse = lambda text, n=0: seen.append(text) or parse(text, n)  # type: ignore[method-assign]
+    block = b"\n".join([_dec(1), b"Killed", b"hello", b"decode BATCH, x", _dec(2), b""]) + b"\n"
+    reader = BlockReader(parser)
+    buf = b"\n" + block
+    got = records(reader.read(buf, len(buf), 1), reader.stamps)
+    want = [r for n, line in enumerate(block.decode().split("\n")[:-1], 1)
+            if (r := parse(line, n)) is not None]
+    assert got == want and [r["kind"] for r in got] == ["decode", "event", "decode"]
+    assert {"hello", "decode BATCH, x"} <= set(seen)
 
 
 @settings(max_examples=200, deadline=None)
@@ -295,3 +349,10 @@ def test_summary_lists_an_oom(real_logs: Path) -> None:
         assert "server_oom" in [a["id"] for a in doc["alerts"]], log.name
         text = _kdash("summary", str(log)).stdout
         assert "server_oom" in text and "CRIT" in text
+
+
+@given(st.text(max_size=30))
+def test_stamp_json_is_what_json_writes(text: str) -> None:
+    from dash.core.views.records_json import json_text
+
+    assert json_text(text) == json.dumps(text).encode()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +167,94 @@ def test_checkpoints_stay_bounded_by_thinning() -> None:
             cps.add(float(t), t, t)
     assert 4 <= len(cps.items) <= 8 and cps.every_s > 1.0
     assert [t for t, _, _ in cps.items] == sorted(t for t, _, _ in cps.items)
+
+
+# -- the times of a piece, a column at a time -----------------------------------------------
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Europe/Dublin"])
+def test_stamp_times_equal_ts_to_epoch_across_clock_changes(
+        monkeypatch: pytest.MonkeyPatch, zone: str) -> None:
+    """Each minute's local time is worked out once: on the days the clocks change (by an
+    hour, or by half an hour on Lord Howe) every stamp still gets what `ts_to_epoch` gives."""
+    import time
+
+    from dash.core.log import timestamps
+    from dash.core.log.timestamps import ts_to_epoch
+    from dash.core.state.stamp_times import stamp_epochs
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    timestamps._full_stamp_to_epoch.cache_clear()  # it keeps times of the zone before
+    try:
+        stamps: list[str | None] = [None, "", "08:00:01", "10-11T12:27:29", "2026-02-30T10:00:00",
+                                    "2026-03-01T24:00:00", "2026-03-01T08:00:60",
+                                    "2026-03-01T08:00:05Z", "2026-03-01 08:00:05,250"]
+        for day in ("2026-03-08", "2026-11-01", "2026-04-05", "2026-10-04", "2026-03-29",
+                    "2026-10-25"):
+            for h in range(0, 4):
+                for mi in (0, 15, 29, 30, 59):
+                    stamps += [f"{day}T{h:02d}:{mi:02d}:{s:02d}" for s in (0, 1, 30, 59)]
+            stamps.append(f"{day}T01:30:00.123456789")
+        got = stamp_epochs(stamps)
+        for ts, t in zip(stamps, got, strict=True):
+            if not ts:
+                assert t == -math.inf
+            elif ts[4:5] != "-":
+                assert math.isnan(t), ts
+            else:
+                want = ts_to_epoch(ts, 0.0)
+                assert (t == -math.inf) if want is None else t == want, ts
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+        timestamps._full_stamp_to_epoch.cache_clear()
+
+
+def test_int_columns_widen_to_what_their_largest_value_needs() -> None:
+    from array import array
+
+    from dash.core.state.record_series import extend
+
+    col = extend(array("B"), [1, 2, 200])
+    assert col.typecode == "B"
+    col = extend(col, [7, 70_000, 3])
+    col = extend(col, [2 ** 40])
+    assert col.typecode == "Q" and list(col) == [1, 2, 200, 7, 70_000, 3, 2 ** 40]
+    from dash.core.state.record_series import extend_read
+
+    read = extend_read(array("B", [1]), [b"2", b"70000", b"3"], int)
+    assert read.typecode == "I" and list(read) == [1, 2, 70_000, 3]
+    narrow = extend(array("B", [1]), array("H", [300]))
+    assert narrow.typecode == "H" and list(narrow) == [1, 300]
+    assert list(extend(array("I", [5]), array("B", [6]))) == [5, 6]
+
+
+def test_a_replay_run_obeys_the_screen_on_the_log_clock(tmp_path: Path) -> None:
+    """The replay's pure part, as its thread drives it: real time paced at a speed, pause,
+    a jump back to a saved state, and frames that say what changed."""
+    from dash.commands.replay import replay_config
+    from dash.core.config import Config
+    from dash.core.state.replay_run import ReplayRun, obey
+    from dash.sim import SimRun
+    from dash.sources.replay_read import load_timeline
+
+    t0 = 1_750_000_000.0
+    SimRun(tmp_path, "oom-crash-restart", start_epoch=t0).advance_to(420)
+    log = tmp_path / "server.log"
+    run = ReplayRun(replay_config(log, (), base=Config()), load_timeline(log))
+    first = run.frame()
+    assert first.now == t0 and first.fresh_pane and first.pane
+    paced, paused = obey(run, ("pace", 10.0), 0.0, False, 30.0)
+    assert run.cursor.now == t0 + 60.0 and (paced, paused) == (10.0, False)  # 2 s at most
+    paced, paused = obey(run, ("pause", 11.0, True), paced, paused, 30.0)
+    paced, paused = obey(run, ("pace", 20.0), paced, paused, 30.0)
+    assert run.cursor.now == t0 + 60.0 and paused
+    for _ in range(4):
+        paced, paused = obey(run, ("jump", 21.0, 60.0), paced, paused, 30.0)
+    assert run.cursor.now == t0 + 300.0  # the OOM's time
+    assert "server_oom" in {a.id for a in run.frame().snapshot.alerts}
+    before = run.state
+    obey(run, ("jump", 22.0, -120.0), paced, paused, 30.0)
+    frame = run.frame()
+    assert run.state is not before and frame.fresh_pane and frame.now == t0 + 180.0
+    assert "server_oom" not in {a.id for a in frame.snapshot.alerts}

@@ -119,3 +119,34 @@ def test_client_log_resumes_and_shows_progress(make_run):
     assert "Resuming: 1374 already done\n" in text
     bars = [p for p in text.split("\r") if p.startswith("B2_opencodeinstruct:")]
     assert len(bars) > 20 and "/5000 [" in bars[-1]
+
+
+def test_tuning_session_rewrites_the_log_at_each_start(make_run, parse_log):
+    import os
+
+    run = make_run("tuning-session")
+    files = []
+    for t, life in zip((499, 779, 1879, 2400), run.scenario.lives, strict=True):
+        run.advance_to(t)
+        st = os.stat(run.server_log)
+        files.append(((st.st_dev, st.st_ino), parse_log(run.server_log), life))
+    assert len({ident for ident, _, _ in files}) == 1  # `> server.log`: truncated, not replaced
+    for _, records, life in files:
+        args = _events(records, "server_args")
+        assert len(args) == 1 and args[0]["line"] == 1 and _at(args[0]) == life.start
+        assert args[0]["mem_fraction_static"] == life.mem_fraction
+        capacity = [r for r in _events(records, "kv_cache") if "max_total_num_tokens" in r]
+        assert capacity[0]["max_total_num_tokens"] == life.max_total_num_tokens
+        graph = [r for r in _events(records, "cuda_graph") if r.get("phase") == "end"]
+        assert graph[0]["avail_mem_gb"] == life.avail_after_graph_gb
+        host = [r["hicache_host_gb"] for r in _events(records, "kv_cache")
+                if "hicache_host_gb" in r]
+        assert host == ([48.0] * 8 if life.hicache_gb else [])
+    oom = _events(files[1][1], "oom")  # a raw traceback line: no stamp of its own
+    assert oom and oom[0]["reason"] == "cuda_oom" and files[1][2].end_kind == "oom"
+    big = [r for r in files[1][1] if r["kind"] == "prefill" and r["new_token"] == 32768]
+    assert len(big) == 1 and _at(big[0]) == 750
+    dtypes = {r.get("dtype") for r in _events(files[3][1], "kv_cache")} - {None}
+    assert dtypes == {"torch.float8_e4m3fn"} and files[3][2].kv_dtype == "fp8_e4m3"
+    steady = _decodes(files[3][1], 1880 + 100, 2400)
+    assert steady and all(1020 <= r["gen_throughput"] <= 1080 for r in steady)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from dash.core.alerts.model import AlertChanges
 from dash.core.config import Config
+from dash.core.launch import Launch, LaunchFigures
 from dash.core.series import SeriesView
 from dash.core.snapshot import (
     Alert,
@@ -214,6 +215,55 @@ def client() -> ClientSnapshot:
     )
 
 
+_QWEN = {"model_path": "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "tp_size": 8, "dp_size": 1,
+         "mem_fraction_static": 0.88, "kv_cache_dtype": "fp8_e4m3", "hicache_size": 0,
+         "max_running_requests": 128, "chunked_prefill_size": 8192, "context_length": 32768}
+
+
+def launches() -> tuple[Launch, ...]:
+    """The fixture run's one start (its facts as a launch)."""
+    return (Launch(
+        key="2025-06-15T14:33:40|qwen", started_at=START + 90.0, start_ts="2025-06-15T14:33:40",
+        start_line=1, engine="sglang", ready_at=START + 221.0, last_at=NOW - 2.0, args=_QWEN,
+        capacity={"max_total_num_tokens": 1_245_184, "kv_size_gb": 38.4, "kv_dtype": "fp8_e4m3",
+                  "weights_gb": 54.88, "weights_avail_gb": 38.21, "graph_avail_gb": 6.52},
+        figures=LaunchFigures(peak=1309.0, peak_line=1317.0, steady=606.0, steady_s=5400.0,
+                              running=128.0, queued=205.0, usage=0.97, decode_lines=2650,
+                              retractions=1, retracted_reqs=3, prefix_hit=0.21)),)
+
+
+def tuning_launches() -> tuple[Launch, ...]:
+    """Four starts of one afternoon's tuning, the last one running (the launches view)."""
+    base = {"model_path": "deepseek-ai/DeepSeek-V3", "tp_size": 8, "kv_cache_dtype": "auto",
+            "enable_hierarchical_cache": False, "hicache_size": 0, "chunked_prefill_size": 8192,
+            "max_running_requests": 1024, "context_length": 163840}
+    plans = [
+        (0.85, "auto", 0, 116_171, 8.34, "shutdown", 480.0, 848.0, 852.0),
+        (0.93, "auto", 0, 212_000, 0.82, "oom", 250.0, None, 1122.0),
+        (0.88, "auto", 48, 159_277, 5.47, "shutdown", 1080.0, 609.0, 1242.0),
+        (0.90, "fp8_e4m3", 48, 376_029, 3.52, "running", 520.0, 1055.0, 1060.0),
+    ]
+    out, t = [], NOW - 2400.0
+    for i, (mem, kv, host, tokens, graph, outcome, ran, steady, peak) in enumerate(plans):
+        args = {**base, "mem_fraction_static": mem, "kv_cache_dtype": kv, "hicache_size": host,
+                "enable_hierarchical_cache": bool(host)}
+        cap = {"max_total_num_tokens": tokens, "kv_size_gb": 23.06 + 2 * i, "weights_gb": 58.2,
+               "weights_avail_gb": 35.89, "graph_avail_gb": graph,
+               "kv_dtype": "fp8_e4m3" if kv != "auto" else "bf16",
+               **({"hicache_host_gb": float(host)} if host else {})}
+        note = None if steady else "too short: 3m47s of decode lines, 5m00s needed"
+        figures = LaunchFigures(peak=peak, peak_line=peak + 20, steady=steady, steady_note=note,
+                                running=54.0 + 12 * i, queued=35.0 - 6 * i, usage=0.88,
+                                decode_lines=120, prefix_hit=0.18,
+                                prefill_before_end=32768 if outcome == "oom" else None)
+        out.append(Launch(key=f"tune{i}", started_at=t, start_ts=f"tune {i}", engine="sglang",
+                          last_at=t + ran, ended_at=None if outcome == "running" else t + ran,
+                          outcome=outcome, reason="cuda_oom" if outcome == "oom" else None,
+                          args=args, capacity=cap, figures=figures))
+        t += ran + 20.0
+    return tuple(out)
+
+
 def settled(snap: RunSnapshot) -> RunSnapshot:
     """`snap` with what RunState derives from its parts: liveness and incidents."""
     from dash.core.alerts.incidents import group_incidents
@@ -235,6 +285,7 @@ def snapshot(**changes: object) -> RunSnapshot:
         totals=RunTotals(done=sum(p.done for p in parts), total=37000, rate_per_min=23.8, output_tokens_per_s=588.0,
                          eta_s=51200.0, last_to_finish="B4_deepseek"),
         client=client(), gpus=gpus(), alerts=alerts(), history=history(),
+        launches=launches(),
     )
     return settled(dataclasses.replace(snap, **changes))  # type: ignore[arg-type]
 

@@ -48,15 +48,23 @@ def make(log: Path, speed: float = 30.0, outputs: tuple[str, ...] = ()) -> tuple
 
 async def loaded(app: ReplayApp, pilot: object) -> None:
     for _ in range(400):
-        if app.cursor is not None:
+        if app.frame is not None:
+            await app.settled()
             return
         await pilot.pause(0.05)  # type: ignore[attr-defined]
     raise AssertionError(f"the log was never loaded: {app.status()}")
 
 
-def tick(app: ReplayApp, pacer: Pacer, real_s: float) -> None:
+async def tick(app: ReplayApp, pacer: Pacer, real_s: float) -> None:
+    """Let `real_s` seconds pass and wait for the replay thread's frame."""
     pacer.t += real_s
     app.refresh_state()
+    await app.settled()
+
+
+async def press(app: ReplayApp, pilot: object, *keys: str) -> None:
+    await pilot.press(*keys)  # type: ignore[attr-defined]
+    await app.settled()
 
 
 def alert_ids(app: ReplayApp) -> set[str]:
@@ -69,15 +77,15 @@ async def test_the_log_clock_runs_at_speed_and_space_stops_it(sim_log: Path) -> 
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         assert app.clock.now() == T0
-        tick(app, pacer, 2.0)
+        await tick(app, pacer, 2.0)
         assert app.clock.now() == T0 + 60.0
-        await pilot.press("space")
+        await press(app, pilot, "space")
         assert app.replay_paused
-        tick(app, pacer, 5.0)
+        await tick(app, pacer, 5.0)
         assert app.clock.now() == T0 + 60.0
         assert "paused" in screen_text(app)
-        await pilot.press("space")
-        tick(app, pacer, 1.0)
+        await press(app, pilot, "space")
+        await tick(app, pacer, 1.0)
         assert app.clock.now() == T0 + 90.0
         assert app.snap is not None and app.snap.now == T0 + 90.0
 
@@ -86,12 +94,12 @@ async def test_right_and_left_move_a_minute_and_alerts_follow_the_log_clock(sim_
     app, pacer = make(sim_log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("space")  # the clock moves only by the keys
+        await press(app, pilot, "space")  # the clock moves only by the keys
         for _ in range(4):
-            await pilot.press("right")
+            await press(app, pilot, "right")
         assert app.clock.now() == T0 + 240.0
         assert "server_oom" not in alert_ids(app)
-        await pilot.press("right")
+        await press(app, pilot, "right")
         assert app.clock.now() == T0 + 300.0
         assert app.snap is not None
         oom = next(a for a in app.snap.alerts if a.id == "server_oom")
@@ -99,14 +107,16 @@ async def test_right_and_left_move_a_minute_and_alerts_follow_the_log_clock(sim_
         text = screen_text(app)
         assert oom.message[:40] in text
         assert time.strftime("%H:%M:%S", time.localtime(T0 + 300.0)) in text
-        await pilot.press("right")  # the restart at 360 ends the OOM; its line keeps the cause
+        await press(app, pilot, "right")  # the restart at 360 ends the OOM; its line keeps the cause
         assert app.clock.now() == T0 + 360.0
         assert "server_oom" not in alert_ids(app)
+        assert app.snap is not None
         restarted = next(a for a in app.snap.alerts if a.id == "server_restarted")
         assert restarted.severity == "warn" and "OOM" in restarted.message
-        before = app.state
-        await pilot.press("left", "left")  # back before the OOM: the state is rebuilt
-        assert app.state is not before
+        assert app.run_ is not None
+        before = app.run_.state
+        await press(app, pilot, "left", "left")  # back before the OOM: the state is rebuilt
+        assert app.run_.state is not before
         assert app.clock.now() == T0 + 240.0
         assert "server_oom" not in alert_ids(app)
         assert "gpu_headroom_low" in alert_ids(app)  # from startup, as it was at this time
@@ -116,12 +126,12 @@ async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
     app, pacer = make(sim_log, speed=300.0)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        tick(app, pacer, 1.0)
+        await tick(app, pacer, 1.0)
         assert app.cursor is not None and not app.cursor.at_end
-        tick(app, pacer, 1.0)
+        await tick(app, pacer, 1.0)
         assert app.cursor.at_end
         end = app.clock.now()
-        tick(app, pacer, 10.0)
+        await tick(app, pacer, 10.0)
         assert app.clock.now() == end
         text = screen_text(app)
         assert "END OF LOG" in text and "100%" in text
@@ -133,19 +143,19 @@ async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_lo
     app, pacer = make(sim_log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("question_mark")
+        await press(app, pilot, "question_mark")
         assert isinstance(app.screen, ReplayHelpScreen)
         help_text = screen_text(app)
         assert "left / right" in help_text and "acknowledge" in help_text
-        await pilot.press("space")  # closes the help; does not pause
+        await press(app, pilot, "space")  # closes the help; does not pause
         assert not isinstance(app.screen, ReplayHelpScreen) and not app.replay_paused
-        await pilot.press("right", "right", "right", "right", "right", "right")
-        await pilot.press("l")
+        await press(app, pilot, "right", "right", "right", "right", "right", "right")
+        await press(app, pilot, "l")
         pane = app.query_one("#log", LogPane)
         assert pane.display and any("out of memory" in line for line in pane.lines["server"])
-        await pilot.press("slash", "o", "u", "t", "space", "o", "f")
+        await press(app, pilot, "slash", "o", "u", "t", "space", "o", "f")
         assert pane.filter == "out of" and not app.replay_paused
-        await pilot.press("enter", "q")
+        await press(app, pilot, "enter", "q")
     assert app.return_code == 0
 
 
@@ -155,7 +165,7 @@ async def test_a_real_vllm_oom_replays_with_its_month_day_stamps(real_logs: Path
         await loaded(app, pilot)
         assert app.timeline is not None and app.timeline.timed
         assert time.strftime("%m-%d %H:%M:%S", time.localtime(app.clock.now())) == "10-11 12:27:29"
-        tick(app, pacer, 1.0)
+        await tick(app, pacer, 1.0)
         assert app.snap is not None
         oom = next(a for a in app.snap.alerts if a.id == "server_oom")
         assert oom.since == app.timeline.times[0]
@@ -171,7 +181,7 @@ async def test_a_log_without_timestamps_replays_in_line_order_and_says_so(real_l
         assert "nominal 1 record/s" in screen_text(app)
         assert app.status()[0].startswith("replay +00:00:00")
         for _ in range(len(app.timeline.records) + 1):
-            tick(app, pacer, 1.0)
+            await tick(app, pacer, 1.0)
         assert app.cursor is not None and app.cursor.at_end
         assert "server_oom" in alert_ids(app)
         assert "CUDA out of memory in the server" in screen_text(app)
@@ -186,7 +196,7 @@ async def test_outputs_show_their_final_counts(sim_log: Path) -> None:
         counts = {p.name: p.done for p in app.snap.partitions}
         for path in (sim_log.parent / "outputs").glob("*.jsonl"):
             assert counts[path.stem] == path.read_bytes().count(b"\n")
-        await pilot.press("space", "right", "left")  # a rebuild keeps them
+        await press(app, pilot, "space", "right", "left")  # a rebuild keeps them
         assert {p.name: p.done for p in app.snap.partitions} == counts
 
 
@@ -212,15 +222,15 @@ async def test_a_jump_back_from_a_saved_state_matches_replaying_from_the_start(
     app, _ = make(sim_log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("space", *["right"] * 7)
-        assert len(app.checkpoints.items) >= 2
-        await pilot.press(*["left"] * back)
+        await press(app, pilot, "space", *["right"] * 7)
+        assert app.checkpoints is not None and len(app.checkpoints.items) >= 2
+        await press(app, pilot, *["left"] * back)
         assert app.snap is not None
         snap = app.snap
     straight, _ = make(sim_log)
     async with straight.run_test(size=SIZE) as pilot:
         await loaded(straight, pilot)
-        await pilot.press("space", *["right"] * (7 - back))
+        await press(straight, pilot, "space", *["right"] * (7 - back))
         assert straight.snap is not None
         assert straight.snap.now == snap.now == T0 + 60.0 * (7 - back)
         assert [(a.id, a.since) for a in straight.snap.alerts] == [(a.id, a.since) for a in snap.alerts]
@@ -236,10 +246,10 @@ async def test_a_log_without_records_says_so_and_keys_do_nothing_harmful(
     app, pacer = make(log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
-        await pilot.press("right", "left", "space", "space")
-        tick(app, pacer, 3.0)
+        await press(app, pilot, "right", "left", "space", "space")
+        await tick(app, pacer, 3.0)
         assert "this log has no server records" in screen_text(app)
-        await pilot.press("q")
+        await press(app, pilot, "q")
     assert app.return_code == 0
 
 
@@ -251,6 +261,51 @@ async def test_a_real_time_only_log_replays_on_its_own_clock(real_logs: Path) ->
         first = app.timeline.records[0]["ts"]
         assert time.strftime("%H:%M:%S", time.localtime(app.clock.now())) == first
         while not app.cursor.at_end:
-            tick(app, pacer, 1.0)
+            await tick(app, pacer, 1.0)
         assert app.snap is not None and app.snap.server.last_decode is not None
         assert app.snap.server.last_decode["line"] == app.timeline.records[-1]["line"]
+
+
+async def test_a_log_read_by_several_processes_inside_the_app(
+        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app reads on a thread, so its reading processes are spawned (not forked); the
+    resource tracker spawn needs was started before the app (`prepare_processes`, as
+    `kdash replay` does), when standard error was still a real one."""
+    from dash.sources import logread
+
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    monkeypatch.delenv("KDASH_START", raising=False)
+    monkeypatch.setattr(logread, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(logread, "PIECE", 4096)
+    methods: list[str] = []
+    context = logread._context
+    monkeypatch.setattr(logread, "_context", lambda: methods.append(context()._name) or context())
+    logread.prepare_processes(sim_log)
+    app, _ = make(sim_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.timeline is not None
+        assert list(app.timeline.records) == list(logread.Scan(sim_log))
+    assert methods == ["spawn"]
+
+
+async def test_a_failing_load_is_one_line_and_exit_2(
+        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading processes that cannot start end the replay with a one-line error."""
+    from dash.sources import logread
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ValueError("bad value(s) in fds_to_keep")
+
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    monkeypatch.setattr(logread, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(logread, "ProcessPoolExecutor", refuse)
+    app, _ = make(sim_log)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            if app.load_error is not None:
+                break
+            await pilot.pause(0.05)
+    assert app.return_code == 2
+    assert app.load_error is not None and "\n" not in app.load_error
+    assert "could not start the processes that read it" in app.load_error

@@ -18,7 +18,15 @@ from dash.core.snapshot import HttpSnapshot as Http
 from dash.ui.app import DashApp
 from dash.ui.widgets.alerts import AlertsPanel
 from dash.ui.widgets.log_pane import LogPane
-from ui.fake_run import NOW, SERVER_LINES, dp_snapshot, pd_snapshot, server, snapshot
+from ui.fake_run import (
+    NOW,
+    SERVER_LINES,
+    dp_snapshot,
+    pd_snapshot,
+    server,
+    snapshot,
+    tuning_launches,
+)
 
 SnapCompare = Callable[..., bool]
 MakeApp = Callable[..., DashApp]
@@ -96,6 +104,18 @@ def test_ranks_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
 
 def test_a_prefill_and_a_decode_server(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(pd_snapshot()), terminal_size=(160, 45), press=["s"])
+
+
+def test_launches_view(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(snapshot(launches=tuning_launches())), terminal_size=(160, 45),
+                        press=["L"])
+
+
+def test_launches_view_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app(snapshot(launches=tuning_launches())), terminal_size=(80, 24),
+                        press=["L"])
+
+
 def test_sample_view_shows_hostile_content_literally(snap_compare: SnapCompare,
                                                     make_app: MakeApp) -> None:
     # B2's newest sample holds markup, escape sequences, control characters and a 1 MB string.

@@ -48,6 +48,19 @@ def _limit(ctx: RuleContext, q: QualitySnapshot) -> str:
     return "limit not in the records (pass it as [outputs] max_tokens)"
 
 
+def _limit_named(ctx: RuleContext, q: QualitySnapshot) -> str:
+    """The limit in a few words for the message (` at the 10,240-token limit`), where known:
+    at 80x24 the message and the hint show, the evidence may not."""
+    procs = ctx.snap.client.processes or ()
+    flags = tuple(f for proc in procs for f in limit_flags(proc.cmdline))
+    record = q.limits[0] if q.limits else None
+    named = name_limit(record, flags)
+    if named:
+        return f" at the token limit ({named})"
+    limit = record if record is not None else q.configured_limit
+    return f" at the {limit:,}-token limit" if limit is not None else " at the token limit"
+
+
 def rule_outputs_truncated(ctx: RuleContext) -> Iterator[Finding]:
     """`outputs_truncated` (warn): a share of the recent samples stopped at the token limit."""
     for p, q in _parts(ctx):
@@ -61,8 +74,8 @@ def rule_outputs_truncated(ctx: RuleContext) -> Iterator[Finding]:
                                            f"max {tokens.max:,.0f}")
         yield Finding(
             "outputs_truncated", "warn",
-            f"{p.name}: {w.truncated} of {w.with_finish} recent samples ({_pct(ratio)}) stopped "
-            "at the token limit", f"finish_reason length; {_limit(ctx, q)}{lengths}",
+            f"{p.name}: {w.truncated} of {w.with_finish} recent samples ({_pct(ratio)}) stopped"
+            f"{_limit_named(ctx, q)}", f"finish_reason length; {_limit(ctx, q)}{lengths}",
             "Truncated samples end mid-answer (a reasoning model's, before it answers): raise "
             "the client's max tokens if the context length allows, or drop and retry them.",
             subject=p.name)

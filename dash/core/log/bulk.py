@@ -1,66 +1,62 @@
 """Blocks of log bytes -> records, in one regex pass at C speed; the same records as the parser.
 
 `BlockReader(parser).read(buf, end, first_line)` reads the whole lines `buf[1:end]` (`buf[0]`
-is a newline) into a `Batch`: the rows of each learned `Shape` (`dash.core.log.shapes`) as
-tuples of their bytes, and every other record as the parser gives it, all with line numbers
-and in file order. One compiled pattern, tried at every line start, skips the lines the
-grammar says are no records, matches the learned shapes, and hands every other line to the
-parser. The lines skipped unread are the HTTP server's own (`Prefixes.foreign`, after a
-bracket prefix or none): the parser reads those only for a foreign phrase (shutdown), so a
-block holding one of that phrase's texts, or bytes that make the parser rewrite a line (colour
-codes, carriage returns), is read without skipping.
+is a newline) into a `Batch` (`dash.core.log.batch`). One compiled pattern, split over the
+block, takes the rows of the learned shapes (`dash.core.log.shapes`), every value a column;
+what lies between them is the block's other lines. Those are never records unless they hold
+one of the parser's keywords (its own prefilter, derived from the grammar: a line without one
+is no record), so the reader looks for the keywords in that text alone and hands only the
+lines that hold one to the parser. Whether a keyword is there at all is mostly settled by
+looking for one of its bytes that the text lacks (`bytes.find` of one byte runs at memory
+speed); a keyword none of whose bytes is missing is searched for in full.
+
+A log's most common other lines (the HTTP server's access lines) are passed over before the
+shapes are tried, by forms learned from such lines (`skip_forms`). That is for speed alone:
+whatever a form passes over is still searched for keywords like any other line.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, eq, methodcaller
+from collections import Counter
 from typing import Any
 
+from dash.core.log.batch import Batch, Layout, stamp_text
 from dash.core.log.convert import BOOLS
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.shapes import Shape, learn
-from dash.core.log.timestamps import normalise_ts
+from dash.core.log.syntax import keyword_pattern
 
 MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 MAX_SHAPES = 8
+MAX_SKIP_FORMS = 4
 _LEARN_TRIES = 3  # per block: a log whose stats lines have no shape costs little
-
-
-def _noisy(buf: Buffer, end: int) -> bool:
-    """Bytes that make the parser rewrite a line: carriage returns, colour codes and their
-    caret residue (`^[`; searched for `^` first, which `find` scans for far quicker)."""
-    if buf.find(b"\r", 0, end) >= 0 or buf.find(b"\x1b", 0, end) >= 0:
-        return True
-    return buf.find(b"^", 0, end) >= 0 and buf.find(b"^[", 0, end) >= 0
-_lastindex = attrgetter("lastindex")
-_start = methodcaller("start")
-Buffer = bytes | bytearray
-
-
-@dataclass
-class Batch:
-    """The records of one block, in file order: `order[i]` is the shape (an index into
-    `shapes`) of record i, or -1 for the next of `others`; `rows[s]`: shape s's rows."""
-
-    lines: int
-    shapes: list[Shape]
-    order: list[int] = field(default_factory=list)
-    line_no: list[int] = field(default_factory=list)
-    rows: list[list[tuple[bytes, ...]]] = field(default_factory=list)
-    others: list[Record] = field(default_factory=list)
-
-
-def stamp_text(stamp: bytes, cache: dict[bytes, str]) -> str:
-    ts = cache.get(stamp)
-    if ts is None:
-        ts = cache[stamp] = normalise_ts(stamp.decode("ascii"))
-    return ts
-
+_RELEARN_LINES = 200  # a block that taught a shape with this many lines parsed is read again
+_WARM_BYTES = 1 << 16  # a reader's first block: its first lines are read first, to learn
+_WARM_TRIES = 24
+_SKIP_SAMPLE = 400  # other lines looked at to learn skip forms
+_NEVER = re.compile(rb"(?!)")
+_MAX_STAMPS = 8192
 
 _VALUE: dict[str, Any] = {"int": int, "float": float, "bool": BOOLS.__getitem__}
+
+
+def literal_keywords(parser: LineParser) -> tuple[bytes, ...] | None:
+    """What the parser's prefilter looks for, as byte strings, when the prefilter is what the
+    parser runs (`keyword_pattern` of `interest_words`: a plain, case-sensitive search for any
+    of them, their outer spaces left out); None otherwise, and every other line is parsed."""
+    interest = parser.interest
+    words = getattr(parser, "interest_words", parser.keywords)
+    if interest.pattern != keyword_pattern(words) or interest.flags != re.UNICODE:
+        return None
+    texts = [w.strip() for w in words if w.strip()]
+    try:
+        coded = tuple(t.encode("utf-8") for t in texts)
+    except UnicodeEncodeError:
+        return None
+    if not coded or any(b"\n" in w or "\ufffd" in t for w, t in zip(coded, texts, strict=True)):
+        return None
+    return coded
 
 
 def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
@@ -79,96 +75,270 @@ def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
     return rec
 
 
+class _Keywords:
+    """Where in a text the parser's keywords are: a keyword one of whose bytes the text lacks
+    is not there (`bytes.find` of one byte runs at memory speed); the others are searched for
+    together, with one pattern of them all."""
+
+    def __init__(self, words: tuple[bytes, ...]) -> None:
+        self.words = words
+        # per keyword its distinct bytes, the one that was missing last time first; keywords
+        # grouped by that byte, so that one search rules out every keyword of a group
+        self.probes = [list(dict.fromkeys(w)) for w in words]
+        self._groups: dict[int, list[int]] | None = None
+        self._patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
+
+    def _unruled(self, text: bytes) -> tuple[bytes, ...]:
+        """The keywords whose every byte is in `text`."""
+        if self._groups is None:
+            self._groups = {}
+            for i, probes in enumerate(self.probes):
+                self._groups.setdefault(probes[0], []).append(i)
+        missing: dict[int, bool] = {}
+        out, moved = [], False
+        for first, group in self._groups.items():
+            if text.find(first) < 0:
+                continue  # every keyword of the group lacks it
+            missing[first] = False
+            for i in group:
+                probes = self.probes[i]
+                for k in range(1, len(probes)):
+                    byte = probes[k]
+                    gone = missing.get(byte)
+                    if gone is None:
+                        gone = missing[byte] = text.find(byte) < 0
+                    if gone:
+                        probes.insert(0, probes.pop(k))
+                        moved = True
+                        break
+                else:
+                    out.append(i)
+        if moved:
+            self._groups = None
+        return tuple(self.words[i] for i in sorted(out))
+
+    def lines(self, text: bytes, interest: re.Pattern[bytes]) -> list[int]:
+        """Offsets of the lines of `text` that hold a keyword, in order (`interest`: the
+        parser's prefilter); every line of `text` follows a newline and ends with one.
+
+        A keyword whose bytes are all there is looked for where one of its bytes is rare in
+        the text (the few lines that hold it are tried with the prefilter: an odd line among
+        access lines), else with one pattern of all such keywords over the text."""
+        words = self._unruled(text)
+        if not words:
+            return []
+        found: dict[int, list[int] | None] = {}
+        tried: set[int] = set()
+        hard = []
+        for word in words:
+            for byte in dict.fromkeys(word):
+                at = found.get(byte, ...)
+                if at is ...:
+                    at = found[byte] = _few(text, byte)
+                if at is not None:
+                    tried.update(text.rfind(b"\n", 0, a) + 1 for a in at)
+                    break
+            else:
+                hard.append(word)
+        starts = {a for a in tried if interest.search(text, a, text.find(b"\n", a))}
+        if hard:
+            starts.update(self._search(text, tuple(hard)))
+        return sorted(starts)
+
+    def _search(self, text: bytes, words: tuple[bytes, ...]) -> list[int]:
+        pattern = self._patterns.get(words)
+        if pattern is None:
+            if len(self._patterns) > 64:
+                self._patterns.clear()
+            pattern = self._patterns[words] = re.compile(
+                keyword_pattern(tuple(w.decode("utf-8") for w in words)).encode("utf-8"))
+        starts, at = [], 0
+        while (m := pattern.search(text, at)) is not None:
+            starts.append(text.rfind(b"\n", 0, m.start()) + 1)
+            stop = text.find(b"\n", m.end())
+            if stop < 0:
+                break
+            at = stop
+        return starts
+
+
+def _few(text: bytes, byte: int, most: int = 32) -> list[int] | None:
+    """Where `byte` is in `text`, if it is there at most `most` times."""
+    out: list[int] = []
+    at = text.find(byte)
+    while at >= 0:
+        if len(out) == most:
+            return None
+        out.append(at)
+        at = text.find(byte, at + 1)
+    return out
+
+
+def all_lines(text: bytes) -> list[int]:
+    """Offsets of every non-empty line of `text` (when the prefilter is no plain search)."""
+    out, at = [], text.find(b"\n")
+    while 0 <= at < len(text) - 1:
+        if text[at + 1] != 10:
+            out.append(at + 1)
+        at = text.find(b"\n", at + 1)
+    return out
+
+
+def skip_forms(lines: list[bytes], sources: list[bytes]) -> list[bytes]:
+    """Patterns for the commonest of `lines` (lines that are no records): a bracket of their
+    width and the text after it up to its first digit (`\\[.{19}\\] INFO:     `), or that
+    text alone at the start of a line; never one that matches a shape's own line."""
+    counts: Counter[bytes] = Counter()
+    for line in lines:
+        form = _form(line)
+        if form is not None:
+            counts[form] += 1
+    out = []
+    for form, n in counts.most_common(MAX_SKIP_FORMS):
+        pat = re.compile(form)
+        if n * 5 >= len(lines) and not any(pat.match(s) for s in sources):
+            out.append(form)
+    return out
+
+
+def _form(line: bytes) -> bytes | None:
+    pos, head = 0, b""
+    if line.startswith(b"["):
+        close = line.find(b"]", 1, 100)
+        if close < 0:
+            return None
+        pos, head = close + 1, rb"\[.{%d}\]" % (close - 1)
+    text = re.match(rb"[^0-9\n]{1,12}", line[pos:])
+    if text is None or (not head and len(text.group()) < 4):
+        return None
+    return head + re.escape(text.group())
+
+
 class BlockReader:
     """Reads blocks with one parser, learning shapes as it goes (so: one per process)."""
 
-    def __init__(self, parser: LineParser) -> None:
+    def __init__(self, parser: LineParser, keep: frozenset[str] | None = None) -> None:
+        """`keep`: the record keys whose values the batches need as columns (None: all);
+        the others are matched but not taken (a row's whole record is still there)."""
         self.parser = parser
+        self.keep = keep
         self.shapes: list[Shape] = []
         self.stamps: dict[bytes, str] = {}
-        pre = parser.prefixes
-        foreign = "|".join(re.escape(f) for f in pre.spec.foreign)
-        self._skip = (r"(?:" + pre.bracket_plain + "(?:" + foreign + r")|(?:" + foreign
-                      + r")[^\n\[]*(?=\n))").encode()
-        self._guard = tuple(k.encode() for ph in parser.foreign_phrases for k in ph.keywords())
+        words = literal_keywords(parser)
+        self._keywords = _Keywords(words) if words is not None else None
+        self._interest = re.compile(parser.interest.pattern.encode("utf-8"))
+        self._skips: list[bytes] = []
+        self._skip_tries = 3
+        self._cold = True
+        self._sources: list[bytes] = []  # the lines the shapes were learned from
+        bracket = parser.prefixes.bracket
+        self._bracket = bracket.pattern.encode() if bracket.groups == 2 else None
         self._compile()
 
-    def _compile(self) -> None:
-        alts = [b"(" + s.pattern + b")" for s in self.shapes]
-        body = b"(?:" + b"|".join([*alts, rb"([^\n]+)"]) + b")"
-        self._rows = re.compile(rb"\n(?!" + self._skip + b")" + body)
-        self._rows_all = re.compile(rb"\n" + body)
-        self._outer: list[int] = []  # group index of each shape's alternative
-        g = 1
-        for s in self.shapes:
-            self._outer.append(g)
-            g += 1 + s.groups
-        self._other = g
-        self._getters = [methodcaller("group", *range(o + 1, o + 1 + s.groups))
-                         for o, s in zip(self._outer, self.shapes, strict=True)]
+    def _captured(self, shape: Shape) -> tuple[int, ...]:
+        if self.keep is None:
+            return tuple(range(len(shape.kinds)))
+        return tuple(sorted({c for k, c in zip(shape.keys, shape.cols, strict=True)
+                             if k in self.keep and c is not None}))
 
-    def read(self, buf: Buffer, end: int, first_line: int) -> Batch:
+    def _compile(self) -> None:
+        bracket = [s for s in self.shapes if s.form == "bracket" and self._bracket]
+        bare = [s for s in self.shapes if s.form == "bare"]
+        parts, groups, captured, g = [], [], [], 0
+        for form, shapes in (("bracket", bracket), ("bare", bare)):
+            if not shapes:
+                continue
+            prefix = (1, 2) if form == "bracket" else ()
+            g = max(g, len(prefix))
+            alts = []
+            for s in shapes:
+                cap = self._captured(s)
+                alts.append(b"(" + s.body_with(frozenset(cap)) + b")")
+                groups.append((g + 1, (*prefix, *range(g + 2, g + 2 + len(cap)))))
+                captured.append(cap)
+                g += 1 + len(cap)
+            head = self._bracket if form == "bracket" else b""
+            parts.append((head or b"") + b"(?:" + b"|".join(alts) + b")")
+        skip = b"(?!" + b"|".join(self._skips) + b")" if self._skips else b""
+        self._rows = re.compile(b"\n" + skip + b"(?:" + b"|".join(parts) + b")") if parts else _NEVER
+        self._layout = Layout(tuple([*bracket, *bare]), tuple(groups), g, tuple(captured))
+
+    def read(self, buf: bytes | bytearray, end: int, first_line: int) -> Batch:
         """The records of the whole lines `buf[1:end]`, the first numbered `first_line`."""
-        skip = not any(buf.find(n, 0, end) >= 0 for n in self._guard) and not _noisy(buf, end)
-        pattern = self._rows if skip else self._rows_all
-        outer, getters, other = self._outer, self._getters, self._other  # learning renews them
-        matches = list(pattern.finditer(buf, 0, end))
-        total = end - 1 - len(buf[1:end].replace(b"\n", b""))  # newlines, counted at C speed
-        batch = Batch(lines=total, shapes=list(self.shapes))
-        if not matches:
-            batch.rows = [[] for _ in batch.shapes]
-            return batch
-        ends = list(map(add, map(_start, matches), repeat(1)))  # just past each row's newline
-        gaps = map(buf.count, repeat(b"\n"), [0, *ends[:-1]], ends)
-        line_no = list(accumulate(gaps, initial=first_line - 1))[1:]
-        which = list(map(_lastindex, matches))
-        keep = self._others(batch, matches, which, line_no, other)
-        shape_of = {g: i for i, g in enumerate(outer)}
-        shape_of[other] = -1
-        batch.order = list(map(shape_of.__getitem__, compress(which, keep)))
-        batch.line_no = list(compress(line_no, keep))
-        for g, getter in zip(outer, getters, strict=True):
-            picked = compress(matches, map(eq, which, repeat(g)))
-            batch.rows.append(list(map(getter, picked)))
+        if self._cold:
+            # learn from the block's first lines, so that the rest is read with shapes
+            self._cold = False
+            cut = buf.rfind(b"\n", 0, min(end, _WARM_BYTES)) + 1
+            if 1 < cut < end:
+                self._read(buf, cut, first_line, _WARM_TRIES)
+        learned = len(self.shapes)
+        batch = self._read(buf, end, first_line, _LEARN_TRIES)
+        if len(self.shapes) > learned and len(batch.others) >= _RELEARN_LINES:
+            batch = self._read(buf, end, first_line, _LEARN_TRIES)  # it taught a shape
         return batch
 
-    def _others(self, batch: Batch, matches: list[re.Match[bytes]], which: list[int],
-                line_no: list[int], other: int) -> list[bool]:
-        """Parse the lines no shape read; learn shapes from their stats records."""
-        keep = [True] * len(matches)
-        tries = _LEARN_TRIES
+    def _read(self, buf: bytes | bytearray, end: int, first_line: int, tries: int) -> Batch:
+        if len(self.stamps) > _MAX_STAMPS:
+            self.stamps.clear()  # a log's stamps move on: keep the recent ones only
+        with memoryview(buf) as view, view[:end] as block:
+            res = self._rows.split(block)
+        batch = Batch(self._layout, res, first_line)
+        text = batch.other_text
+        if self._keywords is None:
+            starts = all_lines(text)
+        else:
+            starts = self._keywords.lines(text, self._interest)
+        if self._skip_tries and not self._skips and len(text) > 1 << 16:
+            self._learn_skips(text)
+        if starts:
+            self._others(batch, text, starts, tries)
+        return batch
+
+    def _others(self, batch: Batch, text: bytes, starts: list[int], tries: int) -> None:
+        """Parse the other lines that may be records; learn shapes from their stats records."""
         parse = self.parser.parse
-        for i in compress(range(len(matches)), map(eq, which, repeat(other))):
-            text = matches[i].group(other)[:MAX_LINE_BYTES].decode("utf-8", "replace")
-            rec = parse(text, line_no[i])
+        for start, (line, rows) in zip(starts, batch.locate(starts), strict=True):
+            stop = text.find(b"\n", start)
+            raw = text[start:min(stop if stop >= 0 else len(text), start + MAX_LINE_BYTES)]
+            decoded = raw.decode("utf-8", "replace")
+            rec = parse(decoded, line)
             if rec is None:
-                keep[i] = False
                 continue
-            batch.others.append(rec)
+            batch.add_other(rec, rows)
             if tries and rec["kind"] in ("decode", "prefill") and len(self.shapes) < MAX_SHAPES:
                 tries -= 1
-                self._learn(text, rec)
-        return keep
+                self._learn(decoded, raw, rec)
 
-    def _learn(self, text: str, rec: Record) -> None:
+    def _learn(self, text: str, raw: bytes, rec: Record) -> None:
         shape = learn(self.parser, text, rec)
         if shape is None or any(s.pattern == shape.pattern for s in self.shapes):
             return
-        m = re.match(shape.pattern, text.encode() + b"\n")
+        m = re.match(shape.pattern, raw + b"\n")
         if m is None or shape_record(shape, rec["line"], m.groups(), self.stamps) != rec:
             return  # never: a shape reads its own line back; kept as a guard
         self.shapes.append(shape)
+        self._sources.append(raw)
+        self._skips = [f for f in self._skips if not re.match(f, raw)]
         self._compile()
+
+    def _learn_skips(self, text: bytes) -> None:
+        self._skip_tries -= 1
+        sample = text[:1 << 16].split(b"\n")[1:_SKIP_SAMPLE]
+        interest = self.parser.interest_bytes
+        plain = [line for line in sample if line and not interest.search(line)]
+        self._skips = skip_forms(plain, self._sources)
+        if self._skips:
+            self._compile()
 
 
 def records(batch: Batch, stamps: dict[bytes, str]) -> list[Record]:
     """Every record of a batch, in file order, as the parser gives them."""
     out: list[Record] = []
-    cursors = [iter(r) for r in batch.rows]
+    rows = [iter(batch.rows(s)) for s in range(len(batch.shapes))]
     others = iter(batch.others)
-    for s, line in zip(batch.order, batch.line_no, strict=True):
+    for s, line in zip(batch.order(), batch.line_no(), strict=True):
         if s < 0:
             out.append(next(others))
         else:
-            out.append(shape_record(batch.shapes[s], line, next(cursors[s]), stamps))
+            out.append(shape_record(batch.shapes[s], line, next(rows[s]), stamps))
     return out

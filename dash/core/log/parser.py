@@ -33,7 +33,9 @@ class LineParser:
         self.grammar = grammar
         self.prefixes = PrefixReader(grammar.prefixes)
         self.keywords = grammar.keywords()
-        interest = keyword_pattern((*self.keywords, *STATS_PREFILTER))
+        self.interest_words = (*self.keywords, *STATS_PREFILTER)
+        """What `interest` looks for: a line with none of these is no record."""
+        interest = keyword_pattern(self.interest_words)
         self.interest = re.compile(interest)
         self.interest_bytes = re.compile(interest.encode())
         self.hints = grammar.hints()

@@ -19,8 +19,10 @@ _SHUTDOWN = Phrase("shutdown", any=("SIGTERM received", "Shutting down", "Finish
                    examples=("INFO:     Shutting down",))
 
 _STARTUP = (
-    Phrase("server_args", any=("server_args=", "non-default args: {"), starts=("ServerArgs(",),
-           extract=ev.server_args, examples=("server_args=ServerArgs(model_path='m', tp_size=2)",)),
+    Phrase("server_args", any=("server_args=", "non-default args: {", "args: Namespace("),
+           starts=("ServerArgs(",), extract=ev.server_args,
+           examples=("server_args=ServerArgs(model_path='m', tp_size=2)",
+                     "args: Namespace(host=None, port=8000, model='m', tensor_parallel_size=2)")),
     Phrase("retract", any=("out of memory happened", "Retract requests", "Testing retraction"),
            extract=ev.retract,
            examples=("KV cache pool is full. Retract requests. #retracted_reqs: 2, "

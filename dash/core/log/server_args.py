@@ -1,5 +1,6 @@
 """The server-args dump: `server_args=ServerArgs(k=v, ...)` (SGLang <= 0.5.18),
-`server_args={'k': v, ...}` (0.5.19+) and vLLM's `non-default args: {...}`.
+`server_args={'k': v, ...}` (0.5.19+), vLLM's `non-default args: {...}` (0.9.2+) and its
+`args: Namespace(k=v, ...)` (0.4.3 - 0.8.5).
 
 Values are Python reprs; each is read with `ast.literal_eval` where it is a literal and kept as
 text otherwise (`device(type='cuda')`). A dump cut short by the line cap still yields the
@@ -86,14 +87,14 @@ def _key(text: str, dict_form: bool) -> tuple[str, str] | None:
 
 def parse_server_args(msg: str) -> dict[str, Any] | None:
     """A `server_args` event (with `args` and the top-level facts), or None if no dump."""
-    for opener in ("ServerArgs(", "{"):
+    for opener in ("ServerArgs(", "Namespace(", "{"):
         at = msg.find(opener)
         if at >= 0:
             body = msg[at + len(opener):]
             break
     else:
         return None
-    closer = ")" if opener == "ServerArgs(" else "}"
+    closer = "}" if opener == "{" else ")"
     body = body.rstrip()
     if body.endswith(closer):
         body = body[:-1]

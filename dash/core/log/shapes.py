@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dash.core.log.parser import LineParser, Record
@@ -45,6 +45,20 @@ class Shape:
     keys: tuple[str, ...]
     cols: tuple[int | None, ...]
     kinds: tuple[str, ...]
+    body: bytes = b""
+    """`pattern` after the prefix: what follows the bracket (all of it for the bare form)."""
+    texts: tuple[bytes, ...] = ()
+    """`body` around its values: `texts[0] (values[0]) texts[1] ... texts[-1]`."""
+    values: tuple[bytes, ...] = ()
+    """The plain form each value is read with."""
+
+    def body_with(self, captured: frozenset[int]) -> bytes:
+        """`body` with groups for the values of these indexes only."""
+        out = [self.texts[0]]
+        for i, (value, text) in enumerate(zip(self.values, self.texts[1:], strict=True)):
+            out.append((b"(%s)" if i in captured else b"(?:%s)") % value)
+            out.append(text)
+        return b"".join(out)
 
     @property
     def prefix_groups(self) -> int:
@@ -99,7 +113,8 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
     trailing = body[len(rebuilt):]
     if not body.startswith(rebuilt) or trailing not in _TRAILING:
         return None
-    pieces = [prefix + re.escape(msg[:head.end()])]
+    texts = [re.escape(msg[:head.end()])]
+    values: list[str] = []
     kinds: list[str] = []
     first: dict[str, int] = {}
     for i, (printed, value) in enumerate(items):
@@ -112,16 +127,22 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
             return None
         sep = ", " if i else ""
         if f.key in first:  # read again but not kept: the first item of a key wins
-            pieces.append(re.escape(f"{sep}{printed}: ") + f.conv.plain + re.escape(unit))
+            texts[-1] += re.escape(f"{sep}{printed}: ") + f.conv.plain + re.escape(unit)
             continue
         first[f.key] = len(kinds)
         kinds.append(f.conv.kind)
-        pieces.append(re.escape(f"{sep}{printed}: ") + "(" + f.conv.plain + ")" + re.escape(unit))
-    pieces.append(re.escape(trailing) + "(?=\n)")
+        texts[-1] += re.escape(f"{sep}{printed}: ")
+        values.append(f.conv.plain)
+        texts.append(re.escape(unit))
+    texts[-1] += re.escape(trailing) + "(?=\n)"
     keys, cols = _settle(fam, first)
     if keys is None or cols is None:
         return None
-    return Shape(fam, form, "".join(pieces).encode(), keys, cols, tuple(kinds))
+    coded = tuple(t.encode() for t in texts)
+    plain = tuple(v.encode() for v in values)
+    shape = Shape(fam, form, b"", keys, cols, tuple(kinds), b"", coded, plain)
+    whole = shape.body_with(frozenset(range(len(plain))))
+    return replace(shape, pattern=prefix.encode() + whole, body=whole)
 
 
 def _settle(fam: StatsFamily, first: dict[str, int]

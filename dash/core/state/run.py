@@ -8,7 +8,7 @@ for delivery; `snapshot(now)` is the frozen picture everything renders from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dash.core.alerts.engine import AlertEngine
 from dash.core.alerts.history import AlertHistory
@@ -26,6 +26,7 @@ from dash.core.snapshot import (
 from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
 from dash.core.state.http_state import HttpTracker
+from dash.core.state.launches import LaunchTracker
 from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.quality import QualityTracker
@@ -56,6 +57,9 @@ class RunState:
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
         self.notices: RecentSet[str] = RecentSet(MAX_NOTICES)
+        self._launches: dict[ServerLogTracker, LaunchTracker] = {}
+        """Each server log's starts, by its tracker (which keeps its place when a glob's file
+        takes it)."""
 
     @property
     def server_log(self) -> ServerLogTracker:
@@ -65,6 +69,25 @@ class RunState:
     def server(self, path: str, pattern: str | None = None) -> ServerLogTracker:
         """The tracker of the server log at `path` (a glob's new file gets one)."""
         return self.servers.get(path, pattern)
+
+    @property
+    def launches(self) -> LaunchTracker:
+        """The primary server's launches."""
+        return self.launches_of(self.server_log)
+
+    def launches_for(self, path: str) -> LaunchTracker:
+        """The launches of the server log at `path`."""
+        return self.launches_of(self.server(path))
+
+    def launches_of(self, tracker: ServerLogTracker) -> LaunchTracker:
+        launches = self._launches.get(tracker)
+        if launches is None:
+            # Launch figures are judged with the plateau rule's own window
+            launches = self._launches[tracker] = LaunchTracker(
+                tracker.path, window_s=self.alert_config.plateau_window_s,
+                min_points=self.alert_config.plateau_min_points)
+        launches.source = tracker.path
+        return launches
 
     def add_notice(self, text: str) -> None:
         """Record a non-fatal problem once: one that persists is not news every poll."""
@@ -78,25 +101,37 @@ class RunState:
     def _trackers(self) -> list[ServerLogTracker]:
         return self.servers.all() or [self._no_log]
 
-    def feed_server_log(self, records: Iterable[Record | None], now: float,
-                        lines: int | None = None) -> None:
-        """Feed the primary server's records; a restart also restarts the partitions' rates."""
-        self._feed(self.server_log, records, now, lines, None)
+    def feed_server_log(self, records: Sequence[Record | None], now: float,
+                        lines: int | None = None, rewritten: Sequence[int] = ()) -> None:
+        """Feed the primary server's records; a restart also restarts the partitions' rates.
+        `rewritten`: see `feed_server`."""
+        self._feed(self.server_log, records, now, lines, None, rewritten=rewritten)
 
-    def feed_server(self, path: str, records: Iterable[Record | None], now: float, *,
+    def feed_server(self, path: str, records: Sequence[Record | None], now: float, *,
                     lines: int | None = None, written_at: float | None = None,
-                    pattern: str | None = None, last_stamp: str | None = None) -> None:
+                    pattern: str | None = None, last_stamp: str | None = None,
+                    rewritten: Sequence[int] = ()) -> None:
         """Feed one server log's records as a follower read them (`written_at`: when the file
-        was last written, `last_stamp` the last line's stamp: they teach the log's clock)."""
-        self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp)
+        was last written, `last_stamp` the last line's stamp: they teach the log's clock;
+        `rewritten`: indexes into `records` where the log was rewritten, truncated or replaced,
+        before that record: a start after one ends the launch that was open)."""
+        self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp,
+                   rewritten)
 
-    def _feed(self, tracker: ServerLogTracker, records: Iterable[Record | None], now: float,
+    def _feed(self, tracker: ServerLogTracker, records: Sequence[Record | None], now: float,
               lines: int | None, written_at: float | None,
-              last_stamp: str | None = None) -> None:
+              last_stamp: str | None = None, rewritten: Sequence[int] = ()) -> None:
         before = tracker.restarts
         tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp)
         if tracker.restarts != before:
             self.partitions.note_restart(now)
+        launches = self.launches_of(tracker)
+        start = 0
+        for cut in sorted(rewritten):
+            launches.feed(records[start:cut], now)
+            launches.log_rewritten()
+            start = max(start, cut)
+        launches.feed(records[start:], now)
 
     def tick(self, now: float) -> AlertChanges:
         """Evaluate the alert rules on the current state: what fired and what cleared."""
@@ -125,7 +160,9 @@ class RunState:
         return self._with_alerts(self._compose(now))
 
     def _compose(self, now: float) -> RunSnapshot:
-        servers = tuple(t.snapshot(now) for t in self._trackers())
+        trackers = self._trackers()
+        servers = tuple(t.snapshot(now) for t in trackers)
+        launches = tuple(self.launches_of(t).launches() for t in trackers)
         server = servers[0]
         # /metrics speaks for the whole server: compare it with the ranks' sums, not one line.
         figures = server.now.as_record() if server.now is not None and server.now.multi \
@@ -147,7 +184,9 @@ class RunState:
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
                            liveness=lives[0], unmatched_globs=self.partitions.unmatched(),
                            servers=servers, total=combine(servers),
-                           server_liveness=lives if len(servers) > 1 else ())
+                           server_liveness=lives if len(servers) > 1 else (),
+                           launches=launches[0],
+                           server_launches=launches if len(servers) > 1 else ())
 
 
 def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:

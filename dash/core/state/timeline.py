@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice, repeat
+from math import inf, isnan
 
-from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import Record
-from dash.core.state.record_series import RecordSeries, SeriesPiece
+from dash.core.state.record_series import RecordSeries, SeriesPiece, piece_stamps
+from dash.core.state.stamp_times import epoch as _epoch
 
 MAX_RECORDS = 3_000_000
 """Records kept for a replay (about 60 bytes each as series); a longer log is cut there, and
@@ -29,15 +31,6 @@ ROLLOVER_S = 12 * 3600.0
 
 
 _MISSING = -1.0e300  # not yet in a piece's cache of stamp times
-
-
-def _epoch(ts: object, ref: float) -> float | None:
-    if not isinstance(ts, str) or not ts:
-        return None
-    try:
-        return ts_to_epoch(ts, ref)
-    except (ValueError, TypeError, OverflowError):
-        return None
 
 
 class Timeline:
@@ -74,11 +67,39 @@ class Timeline:
     def add_piece(self, piece: SeriesPiece, offset: int) -> bool:
         """Keep a reading process's piece (line numbers moved by `offset`); False once the
         cap is reached."""
-        start = len(self.records)
-        taken = self.records.extend_piece(piece, offset, self.cap - start)
+        taken = self.records.extend_piece(piece, offset, self.cap - len(self.records))
+        stamps = piece_stamps(piece, taken)
+        epochs = piece.epochs
+        if len(epochs) == len(piece.texts) and not any(map(isnan, epochs)):
+            self._add_times(map(epochs.__getitem__, stamps))
+        else:  # a stamp without a date: its time depends on the ones before
+            self._add_times_in_order(map(piece.texts.__getitem__, stamps))
+        if taken < len(piece.order):
+            self.cut = True
+            return False
+        return True
+
+    def _add_times(self, epochs: Iterator[float]) -> None:
+        """Append records' times given each one's own (-inf: none), at C speed: a running
+        maximum, so that untimed records take the time before and times never go back."""
+        before = -inf if self._last is None else self._last
+        got = array("d", islice(accumulate(epochs, max, initial=before), 1, None))
+        if not got or got[-1] == -inf:
+            self.times.extend(repeat(0.0 if self._last is None else before, len(got)))
+            return
+        if self._last is None:
+            # the untimed records before the first stamp happened at (or just before) it
+            first = bisect_right(got, -inf)
+            self.times = array("d", [got[first]]) * (len(self.times) + first)
+            got = got[first:]
+        self.times.extend(got)
+        self._last = got[-1]
+        self.timed = True
+
+    def _add_times_in_order(self, stamps: Iterable[str | None]) -> None:
         times, last = self.times, self._last
         cache: dict[str, float | None] = {}
-        for ts in self.records.stamps(start, start + taken):
+        for ts in stamps:
             t = None
             if ts is not None:
                 t = cache.get(ts, _MISSING)
@@ -95,10 +116,6 @@ class Timeline:
                 self.timed = True
             times.append(last if last is not None else 0.0)
         self._last = last
-        if taken < len(piece.order):
-            self.cut = True
-            return False
-        return True
 
     def _time_of(self, rec: Record) -> float | None:
         return self._stamp_time(rec.get("ts"))

@@ -9,7 +9,9 @@ apart, and whether the figures are stale), `incidents`, `unmatched_globs`, `part
 `server.now` (the whole server's figures, its DP ranks summed, with `ranks`), `server.log_clock`
 (how the log's stamps relate to the clock), `servers` (every server log, each shaped like
 `server`, with its own liveness) and `servers_total` (sums over them, when there are several).
-Extra keys may be added; these are never renamed.
+`launches` (one per server start of the primary log, oldest first: `dash.core.launch`'s fields
+with `number`, `changed`, `outcome_text` and `advice`; each of `servers` has its own). Extra
+keys may be added; these are never renamed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from dash.core.launch import Launch
 from dash.core.snapshot import (
     Alert,
     ClientSnapshot,
@@ -34,6 +37,7 @@ from dash.core.snapshot import (
     ServerNow,
 )
 from dash.core.state.log_clock import clock_text
+from dash.core.views.launch_advice import launches_json
 from dash.core.views.quality_json import quality_json
 
 
@@ -160,12 +164,18 @@ def _servers(snap: RunSnapshot) -> list[tuple[ServerLogSnapshot, Liveness]]:
     return list(zip(servers, lives, strict=False))
 
 
+def _launches(snap: RunSnapshot) -> tuple[tuple[Launch, ...], ...]:
+    """Each server's launches (the primary's are `snap.launches`)."""
+    return snap.server_launches or (snap.launches,)
+
+
 def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
     """The --once --json document for one snapshot."""
     doc = {
         "now": snap.now,
         "server": _server(snap.server, snap.http, snap.now, snap.liveness),
-        "servers": [_server_log(s, snap.now, live) for s, live in _servers(snap)],
+        "servers": [{**_server_log(s, snap.now, live), "launches": launches_json(launches)}
+                    for (s, live), launches in zip(_servers(snap), _launches(snap), strict=False)],
         "servers_total": now_json(snap.total),
         "partitions": [_partition(p) for p in snap.partitions],
         "totals": _totals(snap.totals),
@@ -176,5 +186,6 @@ def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
                        "consequences": [a.key for a in i.consequences]} for i in snap.incidents],
         "unmatched_globs": list(snap.unmatched_globs),
         "notices": list(snap.notices),
+        "launches": launches_json(snap.launches),
     }
     return jsonable(doc)  # type: ignore[no-any-return]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import add
 from typing import Any
 
-from dash.core.log.bulk import Batch, stamp_text
+from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 
@@ -23,12 +23,22 @@ Cut = tuple[list[bytes], list[int], list[bytes]]
 """Heads, line numbers and tails, one each per record."""
 
 _BOOL = {b"True": b"true", b"False": b"false"}
-_JSON: dict[str, Callable[[tuple[bytes, ...]], Any]] = {
+_JSON: dict[str, Callable[[list[bytes]], Any]] = {
     # a plain int is its own JSON; the template prints a float with `%r`, as json does
     "int": lambda col: col,
     "float": lambda col: list(map(float, col)),
     "bool": lambda col: list(map(_BOOL.__getitem__, col)),
 }
+
+
+_MAX_STAMPS = 8192
+
+
+def json_text(text: str) -> bytes:
+    """`json.dumps(text)`, quicker for the printable ASCII a stamp is."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return b'"%s"' % text.encode("ascii")
+    return json.dumps(text).encode()
 
 
 def head(kind: str) -> bytes:
@@ -62,7 +72,9 @@ class ShapeWriter:
 
     def _stamps(self, col: list[bytes], stamps: dict[bytes, str]) -> list[bytes]:
         for stamp in set(col).difference(self.ts):
-            self.ts[stamp] = json.dumps(stamp_text(stamp, stamps)).encode()
+            self.ts[stamp] = json_text(stamp_text(stamp, stamps))
+        if len(self.ts) > _MAX_STAMPS:
+            self.ts.clear()  # a log's stamps move on: keep the recent ones only
         return list(map(self.ts.__getitem__, col))
 
     def _ranks(self, col: list[bytes]) -> list[bytes]:
@@ -70,14 +82,14 @@ class ShapeWriter:
             self.ranks[tags] = json.dumps(tags.decode("ascii").strip() or None).encode()
         return list(map(self.ranks.__getitem__, col))
 
-    def tails(self, rows: list[tuple[bytes, ...]], stamps: dict[bytes, str]) -> list[bytes]:
-        if not rows:
+    def tails(self, cols: list[list[bytes]], stamps: dict[bytes, str]) -> list[bytes]:
+        """The tails of a shape's rows, from its columns (`Batch.columns`)."""
+        if not cols or not cols[0]:
             return []
-        cols = list(zip(*rows, strict=True))
         if self.base:
-            ts, rank = self._stamps(list(cols[0]), stamps), self._ranks(list(cols[1]))
+            ts, rank = self._stamps(cols[0], stamps), self._ranks(cols[1])
         else:
-            ts = rank = [b"null"] * len(rows)
+            ts = rank = [b"null"] * len(cols[0])
         values = [_JSON[k](col) for k, col in zip(self.kinds, cols[self.base:], strict=True)]
         args = [values[c] for c in self.key_cols]
         return list(map(self.template.__mod__, zip(ts, rank, *args, strict=True)))
@@ -87,29 +99,26 @@ def cut(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWriter
         kinds: tuple[str, ...] = ("decode", "prefill", "event")) -> Cut:
     """The batch's records of `kinds`, as heads, line numbers and tails, in file order."""
     ws = [writers.setdefault(s.pattern, ShapeWriter(s)) for s in batch.shapes]
-    per_shape = [w.tails(rows, stamps) for w, rows in zip(ws, batch.rows, strict=True)]
+    per_shape = [w.tails(batch.columns(i), stamps) if batch.count(i) else []
+                 for i, w in enumerate(ws)]
     other_cuts = [_record_cut(rec) if rec["kind"] in kinds else None for rec in batch.others]
     heads_of = [w.head for w in ws]
-    order = batch.order
+    order, line_no = batch.order(), batch.line_no()
     if not batch.others and len(per_shape) == 1:
-        return [heads_of[0]] * len(order), list(batch.line_no), per_shape[0]
-    nexts = [iter(t).__next__ for t in per_shape]
-    others = iter(other_cuts)
-    heads: list[bytes] = []
-    tails: list[bytes] = []
-    lines: list[int] = []
-    for s, line in zip(order, batch.line_no, strict=True):
-        if s < 0:
-            oc = next(others)
-            if oc is None:
-                continue
-            h, t = oc
-        else:
-            h, t = heads_of[s], nexts[s]()
-        heads.append(h)
-        lines.append(line)
-        tails.append(t)
-    return heads, lines, tails
+        return [heads_of[0]] * len(order), line_no, per_shape[0]
+    # per record in file order, the next head and tail of its shape (the others' last)
+    kept = [c for c in other_cuts if c is not None]
+    heads_from = [*(repeat(h) for h in heads_of), iter([h for h, _ in kept])]
+    tails_from = [*(iter(t) for t in per_shape), iter([t for _, t in kept])]
+    if len(kept) < len(other_cuts):  # unparsed records are left out
+        flags = iter([c is not None for c in other_cuts])
+        keep = [s >= 0 or next(flags) for s in order]
+        order, line_no = list(compress(order, keep)), list(compress(line_no, keep))
+    heads = list(map(next, map(heads_from.__getitem__, order)))
+    tails = list(map(next, map(tails_from.__getitem__, order)))
+    return heads, line_no, tails
+
+
 def stitch(piece: Cut, offset: int) -> bytes:
     """The text of a cut piece whose line numbers count from `offset + 1`."""
     heads, lines, tails = piece

@@ -3,60 +3,81 @@
 A shape's rows are numbers in columns, so what the summary needs of them is taken a column at
 a time at C speed: counts, prefill token sums, the throughput samples and their stamps, the
 peak, the last decode record and the first decode record of each 10 s (the alert replay's
-candidates). The other records are folded one by one, as `PartBuilder` does. A block whose
-decode records come from more than one source (two shapes, or a shape and the parser) is
-folded record by record, in file order, so the order of throughput samples stays exact. Rows
-that name a DP rank or a vLLM engine carry its key beside each sample (the merge sums the ranks)
-and give each rank its first row of each 10 s as a candidate.
+candidates); only those few rows become records. The other records are folded one by one,
+as `PartBuilder` does. A block whose decode records come from more than one source (two
+shapes, or a shape and the parser) is folded record by record, in file order, so the order of
+throughput samples stays exact. Rows that name a DP rank or a vLLM engine carry its key beside
+each sample (the merge sums the ranks) and give each rank its first row of each 10 s as a
+candidate.
 """
 
 from __future__ import annotations
 
-from itertools import compress, islice, repeat
-from operator import eq, ne
+from itertools import compress, islice
+from operator import ne
 
-from dash.core.log.bulk import Batch, records, shape_record, stamp_text
-from dash.core.log.shapes import Shape
+from dash.core.log.batch import Batch
+from dash.core.log.bulk import records, shape_record
+from dash.core.log.timestamps import normalise_ts
 from dash.core.state.ranks import rank_key
 from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
+KEEP = frozenset({"new_token", "cached_token", "gen_throughput", "accept_len", "accept_rate",
+                  "engine_index"})
+"""The values the summary takes a column at a time (`BlockReader(keep=...)`)."""
 
 
-def _sum_ints(texts: list[bytes]) -> int:
+def _sum_ints(texts: list[bytes] | None) -> int:
     """The sum of plain unsigned numbers: `float()` reads bytes twice as fast as `int()`, and
     a float sum of whole numbers is exact while it stays below 2**53."""
+    if not texts:
+        return 0
     total = sum(map(float, texts))
     return int(total) if total < _EXACT else sum(map(int, texts))
 
 
-def _column(shape: Shape, rows: list[tuple[bytes, ...]], key: str) -> list[bytes] | None:
-    if key not in shape.keys:
-        return None
-    col = shape.cols[shape.keys.index(key)]
-    if col is None:
-        return None
-    i = shape.prefix_groups + col
-    return [r[i] for r in rows]
+class Stamps:
+    """Normalised stamps and their 10-second keys, each worked out once per distinct text."""
+
+    def __init__(self, texts: dict[bytes, str]) -> None:
+        self.texts = texts
+        self.keys: dict[bytes, str | None] = {}
+
+    def text(self, col: list[bytes]) -> list[str]:
+        texts = self.texts
+        for stamp in set(col).difference(texts):
+            texts[stamp] = normalise_ts(stamp.decode("ascii"))
+        return list(map(texts.__getitem__, col))
+
+    def text_and_key(self, col: list[bytes]) -> tuple[list[str], list[str | None]]:
+        texts, keys = self.texts, self.keys
+        for stamp in set(col).difference(keys):
+            text = texts.get(stamp)
+            if text is None:
+                text = texts[stamp] = normalise_ts(stamp.decode("ascii"))
+            keys[stamp] = ts_key(text)
+        return list(map(texts.__getitem__, col)), list(map(keys.__getitem__, col))
 
 
-def _rank_keys(shape: Shape, rows: list[tuple[bytes, ...]]) -> list[str | None] | None:
+def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
     """Each row's rank (`dash.core.state.ranks.rank_key`); None when no row names one."""
-    engines = _column(shape, rows, "engine_index")
+    engines = batch.column(s, "engine_index")
     if engines is not None:
         keys = {b: rank_key({"engine_index": int(b)}) for b in set(engines)}
         return [keys[b] for b in engines]
-    if not shape.prefix_groups:
+    if not batch.shapes[s].prefix_groups:
         return None
-    tags = [r[1] for r in rows]
-    keys = {b: rank_key({"rank": b.decode("ascii").strip() or None}) for b in set(tags)}
-    if all(k is None for k in keys.values()):
+    tags = batch.tags(s)
+    named = {b: rank_key({"rank": b.decode("ascii").strip() or None}) for b in set(tags)}
+    if all(k is None for k in named.values()):
         return None
-    return [keys[b] for b in tags]
+    return [named[b] for b in tags]
 
 
-def _heads(keys: list[str | None], ranks: list[str | None] | None) -> tuple[list[int], set[str | None]]:
+def _heads(keys: list[str | None], ranks: list[str | None] | None
+           ) -> tuple[list[int], set[str | None]]:
     """The first row of each 10 s (of each rank, when rows name ranks), and the ranks of the
     last 10 s."""
     if ranks is None or len(set(ranks)) == 1:
@@ -76,7 +97,9 @@ def _heads(keys: list[str | None], ranks: list[str | None] | None) -> tuple[list
 
 def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
     """What the block adds to the summary (line numbers as the batch has them)."""
-    decode = [i for i, s in enumerate(batch.shapes) if s.family.kind == "decode" and batch.rows[i]]
+    counts = [batch.count(s) for s in range(len(batch.shapes))]
+    decode = [s for s, shape in enumerate(batch.shapes) if shape.family.kind == "decode"
+              and counts[s]]
     # acceptance figures from the parser's records too: folded in file order, record by record
     other_decode = any(r["kind"] in ("decode", "spec") for r in batch.others)
     if len(decode) > 1 or (decode and other_decode):
@@ -84,86 +107,72 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
         part.lines = batch.lines
         return part
     part = PartBuilder().feed_all(batch.others)
-    part.lines = batch.lines
-    for i, shape in enumerate(batch.shapes):
-        rows = batch.rows[i]
-        if not rows:
+    marks = Stamps(stamps)
+    for s, shape in enumerate(batch.shapes):
+        if not counts[s]:
             continue
-        part.kinds[shape.family.kind] += len(rows)
-        part.engines[shape.family.engine] += len(rows)
+        part.kinds[shape.family.kind] += counts[s]
+        part.engines[shape.family.engine] += counts[s]
         if shape.family.kind == "prefill":
-            part.new += _sum_ints(_column(shape, rows, "new_token") or [])
-            part.cached += _sum_ints(_column(shape, rows, "cached_token") or [])
+            part.new += _sum_ints(batch.column(s, "new_token"))
+            part.cached += _sum_ints(batch.column(s, "cached_token"))
         else:
-            _decode_rows(part, batch, i, stamps)
-    _first_last(part, batch, stamps)
+            _decode_rows(part, batch, s, marks)
+    _first_last(part, batch, marks)
+    part.lines = batch.lines  # last: it counts on from the line numbers asked before
     return part
 
 
-def _decode_rows(part: Part, batch: Batch, i: int, stamps: dict[bytes, str]) -> None:
-    shape, rows = batch.shapes[i], batch.rows[i]
-    lines = list(compress(batch.line_no, map(eq, batch.order, repeat(i))))
-    ts: list[str | None] = [None] * len(rows)
+def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
+    shape = batch.shapes[s]
+    n = batch.count(s)
+    ts: list[str | None] = [None] * n
+    keys: list[str | None] = [None] * n
     if shape.prefix_groups:
-        ts = [stamp_text(r[0], stamps) for r in rows]
-    keys = list(map(ts_key, ts))
-    ranks = _rank_keys(shape, rows)
+        ts, keys = marks.text_and_key(batch.stamps(s))  # type: ignore[assignment]
+    ranks = _rank_keys(batch, s)
     heads, part.last_ranks = _heads(keys, ranks)
-    part.candidates = [Candidate(lines[j], keys[j], shape_record(shape, lines[j], rows[j], stamps),
-                                 ranks[j] if ranks else None) for j in heads]
+    gens_col = batch.column(s, "gen_throughput")
+    gens = list(map(float, gens_col)) if gens_col is not None else []
+    top = gens.index(max(gens)) if gens else -1
+    index = batch.index(s)
+    if gens_col is not None:  # every sample's line (the ranks' merge orders by them)
+        every = batch.lines_of_rows(index)
+        lines = dict(enumerate(every))
+        picks = sorted({*heads, n - 1})
+    else:
+        picks = sorted({*heads, n - 1})
+        lines = dict(zip(picks, batch.lines_of_rows([index[j] for j in picks]), strict=True))
+    made = {j: shape_record(shape, lines[j], batch.row(index[j]), marks.texts) for j in picks}
+    part.candidates = [Candidate(lines[j], keys[j], made[j], ranks[j] if ranks else None)
+                       for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
-    part.last_decode = shape_record(shape, lines[-1], rows[-1], stamps)
-    part.accepts = list(map(float, _column(shape, rows, "accept_len") or []))
-    part.accept_rates = list(map(float, _column(shape, rows, "accept_rate") or []))
-    gens = _column(shape, rows, "gen_throughput")
-    if gens is None:
+    part.last_decode = made[n - 1]
+    part.accepts = list(map(float, batch.column(s, "accept_len") or []))
+    part.accept_rates = list(map(float, batch.column(s, "accept_rate") or []))
+    if gens_col is None:
         return
-    part.gens = list(map(float, gens))
-    part.gen_ts, part.gen_lines = ts, lines
+    part.gens = gens
+    part.gen_ts, part.gen_lines = ts, every
     if ranks is not None:
         part.gen_ranks = ranks
-    top = part.gens.index(max(part.gens))
     part.peak = (top, lines[top])
 
 
-def _ts_of(batch: Batch, k: int, other: int, stamps: dict[bytes, str],
-           cursors: list[int]) -> str | None:
-    s = batch.order[k]
-    if s < 0:
-        ts = batch.others[other].get("ts")
-        return ts if isinstance(ts, str) and ts else None
-    shape = batch.shapes[s]
-    return stamp_text(batch.rows[s][cursors[s]][0], stamps) if shape.prefix_groups else None
-
-
-def _first_last(part: Part, batch: Batch, stamps: dict[bytes, str]) -> None:
-    """The first and last stamp of the block's records, in file order."""
-    part.first_ts = _scan_ts(batch, stamps, forward=True)
-    part.last_ts = _scan_ts(batch, stamps, forward=False)
-
-
-def _scan_ts(batch: Batch, stamps: dict[bytes, str], forward: bool) -> str | None:
-    n = len(batch.order)
-    if forward:
-        cursors, other = [0] * len(batch.shapes), 0
-        for k in range(n):
-            ts = _ts_of(batch, k, other, stamps, cursors)
-            if ts:
-                return ts
-            s = batch.order[k]
-            if s < 0:
-                other += 1
-            else:
-                cursors[s] += 1
-        return None
-    cursors, other = [len(r) - 1 for r in batch.rows], len(batch.others) - 1
-    for k in range(n - 1, -1, -1):
-        ts = _ts_of(batch, k, other, stamps, cursors)
-        if ts:
-            return ts
-        s = batch.order[k]
-        if s < 0:
-            other -= 1
-        else:
-            cursors[s] -= 1
-    return None
+def _first_last(part: Part, batch: Batch, marks: Stamps) -> None:
+    """The first and last stamp of the block's records, in file order: a record's place is
+    (rows before it, 0, its index) for an other record, (its row, 1, 0) for a row."""
+    timed: list[tuple[tuple[int, int, int], str]] = []
+    for s, shape in enumerate(batch.shapes):
+        if shape.prefix_groups and batch.count(s):
+            first, last = batch.index(s)[0], batch.index(s)[-1]
+            timed.append(((first, 1, 0), marks.text([batch.row(first)[0]])[0]))
+            timed.append(((last, 1, 0), marks.text([batch.row(last)[0]])[0]))
+    stamped = [((k, 0, i), r["ts"]) for i, (k, r) in
+               enumerate(zip(batch.other_positions(), batch.others, strict=True))
+               if isinstance(r.get("ts"), str) and r["ts"]]
+    if stamped:
+        timed += [stamped[0], stamped[-1]]
+    if timed:
+        part.first_ts = min(timed)[1]
+        part.last_ts = max(timed)[1]

@@ -21,6 +21,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("R", "ranks: each DP rank's (vLLM engine's) latest figures"),
     ("s", "next server (several logs): charts, facts follow"),
     ("a", "acknowledge the active alerts"),
+    ("L", "launches: the server's starts side by side"),
     ("l  c", "log pane: show / hide; server / client log"),
     ("/  d", "log pane: filter; dim the decode-stats lines"),
     ("PgUp PgDn", "log, alerts: scroll; home/end: top/follow"),

@@ -11,6 +11,7 @@ from rich.text import Text
 from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.log_clock import clock_text
+from dash.core.views.launch_advice import server_line
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
 from dash.ui.widgets.ranks import server_rows
@@ -68,6 +69,7 @@ class ServerPanel(Panel):
                 t.append(f"{label:>12} ", self._st("dim"))
                 t.append(f"{value:<16}")
             t.append("\n")
+        self._launch(t, snap)
         srv = snap.server
         t.append(f"{'log':>12} ", self._st("dim"))
         t.append(f"{srv.lines:,} lines, {srv.records:,} stats, {srv.unparsed} unparsed")
@@ -87,6 +89,24 @@ class ServerPanel(Panel):
         for ev in srv.events[-SHOWN_EVENTS:]:
             self._event(t, ev)
         self.show_text(t)
+
+    def _launch(self, t: Text, snap: RunSnapshot) -> None:
+        """`launch 4 of 4; previous: mem 0.88 -> 0.90, ...` over as many rows as it needs
+        (two at most: the rest is in the launches view, `L`)."""
+        line = server_line(snap.launches)
+        if line is None:
+            return
+        room = max(20, (self.size.width or 80) - 14)
+        rows = [""]
+        for part in fmt.clean(line.removeprefix("launch "), 400).split("; "):
+            joined = f"{rows[-1]}; {part}" if rows[-1] else part
+            if len(joined) <= room or not rows[-1] or len(rows) == 2:
+                rows[-1] = joined
+            else:
+                rows.append(part)
+        for i, row in enumerate(rows):
+            t.append(f"{'launch' if i == 0 else '':>12} ", self._st("dim"))
+            t.append(row + "\n")
 
     def _accept(self, t: Text, series: SeriesView) -> None:
         """Speculative decoding's acceptance length over time: the drafter's quality."""

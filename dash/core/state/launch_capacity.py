@@ -1,0 +1,86 @@
+"""What a server reported about its capacity at startup, as one launch's `capacity` (pure).
+
+KV tokens (the capacity line's `max_total_num_tokens`, else the KV pool's `#tokens`, else vLLM's
+`GPU KV cache size`), the KV pool's GB and dtype, the weights' GB, and the GPU memory left after
+the weights, after the KV pool and after CUDA graph capture: per rank in the log, so the
+smallest is kept (the first GPU to run out). The HiCache host pool's GB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8_e4m3",
+           "float8_e4m3fnuz": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+def short_dtype(text: str) -> str:
+    """`torch.bfloat16` -> `bf16`, `torch.float8_e4m3fn` -> `fp8_e4m3`; others as printed."""
+    name = text.strip().removeprefix("torch.")
+    return _DTYPES.get(name, name)
+
+
+def _num(rec: Mapping[str, Any], key: str) -> float | None:
+    value = rec.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+class Capacity:
+    """The capacity figures of one launch, from its startup events."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.graph_seen = False
+        """A CUDA graph line gave the memory left after capture (it wins over the capacity
+        line's `available_gpu_mem`, which is taken at about the same time)."""
+
+    def apply(self, rec: Mapping[str, Any], event: str) -> None:
+        cap = self.values
+        if event == "load_weights" and rec.get("phase") != "begin":
+            _keep(cap, "weights_gb", _num(rec, "mem_usage_gb"), max)
+            _keep(cap, "weights_avail_gb", _num(rec, "avail_mem_gb"), min)
+        elif event == "cuda_graph" and rec.get("phase") == "end":
+            avail = _num(rec, "avail_mem_gb")
+            if avail is not None:
+                if not self.graph_seen:
+                    cap.pop("graph_avail_gb", None)  # the capacity line's figure, if first
+                self.graph_seen = True
+                _keep(cap, "graph_avail_gb", avail, min)
+        elif event == "kv_cache":
+            self._kv(rec)
+
+    def _kv(self, rec: Mapping[str, Any]) -> None:
+        cap = self.values
+        tokens = rec.get("max_total_num_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            cap["max_total_num_tokens"] = tokens  # the capacity line wins over the pool's #tokens
+        elif isinstance(rec.get("tokens"), int) and "max_total_num_tokens" not in cap:
+            cap["max_total_num_tokens"] = rec["tokens"]
+        blocks = rec.get("gpu_blocks")
+        if isinstance(blocks, int) and not isinstance(blocks, bool):
+            _keep(cap, "gpu_blocks", blocks, min)
+        size = _num(rec, "kv_size_gb")
+        k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
+        if size is None and k is not None and v is not None:
+            size = round(k + v, 2)
+        if size is not None:
+            cap.setdefault("kv_size_gb", size)
+        if isinstance(rec.get("dtype"), str):
+            cap["kv_dtype"] = short_dtype(rec["dtype"])
+        host = _num(rec, "hicache_host_gb")
+        if host is not None:
+            cap.setdefault("hicache_host_gb", host)
+        if rec.get("phase") == "end":  # `Memory pool end. avail mem=...`
+            _keep(cap, "pool_avail_gb", _num(rec, "avail_mem_gb"), min)
+        if not self.graph_seen:  # the capacity line's figure is taken after graph capture too
+            _keep(cap, "graph_avail_gb", _num(rec, "available_gpu_mem_gb"), min)
+
+
+def _keep(cap: dict[str, Any], key: str, value: float | None,
+          pick: Callable[[float, float], float]) -> None:
+    """Set `cap[key]`, or keep the smaller (`min`) or larger (`max`) of old and new."""
+    if value is not None:
+        cap[key] = value if key not in cap else pick(cap[key], value)

@@ -1,0 +1,49 @@
+"""A whole log read for a replay: its records as compact series, with their times.
+
+The reading is the one reader's (`dash.sources.logread`): a `SeriesJob` makes each piece a
+`SeriesPiece` (in whichever process), and `load_timeline` keeps them in file order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.syntax import Grammar
+from dash.core.state.record_series import SeriesPiece
+from dash.core.state.stamp_times import stamp_epochs
+from dash.core.state.timeline import MAX_RECORDS, Timeline
+from dash.sources.logread import LogError, Scan, ref_time, run_job
+
+
+class SeriesJob:
+    """A piece of the log as compact record series (for a replay)."""
+
+    keep = None
+
+    def piece(self, scan: Scan) -> SeriesPiece:
+        out = SeriesPiece()
+        for batch in scan.batches():
+            out.add(batch, scan.reader.stamps)
+        out.finish(stamp_epochs)
+        return out
+
+
+def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAMMAR,
+                  progress: Callable[[int], None] | None = None) -> Timeline:
+    """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
+    timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
+    done = 0
+    try:
+        for lines, piece in run_job(path, SeriesJob(), grammar):
+            more = timeline.add_piece(piece, done)
+            done += lines
+            if progress is not None:
+                progress(len(timeline.records))
+            if not more:
+                break
+    except OSError as exc:
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
+    timeline.finish()
+    return timeline

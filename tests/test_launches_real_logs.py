@@ -1,0 +1,109 @@
+"""Launch detection on the real logs in ../shared/real-logs, and on real startups behind each
+form of the arguments line.
+
+The real logs carry no arguments line (their excerpts start later), so each form is put in
+front of a real startup as its version prints it (reference/log-formats.md section 5.1 and the
+notes' section 9): SGLang's `server_args=ServerArgs(...)` and `server_args={...}`, vLLM's
+`non-default args: {...}` and `args: Namespace(...)`. Capacity figures are checked against the
+hand-read values in expected-prefill-events-v2.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dash.commands.launches import launches_of, read_launches
+from dash.core.views.launch_table import table
+
+GROK = "sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log"
+VLLM = "vllm-12330-startup-kv-cache-memory-profile.log"
+SMALLEST_GRAPH = {"sglang-12978-capture-end-interleaved-userwarning.log": 11.17}
+"""The notes of that file: TP1's capture line says 11.22 GB, TP0's 11.17; a launch keeps the
+smallest (the GPU that runs out first)."""
+
+ARGS_FORMS = {
+    "ServerArgs": (GROK, "[2025-09-11 10:25:20] server_args=ServerArgs(model_path='xai-org/grok-2'"
+                         ", tokenizer_path='xai-org/grok-2', tp_size=8, mem_fraction_static={mem}"
+                         ", kv_cache_dtype='auto', chunked_prefill_size=8192, random_seed=7)"),
+    "dict": (GROK, "[2025-09-11 10:25:20] server_args={{'model_path': 'xai-org/grok-2', "
+                   "'tp_size': 8, 'mem_fraction_static': {mem}, 'kv_cache_dtype': 'auto', "
+                   "'chunked_prefill_size': 8192, 'random_seed': 7}}"),
+    "non-default args": (VLLM, "INFO 01-13 11:35:10 [utils.py:326] non-default args: {{'model': "
+                               "'meta-llama/Llama-3.1-8B-Instruct', 'tensor_parallel_size': 2, "
+                               "'gpu_memory_utilization': {mem}}}"),
+    "Namespace": (VLLM, "INFO 01-13 11:35:10 api_server.py:712] args: Namespace(host=None, "
+                        "port=8000, model='meta-llama/Llama-3.1-8B-Instruct', "
+                        "tensor_parallel_size=2, gpu_memory_utilization={mem}, max_num_seqs=256)"),
+}
+
+
+def _expected(real_logs: Path) -> dict[str, dict[str, object]]:
+    doc = json.loads((real_logs / "expected-prefill-events-v2.json").read_text())
+    return {name: entry["events"] for name, entry in doc.items()}
+
+
+def test_every_real_log_reads_as_launches(real_logs: Path) -> None:
+    for path in sorted(real_logs.glob("*.log")):
+        launches = read_launches(path)
+        assert len(launches) == 1, path.name  # each excerpt holds (part of) one start
+        assert launches[0].outcome in ("log_ended", "oom", "crash"), path.name
+
+
+def test_startups_are_seen_with_the_capacity_the_server_reported(real_logs: Path) -> None:
+    checked = 0
+    for name, events in _expected(real_logs).items():
+        tokens = events["max_total_num_tokens"] or events["kv_cache_tokens"]
+        graph = events["cuda_graph_avail_mem_gb"]
+        if tokens is None and graph is None:
+            continue
+        (launch,) = read_launches(real_logs / name)
+        assert launch.start_seen, name  # its first startup line begins it
+        assert launch.capacity.get("max_total_num_tokens") == tokens, name
+        assert launch.capacity.get("graph_avail_gb") == SMALLEST_GRAPH.get(name, graph), name
+        checked += 1
+    assert checked >= 5
+
+
+def test_failures_in_real_logs_end_their_launch(real_logs: Path) -> None:
+    for name, events in _expected(real_logs).items():
+        (launch,) = read_launches(real_logs / name)
+        if events["oom"]:
+            assert launch.outcome == "oom" and launch.reason, name
+        elif events["sigquit"]:
+            assert launch.outcome == "crash", name
+
+
+def test_a_log_that_begins_mid_run_has_a_launch_whose_start_was_not_seen(real_logs: Path) -> None:
+    (launch,) = read_launches(real_logs / "sglang-4407-decode-largest-len-trailing-comma.log")
+    assert not launch.start_seen and launch.figures.decode_lines == 7
+
+
+@pytest.mark.parametrize("form", ARGS_FORMS)
+def test_each_arguments_form_begins_a_launch_with_its_arguments(real_logs: Path, tmp_path: Path,
+                                                                form: str) -> None:
+    startup, line = ARGS_FORMS[form]
+    real = (real_logs / startup).read_text(encoding="utf-8")
+    logs = []
+    for i, mem in enumerate((0.85, 0.9)):
+        path = tmp_path / f"{i}.log"
+        path.write_text(line.format(mem=mem) + "\n" + real, encoding="utf-8")
+        logs.append(path)
+    (launch,) = read_launches(logs[0])
+    assert launch.start_seen and launch.start_line == 1
+    assert launch.args.get("mem_fraction_static", launch.args.get("gpu_memory_utilization")) == 0.85
+    rows = {r.label: [c.text for c in r.cells] for r in table((launch,))}
+    assert rows["mem fraction"] == ["0.85"]
+    assert rows["tp size"] == ["8" if startup == GROK else "2"]
+    if startup == GROK:  # the real startup's capacity, in the launch its arguments began
+        assert launch.capacity["max_total_num_tokens"] == 903439
+        assert launch.capacity["graph_avail_gb"] == 10.26
+    else:
+        assert launch.capacity["kv_size_gb"] == 11.12 and launch.capacity["gpu_blocks"] == 5691
+    # The same start with another fraction, appended: two launches, the change marked
+    both = tmp_path / "both.log"
+    both.write_text(logs[0].read_text() + logs[1].read_text())
+    rows = {r.label: [(c.text, c.changed) for c in r.cells] for r in table(launches_of([both]))}
+    assert rows["mem fraction"] == [("0.85", False), ("0.90", True)]

@@ -1,0 +1,92 @@
+"""The launches view (`L`) and the server panel's launch line, on frozen launches."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dash.ui.widgets.launches import LaunchesScreen, LaunchTableView
+from dash.ui.widgets.server import ServerPanel
+from ui.conftest import build_app
+from ui.fake_run import snapshot, tuning_launches
+
+
+def _rows(app) -> list[str]:
+    return app.screen.query_one(LaunchTableView).plain_rows()
+
+
+async def test_l_opens_the_launches_and_escape_or_q_goes_back() -> None:
+    app = build_app(snapshot(launches=tuning_launches()))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        assert isinstance(app.screen, LaunchesScreen)
+        rows = _rows(app)
+        assert rows[0].split() == ["#1", "#2", "#3", "#4", "now"]
+        mem = next(r for r in rows if "mem fraction" in r)
+        assert mem.split()[2:] == ["0.85", "*0.93", "*0.88", "*0.90"]  # marked without colour
+        await pilot.press("escape")
+        assert not isinstance(app.screen, LaunchesScreen)
+        await pilot.press("L")
+        await pilot.press("q")  # closes the view, not kdash
+        assert not isinstance(app.screen, LaunchesScreen) and app.is_running
+
+
+async def test_at_80x24_the_newest_launches_fit_and_arrows_show_the_older_ones() -> None:
+    many = tuning_launches() + tuple(dataclasses.replace(x, key=f"again{i}",
+                                                         started_at=(x.started_at or 0) + 9000)
+                                     for i, x in enumerate(tuning_launches()))
+    app = build_app(snapshot(launches=many))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("L")
+        assert _rows(app)[0].split() == ["#5", "#6", "#7", "#8", "now"]
+        assert any("not shown: #1-#4 older" in r for r in _rows(app))
+        await pilot.press("left")
+        assert _rows(app)[0].split() == ["#4", "#5", "#6", "#7"]
+        await pilot.press("right", "right")
+        assert _rows(app)[0].split() == ["#5", "#6", "#7", "#8", "now"]
+
+
+async def test_the_view_follows_the_refresh() -> None:
+    app = build_app(snapshot(launches=tuning_launches()[:2]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        assert "#3" not in _rows(app)[0]
+        app.state.snap = snapshot(launches=tuning_launches())
+        app.refresh_state()
+        await pilot.pause()
+        assert "#3" in _rows(app)[0]
+
+
+async def test_without_launches_the_view_says_what_starts_one() -> None:
+    app = build_app(snapshot(launches=()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("L")
+        assert "No server start seen in this log yet" in " ".join(_rows(app))
+        assert "launch" not in app.query_one(ServerPanel).plain
+
+
+async def test_the_server_panel_shows_the_launch_line() -> None:
+    app = build_app(snapshot(launches=tuning_launches()))
+    async with app.run_test(size=(160, 45)):
+        text = " ".join(app.query_one(ServerPanel).plain.split())
+        assert "launch 4 of 4; previous: mem 0.88 -> 0.90, kv bf16 -> fp8_e4m3" in text
+        assert "KV tokens 159K -> 376K; steady 609 -> 1,055" in text
+
+
+async def test_with_several_servers_the_view_shows_the_selected_ones_launches() -> None:
+    import dataclasses
+
+    from ui.fake_run import pd_snapshot
+
+    tuning = tuning_launches()
+    snap = dataclasses.replace(pd_snapshot(), launches=tuning[:1],
+                               server_launches=(tuning[:1], tuning))
+    app = build_app(snap)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        assert _rows(app)[0].split() == ["#1"]  # the prefill server's one start
+        await pilot.press("escape", "s", "L")  # the decode server, selected
+        assert _rows(app)[0].split() == ["#1", "#2", "#3", "#4", "now"]
+        assert "decode" in str(app.screen.query_one(LaunchTableView).border_title)
+        await pilot.press("escape")
+        text = " ".join(app.query_one(ServerPanel).plain.split())
+        assert "launch 4 of 4; previous: mem 0.88 -> 0.90" in text
