@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import gc
 
-SETTLE_S = 10.0
-"""After this long the dashboard has read the logs' ends and drawn its first frames."""
+SETTLE_S = 5.0
+"""After this long the dashboard has read the logs' ends (one bounded read each) and drawn its
+first frames. The collection just before the freeze holds the screen once, for as long as one
+full collection takes."""
 
 
 def freeze_heap() -> int:
