@@ -104,7 +104,8 @@ class Panel(ScrollView, can_focus=False):
         self._parts: dict[str, Style] = {}
         self._lines: dict[int, tuple[Text, list[Strip]]] = {}
         self.rows_repainted = 0
-        """Rows marked for repaint since mount (tests check that an unchanged text marks none)."""
+        """Rows marked for repaint since mount, each row of a whole repaint counted (tests check
+        that an unchanged text marks none)."""
 
     def show_text(self, text: Text) -> None:
         """Show `text`; only the rows that changed are repainted."""
@@ -132,6 +133,7 @@ class Panel(ScrollView, can_focus=False):
         if self.virtual_size != Size(width, len(new)):
             self.virtual_size = Size(width, len(new))
             self.refresh()
+            self.rows_repainted += len(new)
             return
         if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
             scroll_y = self.scroll_offset.y
