@@ -15,7 +15,7 @@ import glob
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,10 +214,11 @@ class OutputsSource:
             return
         first = self._scanned_at is None
         self._scanned_at = now
-        for path, name in _matches(self._outputs):
+        known = {path: name for path, (name, _, _) in self._out.items()}
+        for path, name in _matches(self._outputs, known):
             if path not in self._out:
                 self._out[path] = (name, LineCounter(path, self._pool, big=self._big), not first)
-        for path, name in _matches(self._inputs):
+        for path, name in _matches(self._inputs, {p: n for p, (n, _) in self._in.items()}):
             if path not in self._in:
                 self._in[path] = (name, LineCounter(path, self._pool, big=self._big))
         took = self._monotonic() - now
@@ -279,13 +280,22 @@ def _open_regular(path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(path, partition name) of every regular file the globs match; duplicate names keep paths."""
+def _matches(patterns: tuple[str, ...], known: Mapping[str, str] | None = None
+             ) -> list[tuple[str, str]]:
+    """(path, partition name) of every regular file the globs match; duplicate names keep paths.
+
+    `known`: the names already given (path -> name), kept as they are: a glob re-run every
+    second finds the same files, and naming one is most of the cost of its match."""
     out: list[tuple[str, str]] = []
     names: set[str] = set()
     for pattern in patterns:
         for path in sorted(glob.glob(pattern, recursive=True)):
             if not os.path.isfile(path):
+                continue
+            name = known.get(path) if known else None
+            if name is not None:
+                names.add(name)
+                out.append((path, name))
                 continue
             name = partition_name(pattern, path)
             if name in names:

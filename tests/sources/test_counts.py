@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -191,10 +191,11 @@ def test_a_slow_glob_is_rerun_less_often(tmp_path: Path, monkeypatch: pytest.Mon
     calls: list[float] = []
     real = counts_module._matches
 
-    def slow(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+    def slow(patterns: tuple[str, ...], known: Mapping[str, str] | None = None
+             ) -> list[tuple[str, str]]:
         calls.append(clock[0])
         clock[0] += 0.025  # outputs and inputs: 50 ms a scan
-        return real(patterns)
+        return real(patterns, known)
 
     monkeypatch.setattr(counts_module, "_matches", slow)
     src = OutputsSource((str(tmp_path / "*.jsonl"),), (str(tmp_path / "*.txt"),), rescan_s=0.0,
