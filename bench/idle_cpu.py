@@ -151,7 +151,7 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
             subprocess.run([*tmux, "send-keys", "-t", tmux[2], "q"], check=False)
         time.sleep(1.5)
         for _, tmux, _ in sessions:
-            subprocess.run([*tmux, "kill-server"], check=False)
+            subprocess.run([*tmux, "kill-server"], check=False, stderr=subprocess.DEVNULL)
         os.killpg(tail.pid, 15)
         tail.wait()
 
@@ -183,7 +183,7 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
            shell: psutil.Process, run: object) -> int:
     log = Path(run.server_log)  # type: ignore[attr-defined]
     outputs = Path(run.outputs_dir)  # type: ignore[attr-defined]
-    time.sleep(WARMUP_S)
+    time.sleep(ns.warmup)
     pipeline = shell.children(recursive=True)
     lines0, t0 = sum(1 for _ in log.open("rb")), time.monotonic()
     samples0 = sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl"))
@@ -203,7 +203,7 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
     samples = (sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl")) - samples0) / wall
     print(f"kdash on a simulated run: 8 GPUs, {len(PARTITIONS)} partitions, {lines:.1f} log lines/s, "
           f"{samples:.1f} samples/s ({ns.samples_per_s:g}/s of 4-16 KB), 1 Hz refresh, 160x45 "
-          f"tmux, {wall:.0f} s measured after {WARMUP_S:.0f} s warm-up")
+          f"tmux, {wall:.0f} s measured after {ns.warmup:.0f} s warm-up")
     width = max(13, *(len(label) for label, _ in kdash))
     for (label, _), cpu, mem in zip(kdash, k_cpu, rss, strict=True):
         mib = [r / 2**20 for r in mem]
@@ -227,6 +227,9 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0, help="measured time (default 60)")
+    p.add_argument("--warmup", type=float, default=WARMUP_S,
+                   help=f"seconds not measured after start (default {WARMUP_S:g}; over 90: "
+                        "alerts old enough that their ages change once a minute)")
     p.add_argument("--profile", metavar="FILE", help="write kdash's cProfile stats to FILE")
     p.add_argument("--samples-per-s", type=float, default=20.0,
                    help="realistic 4-16 KB samples written per second (default 20; 0: none)")
