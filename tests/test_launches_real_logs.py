@@ -17,6 +17,7 @@ import pytest
 
 from dash.commands.launches import launches_of, read_launches
 from dash.core.views.launch_table import table
+from dash.core.views.launch_text import render
 
 GROK = "sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log"
 VLLM = "vllm-12330-startup-kv-cache-memory-profile.log"
@@ -79,6 +80,16 @@ def test_failures_in_real_logs_end_their_launch(real_logs: Path) -> None:
 def test_a_log_that_begins_mid_run_has_a_launch_whose_start_was_not_seen(real_logs: Path) -> None:
     (launch,) = read_launches(real_logs / "sglang-4407-decode-largest-len-trailing-comma.log")
     assert not launch.start_seen and launch.figures.decode_lines == 7
+
+
+def test_a_start_time_that_is_only_a_lower_bound_is_marked_and_the_mark_explained(
+        real_logs: Path) -> None:
+    path = real_logs / "sglang-4407-decode-largest-len-trailing-comma.log"
+    text = render(launches_of((path,)), width=120)
+    start = next(line for line in text.splitlines() if line.startswith("start "))
+    assert start.split()[1].startswith("<")
+    assert "< started before the log's first line" in text
+    assert "< started" not in render(launches_of((real_logs / GROK,)), width=120)  # its start is in the log
 
 
 @pytest.mark.parametrize("form", ARGS_FORMS)

@@ -161,3 +161,22 @@ def test_a_glob_that_matches_nothing_is_named(run_dir: Path,
     assert main(["--once", "--window", "0", "--url", "", "--outputs", "out/*.jsnl"]) == 0
     out = capsys.readouterr().out
     assert "no file matches --outputs 'out/*.jsnl'" in out
+
+
+def test_a_vllm_oom_names_the_fix_in_vllm_flags(real_logs: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM's own arguments line, then a real vLLM OOM traceback: the fix is vLLM's flag, with
+    # the value the server ran with, and the server panel's fraction is that value too.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    args = ("INFO 10-11 12:27:20 [utils.py:326] non-default args: {'model': "
+            "'meta-llama/Llama-3.1-8B-Instruct', 'gpu_memory_utilization': 0.95}\n")
+    real = (real_logs / "vllm-9290-oom-engine-error-traceback.log").read_text(encoding="utf-8")
+    (tmp_path / "server.log").write_text(args + real, encoding="utf-8")
+    main(["--once", "--json", "--log", "server.log", "--no-http", "--window", "0"])
+    doc = json.loads(capsys.readouterr().out)
+    (oom,) = [a for a in doc["alerts"] if a["id"] == "server_oom"]
+    assert "--gpu-memory-utilization (now 0.95; try 0.90)" in oom["hint"]
+    assert "--mem-fraction-static" not in oom["hint"]
+    assert doc["server"]["facts"]["gpu_memory_utilization"] == 0.95

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from dash.core.alerts.engine import AlertEngine
-from dash.core.alerts.model import Finding, RuleContext, ServerEvents, alert_to_json
+from dash.core.alerts.model import (
+    Finding,
+    RuleContext,
+    ServerEvents,
+    alert_to_json,
+    fmt_duration,
+)
 from dash.core.config import AlertConfig
 from dash.core.errors import ConfigError
 from dash.core.snapshot import (
@@ -127,6 +133,23 @@ def test_oom_is_crit_at_once_with_line_headroom_and_hint() -> None:
     assert "gpu_headroom_low" in run.active()
     doc = alert_to_json(oom)
     assert {"id", "severity", "since", "message", "evidence", "hint"} <= set(doc)
+
+
+def test_a_vllm_oom_names_vllm_flags_with_the_logged_utilization() -> None:
+    run = Run()
+    vllm = {"engine": "vllm"}
+    run.feed({**ev("server_args", gpu_memory_utilization=0.95, args={}), **vllm},
+             {**ev("oom", line=9, message="torch.OutOfMemoryError: CUDA out of memory."), **vllm})
+    run.tick()
+    hint = run.active()["server_oom"].hint
+    assert "--gpu-memory-utilization (now 0.95; try 0.90)" in hint
+    assert "--max-num-batched-tokens" in hint and "--mem-fraction-static" not in hint
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(45, "45 s"), (600, "10 min"), (9000, "2.5 h"),
+                                                (4444200, "51.4 days")])
+def test_durations_read_in_the_unit_a_person_would_use(seconds: float, text: str) -> None:
+    assert fmt_duration(seconds) == text
 
 
 def test_a_restart_clears_the_oom_at_once_and_keeps_it_in_the_incident_line() -> None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from dash.core.alerts.flags import flags_for, mem_now
 from dash.core.alerts.model import Finding, RuleContext, text_of, where
 from dash.core.snapshot import SEVERITY_ORDER, Alert, Incident, Record
 
@@ -125,8 +126,9 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
 def _restart_hint(cause: Record, facts: Mapping[str, Any]) -> str:
     keep = "This line stays an hour, and after that until you acknowledge it (a)."
     if cause.get("event") == "oom":
-        mfs = facts.get("mem_fraction_static")
-        now = f" (now {mfs})" if mfs is not None else ""
+        flags = flags_for(cause.get("engine"))
+        mem = mem_now(flags, facts)
+        now = f" (now {mem:g})" if mem is not None else ""
         return ("The server came back after an OOM. If it runs out again, lower "
-                f"--mem-fraction-static further{now} or cap --chunked-prefill-size. " + keep)
+                f"{flags.mem} further{now} or cap {flags.prefill_cap}. " + keep)
     return "The server came back after a crash: read the traceback before it in the log. " + keep

@@ -139,12 +139,15 @@ class AlertChanges:
 
 
 def fmt_duration(seconds: float) -> str:
-    """`45 s`, `10 min`, `2.5 h`: short and human."""
+    """`45 s`, `10 min`, `2.5 h`, `3.2 days`: short and human (an old log's OOM is days ago,
+    not `1234.5 h`)."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def where(ev: Mapping[str, Any]) -> str:

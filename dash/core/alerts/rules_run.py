@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dash.core.alerts.flags import flags_for, mem_now
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.snapshot import PartitionSnapshot
 
@@ -113,12 +114,13 @@ def rule_gpu_headroom(ctx: RuleContext) -> Iterator[Finding]:
         parts.append(f"avail mem after CUDA graph capture {avail} GB")
     if not parts:
         return
-    mfs = snap.server.facts.get("mem_fraction_static")
-    at = f" (now {mfs})" if mfs is not None else ""
+    flags = flags_for(snap.server.engine)
+    mem = mem_now(flags, snap.server.facts)
+    at = f" (now {mem:g})" if mem is not None else ""
     yield Finding("gpu_headroom_low", "warn", "GPU memory headroom is low: " + "; ".join(parts),
                   f"threshold {cfg.gpu_free_min_gb} GB free, {cfg.cuda_graph_min_gb} GB after "
-                  "CUDA graph", "A large prefill can OOM: lower --mem-fraction-static" + at +
-                  " or --chunked-prefill-size, and keep other processes off these GPUs.",
+                  "CUDA graph", f"A large prefill can OOM: lower {flags.mem}{at} or "
+                  f"{flags.prefill_cap}, and keep other processes off these GPUs.",
                   fire_after=0.0 if graph_low else cfg.gpu_after_s)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from dash.core.alerts.flags import SGLANG, EngineFlags, flags_for, mem_now
 from dash.core.alerts.incidents import rule_restarted
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
 from dash.core.linenums import line_order
@@ -48,6 +49,16 @@ def _headroom(facts: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _oom_fix(engine: str | None, facts: Mapping[str, Any]) -> str:
+    """Lower the memory share (from its value now, where the log gave it) or cap the batch,
+    in the flags of the server that printed the OOM."""
+    flags = flags_for(engine)
+    now = mem_now(flags, facts)
+    lower = f" (now {now:g}; try {now - 0.05:.2f})" if now is not None else ""
+    return (f"Lower {flags.mem}{lower} to leave more headroom outside the KV cache, or cap "
+            f"{flags.batch_caps}; the server usually needs a restart after an OOM.")
+
+
 def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
     ooms = ctx.events.since_start_of("oom")
@@ -62,11 +73,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     evidence = f"OOM {where(first)}{during}; {len(ooms)} OOM line(s)"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
-    mfs = facts.get("mem_fraction_static")
-    lower = f" (now {mfs}; try {float(mfs) - 0.05:.2f})" if isinstance(mfs, (int, float)) else ""
-    hint = (f"Lower --mem-fraction-static{lower} to leave more headroom outside the KV cache, "
-            "or cap --chunked-prefill-size / --max-running-requests; the server usually needs a "
-            "restart after an OOM.")
+    hint = _oom_fix(ctx.snap.server.engine, facts)
     title = _OOM_TITLE.get(str(first.get("reason")), "CUDA out of memory in the server" + during)
     if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
         hint = first["hint"]
@@ -223,10 +230,15 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
                   f"{fmt_duration(window)} ({rate:.1f}/min, "
                   f"{reqs} requests retracted)",
                   f"latest {where(events[-1])}",
-                  "The KV cache pool is full and running requests are evicted and recomputed. "
-                  "Lower --max-running-requests, raise --schedule-conservativeness, or free KV "
-                  "memory (fp8 KV cache, hierarchical cache).",
+                  _retract_fix(flags_for(ctx.snap.server.engine)),
                   line=text_of(events[-1]), since=events[0].get("at"))
+
+
+def _retract_fix(flags: EngineFlags) -> str:
+    conservative = ", raise --schedule-conservativeness" if flags is SGLANG else ""
+    return ("The KV cache pool is full and running requests are evicted and recomputed. "
+            f"Lower {flags.requests_cap}{conservative}, or free KV memory (fp8 KV cache: "
+            f"{flags.fp8_kv}; host KV cache: {flags.host_cache}).")
 
 
 def _running(s: ServerLogSnapshot) -> Any:

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from dash.core.alerts.flags import flags_for
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
@@ -143,10 +144,10 @@ def kv_hint(snap: RunSnapshot) -> str:
             else:
                 estimate += f"; {total:g} / {per_req:.0f} = ~{total / per_req:.0f} requests"
         estimate += ")"
+    flags = flags_for(snap.server.engine)
     return ("max concurrency ~ max_total_num_tokens / tokens per request" + estimate +
-            ". To fit more: fp8 KV cache (--kv-cache-dtype fp8_e5m2), hierarchical cache "
-            "(--enable-hierarchical-cache), a higher --mem-fraction-static if there is headroom, "
-            "or shorter outputs.")
+            f". To fit more: fp8 KV cache ({flags.fp8_kv}), host KV cache ({flags.host_cache}), "
+            f"a higher {flags.mem} if there is headroom, or shorter outputs.")
 
 
 def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:

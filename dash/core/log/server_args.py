@@ -23,6 +23,7 @@ _TOP_LEVEL = {
     "tp_size": ("tp_size", "tensor_parallel_size"),
     "dp_size": ("dp_size", "data_parallel_size"),
     "mem_fraction_static": ("mem_fraction_static",),
+    "gpu_memory_utilization": ("gpu_memory_utilization",),
     "kv_cache_dtype": ("kv_cache_dtype",),
     "max_running_requests": ("max_running_requests", "max_num_seqs"),
     "context_length": ("context_length", "max_model_len"),
@@ -116,11 +117,12 @@ _COUNTS = frozenset({"tp_size", "dp_size", "max_running_requests", "context_leng
 
 
 def _fact(name: str, value: Any) -> Any:
-    """A top-level fact in its unit: counts are ints >= 0, `mem_fraction_static` a fraction,
+    """A top-level fact in its unit: counts are ints >= 0, `mem_fraction_static` (vLLM's
+    `gpu_memory_utilization`) a fraction,
     `hicache_size` GB >= 0; anything else (`None`, `-1` for "off", text) is no value."""
     if name in _COUNTS:
         return value if type(value) is int and value >= 0 else None
-    if name == "mem_fraction_static":
+    if name in ("mem_fraction_static", "gpu_memory_utilization"):
         return value if type(value) in (int, float) and 0 <= value <= 1 else None
     if name == "hicache_size":
         return value if type(value) in (int, float) and 0 <= value < float("inf") else None

@@ -35,6 +35,7 @@ AHEAD_S = 60.0
 _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "server_args": (("model", "model"), ("tp_size", "tp_size"), ("dp_size", "dp_size"),
                     ("mem_fraction_static", "mem_fraction_static"),
+                    ("gpu_memory_utilization", "gpu_memory_utilization"),
                     ("kv_cache_dtype", "kv_cache_dtype"), ("hicache_size", "hicache_size"),
                     ("max_running_requests", "max_running_requests"),
                     ("context_length", "context_length"), ("port", "port")),

@@ -17,6 +17,13 @@ SECTIONS = {"args": "arguments", "capacity": "capacity", "achieved": "achieved"}
 LEGEND = f"{MARK} changed from the launch before"
 
 
+def legend(launches: Sequence[Launch]) -> str:
+    """The marks' key; `<` only where a start time is a lower bound (the log begins mid-run)."""
+    if any(not x.start_seen and x.started_at is not None for x in launches):
+        return f"{LEGEND}; < started before the log's first line"
+    return LEGEND
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """The launch columns shown (`first` to `last`, inclusive) and each one's width."""
@@ -93,7 +100,7 @@ def render(launches: Sequence[Launch], width: int = 100) -> str:
     if lay.hidden:
         out.append(f"(launches 1-{lay.hidden} left out: they do not fit {width} columns; "
                    "--json has them all)")
-    out.append(LEGEND)
+    out.append(legend(launches))
     out.append("")
     out.extend(advice(launches))
     return "\n".join(out) + "\n"

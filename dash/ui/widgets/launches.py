@@ -22,13 +22,13 @@ from dash.core.views.launch_advice import advice
 from dash.core.views.launch_table import Row, table
 from dash.core.views.launch_text import (
     LABEL_W,
-    LEGEND,
     SECTIONS,
     Layout,
     cell_text,
     header,
     label_text,
     layout,
+    legend,
 )
 from dash.ui import fmt
 from dash.ui.widgets.alert_screen import CLOSE_KEYS
@@ -82,7 +82,7 @@ def launches_text(launches: Sequence[Launch], width: int, last: int | None,
     hidden_after = len(launches) - 1 - lay.last
     if lay.first or hidden_after:
         t.append(f"\n{_hidden(lay.first, hidden_after)}", st.st("dim"))
-    t.append(f"\n{LEGEND}", st.st("dim"))
+    t.append(f"\n{legend(launches)}", st.st("dim"))
     for sentence in advice(launches):
         t.append(f"\n{fmt.clean(sentence, 600)}")
     return t, lay

@@ -38,6 +38,8 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
     if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
         return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
+    if value is None and key == "mem_fraction_static":
+        value = facts.get("gpu_memory_utilization")  # vLLM's name for the same budget
     if value is None:
         return "-"
     try:
