@@ -2,7 +2,7 @@
 
 Once started, the process holds some hundred thousand objects that live as long as it does
 (Textual's DOM and styles, Rich, the imported modules, the run state). Python's full collections
-walk all of them: on the idle dashboard one took 60-110 ms every half minute or so, a tenth of
+walk all of them: on the idle dashboard one took 60-200 ms every half minute or so, a tenth of
 what kdash cost while nothing else changed. `gc.freeze()` moves what exists once start-up is over
 into a generation the collector no longer walks. Objects created later are collected as before,
 and reference counting still frees a frozen object once it is released; only a reference cycle
