@@ -258,6 +258,43 @@ def test_plateau_kv_bound_fires_after_hold_and_names_the_cause() -> None:
     assert "kv_saturated" not in run.fired  # 0.88 is below the 0.90 threshold
 
 
+def _backfill_phase(run: Run, seconds: int, gen: float, noise: float, rng: random.Random,
+                    **kw: Any) -> None:
+    """Lines already in the log when kdash starts: read at once, no evaluation between them."""
+    for _ in range(seconds // 2):
+        run.feed(dec(run.now, gen * (1 + rng.uniform(-noise, noise)), **kw))
+        run.now += 2
+
+
+def test_plateau_started_after_the_peak_judges_the_fall_from_the_lines_it_read() -> None:
+    # Two dashboards on the same log: one watching from the start, one started 20 minutes in,
+    # when the peak and most of the fall are already in the log (its backfill).
+    phases = ((900, 1317.0, {"running": 121, "usage": 0.6}),
+              (500, 606.0, {"running": 95, "queue": 110, "usage": 0.88}))
+    live, late = Run(plateau_after_s=600), Run(plateau_after_s=600)
+    for run, feed in ((live, _decode_phase), (late, _backfill_phase)):
+        rng = random.Random(2)
+        for seconds, gen, kw in phases:
+            feed(run, seconds, gen, 0.08, rng, **kw)
+        run.tick()
+    assert "throughput_plateau" not in late.fired  # held 10 min by the log, not yet by kdash
+    for run in (live, late):
+        _decode_phase(run, 700, 606.0, 0.08, random.Random(3), running=95, queue=110, usage=0.88)
+    a, b = live.active()["throughput_plateau"], late.active()["throughput_plateau"]
+    assert "likely KV-bound" in b.message
+    assert a.message == b.message  # the same peak, plateau and fall duration
+
+
+def test_a_reset_peak_is_not_found_again_in_the_lines_before_it() -> None:
+    run, rng = Run(plateau_after_s=60), random.Random(4)
+    _backfill_phase(run, 900, 1300.0, 0.05, rng, running=120)
+    _backfill_phase(run, 600, 500.0, 0.05, rng, running=120, queue=50, usage=0.95)
+    run.tick()
+    run.log.reset_peak()  # the user pressed r: judge from now on
+    _decode_phase(run, 600, 500.0, 0.05, rng, running=120, queue=50, usage=0.95)
+    assert "throughput_plateau" not in run.active()
+
+
 def test_plateau_client_bound_when_queue_is_empty_and_fewer_run() -> None:
     run, rng = Run(plateau_after_s=60), random.Random(3)
     _decode_phase(run, 600, 1300.0, 0.05, rng, running=120)

@@ -4,6 +4,7 @@ and what it achieved, read from log lines through the grammar's own parser."""
 from __future__ import annotations
 
 import pickle
+import re
 import time
 
 from dash.core.config import Config
@@ -99,6 +100,19 @@ def test_two_starts_appended_give_two_launches_with_their_args_capacity_and_outc
     assert 970 <= second.figures.steady <= 990 and second.figures.steady_s >= 300
     assert second.figures.prefix_hit == 0.1  # 100 cached of 1000 prefill tokens
     assert first.key != second.key and first.start_line == 1
+
+
+def test_a_launch_too_short_for_a_steady_figure_says_how_much_more_it_needed() -> None:
+    # 5m20s of decode lines: more than the 5 min a steady stretch takes, but the first
+    # windowed figure comes a window after the first line, so it is still too short; the note
+    # must not read "5m20s of decode lines, 5m00s needed".
+    (launch,) = read([args_line(0, 0.9), *startup(0, 100000, 4.0), *serving(20, 340, 900)])
+    note = launch.figures.steady_note
+    assert launch.figures.steady is None and note is not None
+    m = re.fullmatch(r"too short: (\d+)m(\d+)s of decode lines, (\d+)m(\d+)s needed", note)
+    assert m, note
+    had, needed = (int(m[1]) * 60 + int(m[2]), int(m[3]) * 60 + int(m[4]))
+    assert had == 316 and needed > had
 
 
 def test_a_live_log_leaves_the_last_launch_running():

@@ -52,6 +52,20 @@ async def test_the_top_alerts_message_and_hint_are_on_an_80x24_screen(make_app: 
         assert "tab focus" in text and "h history" in text  # the keys that reach the rest
 
 
+async def test_with_the_log_open_at_80x24_the_top_alerts_fix_still_shows(
+        make_app: MakeApp) -> None:
+    app = make_app(snapshot(alerts=_many_alerts()))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("l")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "server log" in text  # the pane is open
+        assert "CUDA out of memory in the server" in text and "--mem-fraction-static" in text
+        await pilot.press("l")
+        await pilot.pause()
+        assert "partitions" in screen_text(app)  # closed: the tables are back
+
+
 async def test_tab_focuses_the_alerts_which_scroll_and_open_at_80x24(make_app: MakeApp) -> None:
     app = make_app(snapshot(alerts=_many_alerts()))
     async with app.run_test(size=SMALL) as pilot:

@@ -9,6 +9,7 @@ KV capacity is per rank, so the concurrency estimate counts the ranks.
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from dash.core.alerts.flags import flags_for
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.series import SeriesView
-from dash.core.snapshot import RunSnapshot
+from dash.core.snapshot import RunSnapshot, ServerLogSnapshot
 
 
 def window_median(view: SeriesView, window: float, min_points: int = 1,
@@ -45,6 +46,29 @@ def _reset_if_restarted(mem: dict[str, Any], snap: RunSnapshot) -> None:
     if mem.get("restarts") != s.restarts or user_reset:
         mem.clear()
         mem["restarts"] = s.restarts
+        # After the user's reset the peak starts from now; after a start (or a restart, whose
+        # series start over) the lines already read may hold one.
+        mem["history_read"] = user_reset
+
+
+def window_medians(view: SeriesView, window: float,
+                   min_points: int) -> Iterator[tuple[float, float]]:
+    """(end, median over the `window` seconds before it) at each point of the series.
+
+    A dashboard started after the peak (its backfill holds the peak and the fall) must judge
+    the fall from the lines it read, not from the first window it happens to evaluate. One pass
+    with a sorted window (bisect: the window holds a few hundred points at most)."""
+    t, v = view.t, view.v
+    ordered: list[float] = []
+    lo = 0
+    for hi in range(len(t)):
+        bisect.insort(ordered, v[hi])
+        while t[lo] < t[hi] - window:
+            del ordered[bisect.bisect_left(ordered, v[lo])]
+            lo += 1
+        n = len(ordered)
+        if n >= max(1, min_points):
+            yield t[hi], (ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
 
 
 def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
@@ -60,6 +84,10 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     queue = window_median(s.queue_req, cfg.plateau_window_s, end=end)
     usage = window_median(s.token_usage, cfg.plateau_window_s, end=end)
     util = _gpu_util(snap, cfg.plateau_window_s)
+    if not mem.get("history_read"):
+        mem["history_read"] = True
+        _peak_from_history(mem, s, cfg.plateau_window_s, cfg.plateau_min_points,
+                           cfg.plateau_drop)
     peak = mem.get("peak")
     if peak is None or cur > peak["value"]:
         mem["peak"] = {"value": cur, "at": end, "running": running, "util": util}
@@ -88,6 +116,28 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
                 f"{_g(usage, '.2f')}; {why}")
     yield Finding("throughput_plateau", "warn", message, evidence, hint,
                   fire_after=cfg.plateau_after_s)
+
+
+def _peak_from_history(mem: dict[str, Any], s: ServerLogSnapshot, window: float,
+                       min_points: int, drop: float) -> None:
+    """Seed the peak, the fall's start and its low from the series already read, as the rule
+    would have found them had it evaluated at each of those lines."""
+    medians = list(window_medians(s.gen_throughput, window, min_points))[:-1]  # the last: now
+    if not medians:
+        return
+    at, value = max(medians, key=lambda m: m[1])
+    mem["peak"] = {"value": value, "at": at, "running": window_median(s.running_req, window, end=at),
+                   "util": None}  # GPU utilization is not kept for that long
+    mem["high_at"] = at
+    for end, median in medians:
+        if end <= at:
+            continue
+        if median >= 0.95 * value:
+            mem["high_at"] = end
+        if median > value * (1 - drop):
+            mem.pop("low", None)
+        elif "low" not in mem or median < 0.97 * mem["low"]:
+            mem["low"], mem["low_at"] = median, end
 
 
 def _g(value: float | None, spec: str = ".0f") -> str:

@@ -235,7 +235,13 @@ class FiguresAccumulator:
                 "too few decode lines for a windowed figure"
         covered = self._samples[-1][0] - self._samples[0][0]
         if covered < self.steady_min_s:
-            return f"too short: {span(decode_s or covered)} of decode lines, {need} needed"
+            if decode_s is None or self._first_decode is None:
+                return f"too short: {span(covered)} of throughput figures, {need} needed"
+            # The first windowed figure comes a window after the first decode line: count
+            # that in what is needed, or "5m06s of decode lines, 5m00s needed" reads as a lie.
+            lead = max(0.0, self._samples[0][0] - self._first_decode)
+            return (f"too short: {span(decode_s)} of decode lines, "
+                    f"{span(self.steady_min_s + lead)} needed")
         return f"never settled for {need}"
 
 

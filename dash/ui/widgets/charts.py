@@ -7,14 +7,13 @@ which reads without colour. While the log is not live, titles give their figures
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 
 from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
 from dash.ui import fmt
-from dash.ui.widgets.chart import BrailleChart, ChartData
+from dash.ui.widgets.chart import BrailleChart, ChartData, part
 
 WINDOWS: tuple[tuple[str, float | None], ...] = (
     ("5m", 300.0),
@@ -61,48 +60,50 @@ class ChartsRow(Horizontal):
         label, span = WINDOWS[window]
         srv = snap.server
         last = srv.figures
-        who = f" {fmt.clean(srv.name, 24)}:" if srv.name else ""
-        old = _old(snap)
+        # Titles are bold throughout; a stale figure and its age dimmed.
+        old_text, stale = _old(snap)
+        value = f"bold {stale}".strip()
+        age = (part((old_text, "bold dim"), keep=2),) if old_text else ()  # the header has it too
+        who = (part((f" {fmt.clean(srv.name, 40)}:", "bold"), keep=3, shrink=True),) \
+            if srv.name else ()
 
         thr = (srv.gen_throughput,)
         start, end = window_bounds(thr, snap.now, span)
-        title = Text(f"{who} gen tok/s ", "bold")
         current = last.get("gen_throughput")
-        title.append(f"{current:.0f}" if isinstance(current, (int, float))
-                     else _last(srv.gen_throughput, "{:.0f}"), old[1])
-        title.append(old[0], "dim")
+        parts = [*who, part((" gen tok/s ", "bold"), (
+            f"{current:.0f}" if isinstance(current, (int, float))
+            else _last(srv.gen_throughput, "{:.0f}"), value)), *age]
         peak = None
         if srv.peak is not None:
-            title.append(f"  ▼ peak {srv.peak.gen_throughput:.0f}", "italic")
-            if srv.peak.ts and not old[0]:  # an age takes the room of the peak's time
-                title.append(f" {fmt.clean(srv.peak.ts, 19)[-8:]}", "dim")
+            parts.append(part((f"  ▼ peak {srv.peak.gen_throughput:.0f}", "bold italic"), keep=5))
+            if srv.peak.ts and not old_text:  # an age takes the room of the peak's time
+                parts.append(part((f" {fmt.clean(srv.peak.ts, 19)[-8:]}", "bold dim"), keep=1))
             peak = (srv.peak.at, srv.peak.gen_throughput)
         self.query_one("#chart-throughput", BrailleChart).set_data(
-            ChartData(title, thr, start, end, _num, peak=peak, window_label=f"-{label}")
+            ChartData(tuple(parts), thr, start, end, _num, peak=peak, window_label=f"-{label}")
         )
 
         reqs = (srv.running_req, srv.queue_req)
         start, end = window_bounds(reqs, snap.now, span)
-        title = Text(" ─ running ", "bold")
-        title.append(_last(srv.running_req, "{:.0f}"), old[1])
-        title.append("  ┈ queued ", "bold")
-        title.append(_last(srv.queue_req, "{:.0f}"), old[1])
-        title.append(old[0], "dim")
+        parts = [part((" ─ running ", "bold"), (_last(srv.running_req, "{:.0f}"), value)),
+                 part(("  ┈ queued ", "bold"), (_last(srv.queue_req, "{:.0f}"), value), keep=6),
+                 *age]
         self.query_one("#chart-requests", BrailleChart).set_data(
-            ChartData(title, reqs, start, end, _num, window_label=f"-{label}")
+            ChartData(tuple(parts), reqs, start, end, _num, window_label=f"-{label}")
         )
 
         use = (srv.token_usage,)
         start, end = window_bounds(use, snap.now, span)
-        title = Text(" token usage ", "bold")
         usage = last.get("token_usage")
-        title.append(fmt.pct(usage) if isinstance(usage, (int, float))
-                     else _last(srv.token_usage, "{:.2f}"), old[1])
+        parts = [part((" token usage ", "bold"), (
+            fmt.pct(usage) if isinstance(usage, (int, float))
+            else _last(srv.token_usage, "{:.2f}"), value))]
         if srv.now is not None and srv.now.multi and srv.now.token_usage_mean is not None:
-            title.append(f" max, {fmt.pct(srv.now.token_usage_mean)} mean", "dim")
-        title.append(old[0], "dim")
+            parts.append(part((f" max, {fmt.pct(srv.now.token_usage_mean)} mean", "bold dim"),
+                              keep=5))
+        parts += age
         self.query_one("#chart-usage", BrailleChart).set_data(
-            ChartData(title, use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")
+            ChartData(tuple(parts), use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")
         )
         self._show_gpu(snap, gpu_index, span, label)
 
@@ -112,11 +113,11 @@ class ChartsRow(Horizontal):
         hist = gpus.memory_used_history.get(gpu_index, SeriesView()) if gpu_index is not None else SeriesView()
         start, end = window_bounds((hist,), snap.now, span)
         if not gpus.available:
-            title = Text(" GPU memory: NVML unavailable", "bold")
+            title = (part((" GPU memory: NVML unavailable", "bold")),)
         else:
-            title = Text(f" GPU {gpu_index} memory GB ", "bold")
-            if card is not None:
-                title.append(f"{fmt.gb(card.memory_used)}/{fmt.gb(card.memory_total)}")
+            gb = (f"{fmt.gb(card.memory_used)}/{fmt.gb(card.memory_total)}", "bold") \
+                if card is not None else ("", "")
+            title = (part((f" GPU {gpu_index} memory GB ", "bold"), gb),)
         total = card.memory_total if card is not None else None
         self.query_one("#chart-gpu-mem", BrailleChart).set_data(
             ChartData(title, (hist,), start, end, fmt.gb, ymax=float(total) if total else None,
