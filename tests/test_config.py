@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dash.commands.cli import main
+from dash.core.config import merge_layers
 from dash.core.errors import ConfigError
 from dash.sources.config_files import build_config
 
@@ -64,6 +65,29 @@ def test_bad_config_is_one_line_exit_2(tmp_path: Path, capsys, text: str, messag
     assert err.count("\n") == 1 and err.startswith("kdash: ")
     with pytest.raises(ConfigError):
         build_config({}, config_file=cfg, cwd=tmp_path, user_file=tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[alerts]\nplateu_drop = 0.3\n",
+     "{f} [alerts]: unknown alert setting 'plateu_drop' (did you mean 'plateau_drop'?)"),
+    ("[alerts]\nzzzz = 1\n", "{f} [alerts]: unknown alert setting 'zzzz'"),
+    ("[alerts]\nplateau_drop = 30.5\n", "{f} [alerts]: plateau_drop = 30.5: a ratio 0..1"),
+    ("ouptuts = 'out/*.jsonl'\n", "{f}: unknown setting 'ouptuts' (did you mean 'outputs'?)"),
+    ("zzzz = 1\n", "{f}: unknown setting 'zzzz'"),
+])
+def test_a_bad_setting_names_its_file_and_the_setting_meant(tmp_path: Path, capsys, text: str,
+                                                            message: str) -> None:
+    cfg = _write(tmp_path / "k.toml", text)
+    assert main(["--once", "--url", "", "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err == f"kdash: {message.format(f=cfg)}\n"
+    assert main(["outputs", "--config", str(cfg), str(cfg)]) == 2
+    assert capsys.readouterr().err == f"kdash: {message.format(f=cfg)}\n"
+
+
+def test_a_misspelt_setting_from_another_layer_is_named_too() -> None:
+    with pytest.raises(ConfigError, match=r"^flags: unknown setting 'ouptuts' "
+                                          r"\(did you mean 'outputs'\?\)$"):
+        merge_layers([("flags", {"ouptuts": "x"})])
 
 
 @pytest.mark.parametrize(

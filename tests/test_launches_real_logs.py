@@ -118,3 +118,15 @@ def test_each_arguments_form_begins_a_launch_with_its_arguments(real_logs: Path,
     both.write_text(logs[0].read_text() + logs[1].read_text())
     rows = {r.label: [(c.text, c.changed) for c in r.cells] for r in table(launches_of([both]))}
     assert rows["mem fraction"] == [("0.85", False), ("0.90", True)]
+
+
+def test_a_launch_begun_before_the_log_claims_no_duration_it_cannot_know(
+        real_logs: Path) -> None:
+    # The log is one OOM traceback: the start is not in it, so neither is how long it ran.
+    (oom,) = launches_of((real_logs / "vllm-9290-oom-engine-error-traceback.log",))
+    rows = {r.label: [c.text for c in r.cells] for r in table((oom,))}
+    assert rows["ran"] == ["-"] and rows["outcome"] == ["OOM"]
+    assert "died of OOM;" in render((oom,), width=120) and " 0 s in" not in render((oom,), 120)
+    (mid,) = launches_of((real_logs / "sglang-4407-decode-largest-len-trailing-comma.log",))
+    ran = {r.label: [c.text for c in r.cells] for r in table((mid,))}["ran"]
+    assert ran[0].startswith(">")  # it ran at least as long as the log shows

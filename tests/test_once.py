@@ -131,6 +131,44 @@ def test_a_window_measures_a_partition_being_written_as_running_with_its_rate(
     assert doc["sample"]["window_s"] == 1.5 and doc["sample"]["sampled_s"] >= 1.5
 
 
+def test_a_window_measures_the_samples_token_rate(run_dir: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Samples of 100 tokens every 0.1 s: about 1,000 tok/s in the partition and the totals,
+    measured over the window as the partitions' line rates are."""
+    out = run_dir / "prepared" / "B2" / "responses.jsonl"
+    out.write_text("")
+    stop = threading.Event()
+    record = json.dumps({"text": "an answer", "meta_info": {
+        "finish_reason": {"type": "stop"}, "completion_tokens": 100}}) + "\n"
+
+    def client() -> None:
+        while not stop.wait(0.1):
+            with out.open("a") as fh:
+                fh.write(record)
+
+    writer = threading.Thread(target=client)
+    writer.start()
+    try:
+        assert main(_args("--json", window="2")) == 0
+    finally:
+        stop.set()
+        writer.join()
+    doc = json.loads(capsys.readouterr().out)
+    (b2,) = [p for p in doc["partitions"] if p["name"] == "B2"]
+    rate = b2["quality"]["tokens_per_s"]
+    assert rate is not None and 500 <= rate <= 1500
+    assert doc["totals"]["output_tokens_per_s"] == rate
+
+
+def test_a_finished_partition_says_done_as_the_dashboard_does(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_args("--expect", "B1=4", "--expect", "B2=10")) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  B")}
+    assert "[done]" in lines["B1"] and lines["B1"].endswith("eta done")
+    assert "[done]" not in lines["B2"] and lines["B2"].endswith("eta ?")
+
+
 def test_a_file_written_seconds_ago_counts_as_running_without_a_write_in_the_window(
         run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     os.utime(run_dir / "prepared" / "B2" / "responses.jsonl")  # written just now

@@ -61,3 +61,31 @@ def test_once_prometheus_and_outputs_agree(tmp_path: Path, capsys) -> None:
     assert lint(text) == []
     checked = promtool_problems(text)
     assert checked is None or checked[0] == 0, checked
+
+
+def test_outputs_raises_the_alerts_once_and_check_raise(tmp_path: Path, capsys) -> None:
+    """A file healthy for long and truncating at its end: its recent samples fire
+    `outputs_truncated` and `outputs_empty` everywhere, though the whole file's shares are low;
+    the text shows the recent shares the alerts judge, then the whole file's."""
+    records = []
+    for i in range(1800):
+        cut = i >= 1600 and i % 3 == 0
+        records.append(json.dumps({
+            "id": i, "text": "<think>\nstill thinking" if cut else f"<think>\nx\n</think>\n\na {i}",
+            "meta_info": {"finish_reason": {"type": "length", "length": 10240} if cut
+                          else {"type": "stop", "matched": 2},
+                          "completion_tokens": 10240 if cut else 160}}))
+    (tmp_path / "B2.jsonl").write_text("\n".join(records) + "\n")
+    cfg = Config(outputs=(str(tmp_path / "*.jsonl"),), url="")
+    snap, _ = collect_once(cfg, window=0.5)
+    once = {(a.id, a.message) for a in snap.alerts if a.id.startswith("outputs")}
+    assert {i for i, _ in once} == {"outputs_truncated", "outputs_empty"}
+    run_outputs(cfg, as_json=True)
+    doc = json.loads(capsys.readouterr().out)
+    assert {(a["id"], a["message"]) for a in doc["alerts"]} == once
+    run_outputs(cfg, as_json=False)
+    text = capsys.readouterr().out
+    assert "alerts      none" not in text
+    assert "recent: samples 200  finish stop 134 (67.0%) · length 66 (33.0%)" in text
+    assert "whole file: samples 1,800  finish stop 1,734 (96.3%) · length 66 (3.7%)" in text
+    assert "ALERT warn outputs_truncated [B2]: B2: 66 of 200 recent samples (33%)" in text

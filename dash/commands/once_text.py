@@ -114,9 +114,9 @@ def _partition_lines(snap: RunSnapshot) -> list[str]:
         total = "?" if p.total is None else str(p.total)
         pct = "" if p.percent is None else f" {p.percent:5.1f}%"
         status = p.status if p.error is None else f"{p.status}: {p.error}"
+        eta = "done" if p.status == "done" else _dur(p.eta_s)  # as the dashboard's table says
         lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{status}] "
-                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, "
-                     f"eta {_dur(p.eta_s)}")
+                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}")
     t = snap.totals
     lines.append(f"  {'total':<24} {t.done:>8}/{'?' if t.total is None else t.total:<8} "
                  f"{_num(t.rate_per_min)}/min, eta {_dur(t.eta_s)}"

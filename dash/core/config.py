@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dash.core.errors import ConfigError
+from dash.core.errors import ConfigError, did_you_mean
 from dash.core.samples.fieldspec import OutputFields, parse_outputs_table
 
 DEFAULT_URL = "http://127.0.0.1:30000"
@@ -188,6 +188,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     if name == "alerts":
         if not isinstance(value, Mapping):
             raise bad("a table")
+        AlertConfig.from_mapping(value, f"{where} [alerts]")  # the file in the error, not later
         return dict(value)
     raise ConfigError(f"{where}: unknown setting {name!r}")  # pragma: no cover
 
@@ -319,7 +320,8 @@ class AlertConfig:
         out: dict[str, Any] = {}
         for name, value in values.items():
             if name not in kinds:
-                raise ConfigError(f"{where}: unknown alert setting {name!r}")
+                raise ConfigError(f"{where}: unknown alert setting {name!r}"
+                                  f"{did_you_mean(name, kinds)}")
             if (isinstance(value, bool) or not isinstance(value, (int, float))
                     or not math.isfinite(value)):
                 raise ConfigError(f"{where}: {name} must be a number, got {value!r}")
@@ -366,7 +368,8 @@ def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
             if value is None:
                 continue
             if name not in FIELD_NAMES:
-                raise ConfigError(f"{where}: unknown setting {name!r}")
+                raise ConfigError(f"{where}: unknown setting {name!r}"
+                                  f"{did_you_mean(name, FIELD_NAMES)}")
             if name == "outputs" and isinstance(value, Mapping):
                 files, merged["output_fields"] = parse_outputs_table(
                     value, where, merged.get("output_fields"))

@@ -193,6 +193,9 @@ class HttpSnapshot:
     """The port the log's server_args name, when they do."""
     state: Literal["unknown", "up", "down", "degraded"] = "unknown"
     since: float | None = None
+    since_seen: bool = False
+    """Whether `since` is a change kdash saw; False for the state of the first poll, which
+    began at some time before kdash started (the header gives no duration for it)."""
     reason: str | None = None
     """Why it is down/degraded: "connection refused", "timeout", "HTTP 500", "bad body"."""
     latency_s: float | None = None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dash.core.config import FIELD_NAMES, Config, merge_layers, parse_gpus
-from dash.core.errors import ConfigError
+from dash.core.errors import ConfigError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,7 +54,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     unknown = sorted(set(data) - FIELD_NAMES)
     if unknown:
-        raise ConfigError(f"{path}: unknown setting {unknown[0]!r}")
+        raise ConfigError(f"{path}: unknown setting {unknown[0]!r}"
+                          f"{did_you_mean(unknown[0], FIELD_NAMES)}")
     return data
 
 

@@ -41,6 +41,7 @@ from dash.core.state.timeline import Checkpoints, ReplayCursor, Timeline
 from dash.ui.app import DashApp
 from dash.ui.widgets.help import HelpScreen, help_text
 from dash.ui.widgets.log_pane import LogPane
+from dash.ui.widgets.server import ServerPanel
 
 JUMP_S = 60.0
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
@@ -133,6 +134,7 @@ class ReplayApp(DashApp):
     # Textual calls the `on_mount` / `on_unmount` of every class of the app (this one's
     # first), so these do not call the dashboard's.
     def on_mount(self) -> None:
+        self.query_one("#server", ServerPanel).http_off = "not replayed"  # no --no-http here
         self.replay()
         self._show_status()
 

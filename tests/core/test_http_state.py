@@ -52,6 +52,17 @@ def test_state_changes_keep_their_time_and_reason() -> None:
     assert snap.state == "up" and snap.reason is None and snap.consecutive_failures == 0
 
 
+def test_only_a_change_kdash_saw_has_a_known_start() -> None:
+    # The first poll finds the server up: it came up at some time before kdash started.
+    tr = HttpTracker("u")
+    tr.apply(_up(T0), T0)
+    assert not tr.snapshot(T0).since_seen
+    tr.apply(HttpSample(at=T0 + 2, reachable=False, error="connection refused"), T0 + 2)
+    assert tr.snapshot(T0 + 2).since_seen  # kdash watched it go down
+    tr.apply(_up(T0 + 4), T0 + 4)
+    assert tr.snapshot(T0 + 4).since_seen
+
+
 def test_metrics_vanish_when_the_server_does() -> None:
     tr = HttpTracker("u")
     tr.apply(_up(T0, metrics={"running_req": 3.0}), T0)

@@ -258,3 +258,26 @@ def test_a_replay_run_obeys_the_screen_on_the_log_clock(tmp_path: Path) -> None:
     frame = run.frame()
     assert run.state is not before and frame.fresh_pane and frame.now == t0 + 180.0
     assert "server_oom" not in {a.id for a in frame.snapshot.alerts}
+
+
+def test_a_replay_counts_the_log_lines_not_only_its_stats(tmp_path: Path) -> None:
+    """The server panel's `N lines, M stats`: a replay at the end of a log has counted every
+    line of it (the access lines between the stats lines too), as a live run counts them."""
+    from dash.commands.replay import replay_config
+    from dash.core.config import Config
+    from dash.core.state.replay_run import ReplayRun, obey
+    from dash.sim import SimRun
+    from dash.sources.replay_read import load_timeline
+
+    SimRun(tmp_path, "healthy", start_epoch=1_750_000_000.0).advance_to(600)
+    log = tmp_path / "server.log"
+    run = ReplayRun(replay_config(log, (), base=Config()), load_timeline(log))
+    run.advance(300.0)
+    half = run.frame().snapshot.server
+    assert half.records < half.lines < len(log.read_text().splitlines())
+    obey(run, ("jump", 1.0, -120.0), 0.0, False, 30.0)  # rebuilt from a saved state
+    back = run.frame().snapshot.server
+    assert back.records < back.lines < half.lines
+    run.advance(10_000.0)
+    end = run.frame().snapshot.server
+    assert end.lines == len(log.read_text().splitlines()) > 2 * end.records

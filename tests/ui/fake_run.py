@@ -279,6 +279,7 @@ def snapshot(**changes: object) -> RunSnapshot:
     snap = RunSnapshot(
         now=NOW, server=server(),
         http=HttpSnapshot(url="http://127.0.0.1:30000", state="up", since=START + 120.0,
+                          since_seen=True,  # kdash watched it come up
                           latency_s=0.012, last_ok_at=NOW - 1.0,
                           metrics={"running_req": 128.0, "queue_req": 212.0, "token_usage": 0.97}),
         partitions=parts,

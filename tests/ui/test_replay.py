@@ -67,6 +67,10 @@ async def press(app: ReplayApp, pilot: object, *keys: str) -> None:
     await app.settled()
 
 
+def line_count(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
 def alert_ids(app: ReplayApp) -> set[str]:
     assert app.snap is not None
     return {a.id for a in app.snap.alerts}
@@ -124,6 +128,7 @@ async def test_right_and_left_move_a_minute_and_alerts_follow_the_log_clock(sim_
 
 async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
     app, pacer = make(sim_log, speed=300.0)
+    log_lines = line_count(sim_log)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await tick(app, pacer, 1.0)
@@ -137,6 +142,11 @@ async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
         assert "END OF LOG" in text and "100%" in text
         assert "server_restarted" in alert_ids(app)
         assert "replay of a log, no live GPUs" in text
+        # replay has no --no-http flag to name; and the lines are the log's, not its stats'
+        assert "http not replayed" in text and "--no-http" not in text
+        srv = app.snap.server
+        assert srv.lines == log_lines > srv.records
+        assert f"{srv.lines:,} lines, {srv.records:,} stats" in text
 
 
 async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_log: Path) -> None:

@@ -52,7 +52,7 @@ def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -
     # Down for real: the URL that answered no longer does, and the log went quiet with it.
     snap = snapshot(
         server=dataclasses.replace(server(), last_record_at=NOW - 80.0),
-        http=Http(url="http://127.0.0.1:30000", state="down", since=NOW - 75.0,
+        http=Http(url="http://127.0.0.1:30000", state="down", since=NOW - 75.0, since_seen=True,
                   reason="connection refused", consecutive_failures=38, last_ok_at=NOW - 77.0),
         gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"),
         alerts=(),

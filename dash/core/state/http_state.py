@@ -143,6 +143,7 @@ class HttpTracker:
         self._log_port: int | None = None
         self._state: Literal["unknown", "up", "down", "degraded"] = "unknown"
         self._since: float | None = None
+        self._since_seen = False
         self._reason: str | None = None
         self._latency: float | None = None
         self._failures = 0
@@ -163,6 +164,7 @@ class HttpTracker:
         self._log_port = sample.log_port
         state = sample.state
         if state != self._state:
+            self._since_seen = self._state != "unknown"
             self._state, self._since = state, now
         self._reason = sample.error
         self._latency = sample.latency_s
@@ -178,6 +180,7 @@ class HttpTracker:
     def _forget(self, url: str) -> None:
         self.url = url
         self._state, self._since, self._reason, self._latency = "unknown", None, None, None
+        self._since_seen = False
         self._failures, self._last_ok = 0, None
         self._metrics = {}
 
@@ -213,6 +216,7 @@ class HttpTracker:
             log_port=self._log_port,
             state=self._state,
             since=self._since,
+            since_seen=self._since_seen,
             reason=self._reason,
             latency_s=self._latency,
             consecutive_failures=self._failures,

@@ -57,8 +57,12 @@ class _Part:
 class QualityTracker:
     """Every partition's output statistics."""
 
-    def __init__(self, spec: OutputFields | None = None) -> None:
+    def __init__(self, spec: OutputFields | None = None, *,
+                 min_span_s: float = MIN_RATE_SPAN_S) -> None:
+        """`min_span_s`: the shortest time tokens/s is measured over (a sample of a few
+        seconds, `--once`, accepts its own length; infinite: never measured)."""
         self.spec = spec or OutputFields()
+        self._min_span = min_span_s
         self._parts: dict[str, _Part] = {}
 
     def apply(self, batches: Iterable[SampleBatch], now: float) -> list[str]:
@@ -119,12 +123,11 @@ class QualityTracker:
         rates = [r for p in self._parts.values() if (r := self._rate(p, now)) is not None]
         return sum(rates) if rates else None
 
-    @staticmethod
-    def _rate(p: _Part, now: float) -> float | None:
+    def _rate(self, p: _Part, now: float) -> float | None:
         if p.first_live is None or not p.stats.tokens_seen:
             return None
         span = min(RATE_WINDOW_S, now - p.first_live)
-        if span < MIN_RATE_SPAN_S:
+        if span < self._min_span or span <= 0:
             return None
         # Arrivals applied at first_live came with the first read after start: not a rate.
         tokens = sum(n for t, n in p.arrivals if now - t < span and t > p.first_live)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,14 @@ class ReplayFrame:
     at_end: bool
 
 
+def _lines(chunk: Sequence[Record], before: Record | None) -> int | None:
+    """The log's lines from after `before` through the chunk's last record (the lines of no
+    interest between them too, as a follower counts); None where records carry no line."""
+    last = chunk[-1].get("line")
+    first = 0 if before is None else before.get("line")
+    return last - first if isinstance(last, int) and isinstance(first, int) else None
+
+
 class ReplayRun:
     """The replay of one timeline with one config; `outputs` are the final counts."""
 
@@ -113,7 +121,8 @@ class ReplayRun:
             self._pane, self._fresh_pane = [], True
         for i, j, t in runs(step, times, TICK_S):
             if j > i:
-                self.state.feed_server_log(records[i:j], t)
+                chunk = records[i:j]
+                self.state.feed_server_log(chunk, t, _lines(chunk, records[i - 1] if i else None))
             self.state.tick(t)
             if self.checkpoints.due(t):
                 self.checkpoints.add(t, j, pickle.dumps(self.state, pickle.HIGHEST_PROTOCOL))

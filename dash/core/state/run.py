@@ -29,7 +29,7 @@ from dash.core.state.http_state import HttpTracker
 from dash.core.state.launches import LaunchTracker
 from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
-from dash.core.state.quality import QualityTracker
+from dash.core.state.quality import MIN_RATE_SPAN_S, QualityTracker
 from dash.core.state.server_log import ServerLogTracker
 from dash.core.state.servers import Servers, combine
 
@@ -52,7 +52,8 @@ class RunState:
         self.gpus = GpuTracker()
         self.partitions = _make_partitions(cfg, sample_s)
         self.client = ClientTracker(cfg)
-        self.quality = QualityTracker(cfg.output_fields)
+        self.quality = QualityTracker(cfg.output_fields,
+                                      min_span_s=_sample_span(MIN_RATE_SPAN_S, sample_s, 0.5))
         self.alert_config = AlertConfig.from_mapping(cfg.alerts)
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
@@ -192,11 +193,18 @@ class RunState:
 def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:
     # A partition shows "stalled" no later than the output_stalled alert (which needs it) fires.
     stall = min(STALL_AFTER_S, AlertConfig.from_mapping(cfg.alerts).stalled_after_s)
-    # An instant sample (0 s) measures no rate at all: unknown, not noise from two reads.
-    span = MIN_SPAN_S if sample_s is None else (
-        min(MIN_SPAN_S, 0.8 * sample_s) if sample_s > 0 else float("inf"))
     return PartitionsTracker(cfg.expect, outputs=cfg.outputs, stall_after_s=stall,
-                             min_span_s=span)
+                             min_span_s=_sample_span(MIN_SPAN_S, sample_s))
+
+
+def _sample_span(live_s: float, sample_s: float | None, share: float = 0.8) -> float:
+    """The shortest span a rate is measured over: `live_s` live; in a short sample, `share` of
+    its length (counts span it from its first read; tokens/s from the first growth seen, a
+    read or more later); an instant sample (0 s) measures no rate at all: unknown, not noise
+    from two reads."""
+    if sample_s is None:
+        return live_s
+    return min(live_s, share * sample_s) if sample_s > 0 else float("inf")
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,

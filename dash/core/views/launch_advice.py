@@ -70,7 +70,7 @@ def _death(x: Launch, prev: Launch | None) -> str | None:
     to 32K tokens`; None when it did not die."""
     if x.outcome not in ("oom", "crash"):
         return None
-    f, dur = x.figures, x.duration_s
+    f, dur = x.figures, x.duration_s if x.start_seen else None  # begun before the log
     what = "died of OOM" if x.outcome == "oom" else f"crashed ({x.reason or 'unknown'})"
     text = what + (f" {fmt_duration(dur)} in" if dur is not None else "")
     if f.prefill_before_end:

@@ -161,11 +161,20 @@ def _int(v: Any) -> str:
     return "-" if not isinstance(v, (int, float)) else f"{v:,.0f}"
 
 
+def ran_text(launch: Launch) -> str:
+    """`4m10s`; `>4m10s` for a launch begun before the log (it ran at least that), `-` when
+    the log holds no time of it."""
+    d = launch.duration_s
+    if launch.start_seen:
+        return span(d)
+    return f">{span(d)}" if d else "-"
+
+
 def outcome_text(launch: Launch) -> str:
     """`running`, `OOM 4m10s in`, `crash 2h05m in`, `shutdown`, `stopped`, `log ended`."""
     o = launch.outcome
     if o in ("oom", "crash"):
-        when = launch.duration_s
+        when = launch.duration_s if launch.start_seen else None  # how long in: not known
         name = "OOM" if o == "oom" else "crash"
         return f"{name} {span(when)} in" if when is not None else name
     return {"log_ended": "log ended"}.get(o, o)
@@ -225,7 +234,7 @@ def _achieved(x: Launch) -> list[tuple[str, str]]:
 def table(launches: Sequence[Launch]) -> list[Row]:
     """Every row of the launches table, in display order."""
     rows = [Row("start", "run", _cells([start_text(x, launches) for x in launches], False)),
-            Row("ran", "run", _cells([span(x.duration_s) for x in launches], False)),
+            Row("ran", "run", _cells([ran_text(x) for x in launches], False)),
             Row("outcome", "run", _cells([outcome_text(x) for x in launches], False))]
     if len({x.source for x in launches}) > 1:
         names = [(x.source or "-").rsplit("/", 1)[-1] for x in launches]

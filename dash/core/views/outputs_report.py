@@ -1,8 +1,9 @@
 """`kdash outputs`: finished output files' statistics, as text or JSON, with the alerts.
 
-The alert rules see each file's whole-file figures as their window (a finished file has no
-"recent"), so a share anywhere in the file counts; the JSON carries both the last samples'
-window and the whole file (`total`), with the keys of `--once --json`'s `partitions[].quality`.
+The alert rules see what the dashboard, `--once`, `check` and Prometheus see: the shares of each
+file's last samples (the recent window) and its invalid lines since the start, so every view of
+the same files raises the same alerts. The text and the JSON carry both the recent window and
+the whole file (`total`), with the keys of `--once --json`'s `partitions[].quality`.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ class FileFigures:
 
 
 def alerts_for(files: Sequence[FileFigures], alerts: AlertConfig, now: float) -> tuple[Alert, ...]:
-    """The output alerts each file raises over its whole content."""
+    """The output alerts the files raise, as the dashboard's rules see them."""
     parts = tuple(
         PartitionSnapshot(f.name, f.path, f.lines, None, f.lines, None, None, status="idle",
-                          quality=dataclasses.replace(f.quality, window=f.quality.total))
+                          quality=f.quality)
         for f in files if f.quality is not None)
     engine = AlertEngine(alerts, rules=OUTPUT_RULES)
     return engine.evaluate(RunSnapshot(now=now, partitions=parts), now).new
@@ -75,6 +76,18 @@ def figures_text(t: QualityFigures) -> list[str]:
             f"empty {t.empty:,} · reasoning {reasoning}"]
 
 
+def _spans(q: QualitySnapshot) -> list[str]:
+    """The recent window's figures (what the alerts judge), then the whole file's; one span
+    when the window holds the whole file."""
+    spans = ([("whole file", q.total)] if q.window.lines == q.total.lines
+             else [("recent", q.window), ("whole file", q.total)])
+    out: list[str] = []
+    for label, figures in spans:
+        head, *rest = figures_text(figures)
+        out += [f"  {label}: {head}"] + [f"    {line}" for line in rest]
+    return out
+
+
 def to_text(files: Sequence[FileFigures], alerts: Sequence[Alert]) -> str:
     out: list[str] = []
     for f in files:
@@ -87,7 +100,7 @@ def to_text(files: Sequence[FileFigures], alerts: Sequence[Alert]) -> str:
         shape = f.quality.shape if f.quality is not None and f.quality.shape else "-"
         out.append(f"  lines {f.lines:,}{partial}  shape {shape}")
         if f.quality is not None:
-            out += [f"  {line}" for line in figures_text(f.quality.total)]
+            out += _spans(f.quality)
             bad = f.quality.last_invalid
             if bad is not None:
                 at = f"line {bad.line:,}" if bad.line is not None else f"byte {bad.offset:,}"

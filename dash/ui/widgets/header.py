@@ -31,8 +31,11 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
     live, http = snap.liveness, snap.http
     if live.log == "crashed":
         return "server crashed (log)", "crit", live.down_since
+    # A state kdash found at its first poll began before kdash: no duration for it (the
+    # header's uptime, from the log, says how long the server has run).
+    seen = http.since if http.since_seen else None
     if http.state == "up":
-        return "server up", "ok", http.since
+        return "server up", "ok", seen
     if live.log == "live":
         return "server running (log live)", "ok", snap.server.started_at
     if http.state in ("down", "degraded"):
@@ -42,7 +45,7 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
             label = "no answer"
         if http.reason:
             label += f" ({fmt.clean(http.reason, 40)})"
-        return label, level, http.since
+        return label, level, seen
     if live.log == "waiting":
         return "log not found yet", "warn", None
     if live.log == "error":

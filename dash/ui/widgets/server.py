@@ -55,6 +55,9 @@ class ServerPanel(Panel):
     COMPONENT_CLASSES = {"server--ok", "server--warn", "server--crit", "server--dim",
                          "server--key", "server--bar"}
 
+    http_off = "off (--no-http)"
+    """What the http row says when nothing is polled (a replay sets its own words)."""
+
     def _st(self, name: str) -> Style:
         return self.part_style(f"server--{name}") if name else Style()
 
@@ -124,7 +127,7 @@ class ServerPanel(Panel):
         http = snap.http
         t.append(f"\n{'http':>12} ", self._st("dim"))
         if snap.liveness.http == "off":
-            t.append("off (--no-http)", self._st("dim"))
+            t.append(self.http_off, self._st("dim"))
             return
         if http.url is None:
             t.append("not polled yet", self._st("dim"))
