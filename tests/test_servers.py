@@ -166,4 +166,5 @@ def test_alerts_about_one_server_name_it(tmp_path: Path) -> None:
     alerts = _silent_decode(tmp_path)
     assert "server_silent:decode" in alerts
     assert alerts["server_silent:decode"].subject == "decode"
+    assert alerts["server_silent:decode"].message.startswith("decode: no decode/prefill line")
     assert not [k for k in alerts if k.endswith(":prefill")]

@@ -93,6 +93,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         Binding("p", "pause", "pause"),
         Binding("a", "acknowledge", "acknowledge"),
         Binding("h", "history", "alert history"),
+        Binding("enter", "open_top_alert", "open the top alert", show=False),
         Binding("L", "launches", "launches"),
         Binding("v", "cycle_chart", "next chart (compact)"),
         Binding("plus,equals_sign", "window(1)", "longer window"),

@@ -92,6 +92,12 @@ class AlertKeys(App[int]):
         if view is not None and self.snap is not None:
             view.show(self.snap)
 
+    def action_open_top_alert(self) -> None:
+        """Enter anywhere opens the alert the panel shows in full (the focused panel's own
+        enter opens the one selected in it); on a full-screen view it is that view's key."""
+        if len(self.screen_stack) == 1:
+            self.query_one("#alerts", AlertsPanel).action_open()
+
     def on_alerts_panel_opened(self, event: AlertsPanel.Opened) -> None:
         if self.snap is not None:
             self.push_screen(AlertScreen(self.snap, event.key), self._back)

@@ -18,11 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -63,14 +62,8 @@ class ReplayFramed(Message):
 class ReplayHelpScreen(HelpScreen):
     """The dashboard's keys, and the replay's."""
 
-    def compose(self) -> ComposeResult:
-        text = help_text()
-        text.append("\n\nreplay keys\n", "bold")
-        for key, what in REPLAY_KEYS:
-            text.append(f"  {key:<12}", "bold")
-            text.append(f"{what}\n")
-        with Vertical(id="help-box"):
-            yield Static(text, id="help-text")
+    def text(self) -> Table:
+        return help_text(("replay keys", REPLAY_KEYS))
 
 
 class _Shown(RunState):

@@ -105,6 +105,17 @@ async def test_the_describe_screen_acknowledges_its_incident(make_app: MakeApp) 
         assert "acknowledged" in screen_text(app)
 
 
+async def test_enter_without_focusing_the_alerts_opens_the_top_one(make_app: MakeApp) -> None:
+    app = make_app(snapshot(alerts=_many_alerts()))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, AlertScreen)
+        assert "CUDA out of memory in the server" in screen_text(app)  # the root cause
+        await pilot.press("escape", "L", "enter", "escape", "R", "enter", "escape", "o", "enter")
+        await pilot.pause()  # enter on the other full-screen views is theirs, never an error
+
+
 async def test_h_opens_the_history_of_this_and_earlier_sessions(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:

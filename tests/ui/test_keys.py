@@ -64,6 +64,20 @@ async def test_question_mark_opens_help_and_any_key_closes_it(make_app: MakeApp)
         assert app.is_running
 
 
+async def test_help_scrolls_to_its_last_key_at_80x24(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert "ctrl+l" not in screen_text(app)  # more keys than 24 rows hold
+        await pilot.press("pagedown", "down", "down")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)  # scrolling keys keep it open
+        assert "ctrl+l" in screen_text(app) and "left to tmux" in screen_text(app)
+        await pilot.press("x")
+        assert not isinstance(app.screen, HelpScreen)
+
+
 async def test_digits_select_partitions(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -80,9 +80,9 @@ class AlertEngine:
                                   self._memory.setdefault((i, scope), {}),
                                   self._indexed(scope, view), acked, resolved, scope)
                 for f in rule(ctx):
-                    if scope is not None:
+                    if scope is not None:  # one of several servers: say which, everywhere
                         f = dataclasses.replace(f, subject="/".join(
-                            p for p in (scope, f.subject) if p))
+                            p for p in (scope, f.subject) if p), message=f"{scope}: {f.message}")
                     findings.setdefault(f.key, f)
         new = [a for f in findings.values() if (a := self._present(f, now)) is not None]
         cleared = [a for k in list(self._tracks) if k not in findings

@@ -208,8 +208,10 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     yield Finding("server_silent", "warn",
                   f"no decode/prefill line for {fmt_duration(quiet)} with {running:g} running",
                   f"last stats line {where(last)}{cause}",
-                  "The server may be hung (common after an OOM): check /health, GPU "
-                  "utilization, and restart it if it does not answer.",
+                  "The server may be hung (common after an OOM): try one request by hand "
+                  f"(`curl {http.url or '<url>'}/health` runs a one-token generation; a hung "
+                  "server does not answer), look at GPU utilization, and restart it if it "
+                  "does not answer.",
                   since=s.last_record_at)
 
 
