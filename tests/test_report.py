@@ -192,3 +192,15 @@ def test_a_real_silence_in_a_long_log_is_still_reported(tmp_path: Path) -> None:
     alerts = summarize(log)["alerts"]
     assert [a["id"] for a in alerts] == ["server_silent"]
     assert "with 200 running" in alerts[0]["message"]
+
+
+def test_the_text_report_wraps_alert_messages_instead_of_cutting_them() -> None:
+    message = ("fell from peak 1313 to plateau 605 tok/s (-54%) over 7 min; likely KV-bound "
+               "(the KV cache is full and requests queue)")
+    alerts = [{"severity": "warn", "id": "throughput_plateau", "message": message,
+               "line": "x" * 300}]
+    lines = report._alert_lines(alerts, 70)
+    assert all(len(line) <= 70 for line in lines)
+    words = " ".join(line.strip() for line in lines[1:-1]).split()
+    assert " ".join(words[2:]) == message  # every word, in order, after severity and rule id
+    assert lines[-1].endswith("…")  # the log line is cut, and says so

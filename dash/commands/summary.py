@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +123,9 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         out.append(f"  events      {counts}")
         for ev in doc["events"][-15:]:
             out.append(f"    line {ev['line']:>9}  {_fmt(ev['ts']):<23} {ev['event']:<12} "
-                       f"{ev['message'][:max(20, width - 60)]}")
+                       f"{_cut(str(ev['message']), max(20, width - 60))}")
     for text in doc["unparsed_samples"]:
-        out.append(f"  unparsed: {text[:width - 12]}")
+        out.append(f"  unparsed: {_cut(text, width - 12)}")
     for sample in doc["incomplete_samples"]:
         why = "; ".join(sample["incomplete"] or ())
         out.append(f"  incomplete ({why}): {str(sample['text'])[:max(20, width - 18 - len(why))]}")
@@ -164,9 +165,13 @@ def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
     out = [f"  alerts      {len(alerts)} fired over the log" +
            (f" (the last {MAX_ALERT_LINES} below)" if len(alerts) > MAX_ALERT_LINES else "")]
     for a in alerts[-MAX_ALERT_LINES:]:
-        out.append(f"    {a['severity'].upper():<5} {a['id']:<20} {a['message'][:max(20, width - 32)]}")
+        # A report is read in full: the message wraps under itself rather than being cut.
+        head = f"    {a['severity'].upper():<5} {a['id']:<20} "
+        out.extend(textwrap.wrap(str(a["message"]), max(40, width), initial_indent=head,
+                                 subsequent_indent=" " * len(head), break_on_hyphens=False)
+                   or [head])
         if a.get("line"):
-            out.append(f"          {str(a['line'])[:width - 12]}")
+            out.append(f"          {_cut(str(a['line']), width - 10)}")
     return out
 
 
@@ -188,8 +193,11 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
+def _cut(text: str, n: int) -> str:
+    """`text` in `n` characters, an ellipsis where it was cut."""
+    return text if len(text) <= n else text[:max(0, n - 1)] + "…"
+
+
 def _terminal_width() -> int:
-    try:
-        return max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns, 140))
-    except (OSError, ValueError):
-        return 100
+    """The terminal's width (COLUMNS first, as shells set it), 100 for a pipe; 60 to 140."""
+    return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))

@@ -15,8 +15,10 @@ MAX_SHOWN = 1000
 
 
 def clean(text: str, limit: int = MAX_SHOWN) -> str:
-    """Text safe to put on the screen: capped, escape sequences and control characters removed."""
-    return _CONTROL.sub("", text[: limit * 2]).replace("\t", "    ")[:limit]
+    """Text safe to put on the screen: capped (an ellipsis says where), escape sequences and
+    control characters removed."""
+    safe = _CONTROL.sub("", text[: limit * 2]).replace("\t", "    ")
+    return safe if len(safe) <= limit else safe[:max(0, limit - 1)] + "…"
 
 
 def dur(seconds: float | None) -> str:

@@ -476,3 +476,12 @@ def test_a_crash_names_the_component_that_hit_the_exception() -> None:
     run.feed(ev("crash", reason="exception", component="DetokenizerManager"))
     run.tick()
     assert "DetokenizerManager hit an exception" in run.active()["server_crash"].message
+
+
+def test_an_alert_keeps_a_long_log_line_whole_and_marks_a_cut() -> None:
+    from dash.core.alerts.model import LINE_CAP, text_of
+
+    vllm_oom = "OutOfMemoryError('CUDA out of memory. " + "x" * 600 + " to avoid fragmentation')"
+    assert text_of({"message": vllm_oom}) == vllm_oom
+    cut = text_of({"message": "y" * (LINE_CAP + 50)})
+    assert cut is not None and len(cut) == LINE_CAP and cut.endswith("…")

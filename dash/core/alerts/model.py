@@ -170,7 +170,16 @@ def text_of(ev: Mapping[str, Any] | None) -> str | None:
     if ev is None:
         return None
     msg = ev.get("message")
-    return str(msg)[:500] if msg else None
+    if not msg:
+        return None
+    text = str(msg)
+    return text if len(text) <= LINE_CAP else text[:LINE_CAP - 1] + "…"
+
+
+LINE_CAP = 2000
+"""An alert keeps this much of its log line: a vLLM OOM message runs to 700 characters, and its
+fix is at the end ("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid
+fragmentation"); the events kept are bounded, so this bounds the memory too."""
 
 
 def alert_to_json(alert: Alert) -> dict[str, Any]:

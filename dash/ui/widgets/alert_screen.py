@@ -174,7 +174,7 @@ def _entry(t: Text, e: HistoryEntry, now: float, st: Styles) -> None:
     if a.evidence:
         t.append(f"{BODY}{fmt.clean(a.evidence, 400)}\n", st("dim"))
     if a.hint:
-        t.append(f"{BODY}→ {fmt.clean(a.hint, 400)}\n")
+        t.append(f"{BODY}→ {fmt.clean(a.hint, 800)}\n")
 
 
 class HistoryView(TextView):

@@ -142,7 +142,7 @@ class AlertsPanel(Panel, can_focus=True):
         if mode == "full" and a.evidence:
             t.append(f"\n{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim)
         if mode != "line" and a.hint:
-            t.append(f"\n{'':{INDENT}}→ {fmt.clean(a.hint, 400)}")
+            t.append(f"\n{'':{INDENT}}→ {fmt.clean(a.hint, 800)}")
         if mode == "full":
             for c in inc.consequences:
                 t.append(f"\n{'':{INDENT}}↳ ", dim)
