@@ -9,11 +9,14 @@ kdash's RSS over time (it should stay flat).
     .venv/bin/python bench/idle_cpu.py              # 60 s
     .venv/bin/python bench/idle_cpu.py --seconds 15 # a quick look
     .venv/bin/python bench/idle_cpu.py --compare    # samples read vs not, side by side
+    .venv/bin/python bench/idle_cpu.py --compare --against ../ref  # and another checkout's code
 
 Beside the simulated client's own outputs, a writer appends realistic samples (SGLang
 `/generate` records of 4-16 KB) at `--samples-per-s` (20) to three partitions, so the dashboard
 reads sample content as it would on a busy run. `--compare` runs two dashboards on the same run
 at the same time, one with `[outputs] samples = false` (lines counted, contents never read).
+`--against DIR` runs the dashboard of another checkout (its `bench/idle_cpu.py --child`) beside
+each of these, on the same run at the same time: old code against new under the same load.
 """
 
 from __future__ import annotations
@@ -129,11 +132,13 @@ def measure(ns: argparse.Namespace) -> int:
 
 def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool]) -> int:
     sessions = []
+    checkouts = [(REPO, "")] + ([(Path(ns.against).resolve(), ", against")] if ns.against else [])
     for no_samples in modes:
-        label = "counts only" if no_samples else "samples read"
-        wdir = work / ("off" if no_samples else "on")
-        wdir.mkdir()
-        sessions.append((label, *_start(ns, run, wdir, no_samples)))
+        for checkout, suffix in checkouts:
+            label = ("counts only" if no_samples else "samples read") + suffix
+            wdir = work / (("off" if no_samples else "on") + ("-against" if suffix else ""))
+            wdir.mkdir()
+            sessions.append((label, *_start(ns, run, wdir, no_samples, checkout)))
     tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"  # type: ignore[attr-defined]
                             " > /dev/null", shell=True, start_new_session=True)
     try:
@@ -146,17 +151,20 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
             subprocess.run([*tmux, "send-keys", "-t", tmux[2], "q"], check=False)
         time.sleep(1.5)
         for _, tmux, _ in sessions:
-            subprocess.run([*tmux, "kill-server"], check=False)
+            subprocess.run([*tmux, "kill-server"], check=False, stderr=subprocess.DEVNULL)
         os.killpg(tail.pid, 15)
         tail.wait()
 
 
-def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool
+def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool, checkout: Path
            ) -> tuple[list[str], Path]:
     run_: Any = run
     session = f"kdash-bench-{os.getpid()}-{work.name}"
     pid_file = work / "kdash.pid"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--pid-file", str(pid_file),
+    script = checkout / "bench" / "idle_cpu.py"
+    if not script.is_file():
+        raise SystemExit(f"bench: {script} not found (--against names a kdash checkout)")
+    cmd = [sys.executable, str(script), "--child", "--pid-file", str(pid_file),
            "--dir", str(work), "--log", str(run_.server_log), "--client-log", str(run_.client_log),
            "--outputs", str(run_.outputs_dir / "*.jsonl"),
            "--inputs", str(run_.inputs_dir / "*.jsonl"), "--url", run_.url,
@@ -175,7 +183,7 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
            shell: psutil.Process, run: object) -> int:
     log = Path(run.server_log)  # type: ignore[attr-defined]
     outputs = Path(run.outputs_dir)  # type: ignore[attr-defined]
-    time.sleep(WARMUP_S)
+    time.sleep(ns.warmup)
     pipeline = shell.children(recursive=True)
     lines0, t0 = sum(1 for _ in log.open("rb")), time.monotonic()
     samples0 = sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl"))
@@ -195,28 +203,41 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
     samples = (sum(sum(1 for _ in p.open("rb")) for p in outputs.glob("*.jsonl")) - samples0) / wall
     print(f"kdash on a simulated run: 8 GPUs, {len(PARTITIONS)} partitions, {lines:.1f} log lines/s, "
           f"{samples:.1f} samples/s ({ns.samples_per_s:g}/s of 4-16 KB), 1 Hz refresh, 160x45 "
-          f"tmux, {wall:.0f} s measured after {WARMUP_S:.0f} s warm-up")
+          f"tmux, {wall:.0f} s measured after {ns.warmup:.0f} s warm-up")
+    width = max(13, *(len(label) for label, _ in kdash))
     for (label, _), cpu, mem in zip(kdash, k_cpu, rss, strict=True):
         mib = [r / 2**20 for r in mem]
-        print(f"  kdash CPU, {label:<13} {cpu:6.2f} % of one core   RSS start {mib[0]:.1f} "
+        print(f"  kdash CPU, {label:<{width}} {cpu:6.2f} % of one core   RSS start {mib[0]:.1f} "
               f"end {mib[-1]:.1f} max {max(mib):.1f} MiB")
-    print(f"  tail -F | grep CPU         {b_cpu:6.2f} % of one core")
+    print(f"  {'tail -F | grep CPU':<{width + 11}} {b_cpu:6.2f} % of one core")
+    cpu = dict(zip((label for label, _ in kdash), k_cpu, strict=True))
     if b_cpu > 0:
-        print(f"  ratio kdash / tail|grep    {k_cpu[-1] / b_cpu:.1f}x")
-    if len(k_cpu) == 2 and k_cpu[0] > 0:
-        print(f"  samples read / counts only {k_cpu[1] / k_cpu[0]:.2f}x")
+        for label, value in cpu.items():
+            print(f"  ratio kdash / tail|grep, {label:<{width}} {value / b_cpu:5.1f}x")
+    for a, b, what in (("counts only", "samples read", "samples read / counts only"),
+                       ("counts only, against", "samples read, against",
+                        "samples read / counts only, against"),
+                       ("counts only, against", "counts only", "counts only: this / against"),
+                       ("samples read, against", "samples read", "samples read: this / against")):
+        if cpu.get(a) and b in cpu:
+            print(f"  {what:<{width + 25}} {cpu[b] / cpu[a]:5.2f}x")
     return 0
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0, help="measured time (default 60)")
+    p.add_argument("--warmup", type=float, default=WARMUP_S,
+                   help=f"seconds not measured after start (default {WARMUP_S:g}; over 90: "
+                        "alerts old enough that their ages change once a minute)")
     p.add_argument("--profile", metavar="FILE", help="write kdash's cProfile stats to FILE")
     p.add_argument("--samples-per-s", type=float, default=20.0,
                    help="realistic 4-16 KB samples written per second (default 20; 0: none)")
     p.add_argument("--compare", action="store_true",
                    help="also run a dashboard that does not read sample contents, side by side")
     p.add_argument("--no-samples", action="store_true", help="[outputs] samples = false")
+    p.add_argument("--against", metavar="DIR",
+                   help="also run this kdash checkout's dashboard beside each, on the same run")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("pid-file", "dir", "log", "client-log", "outputs", "inputs", "url"):
         p.add_argument(f"--{name}", help=argparse.SUPPRESS)

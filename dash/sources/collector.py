@@ -19,7 +19,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -203,7 +203,7 @@ class Collector:
         return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
                                    url_why=choice.why, log_port=choice.log_port)
 
-    async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
+    async def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:
         """Yield whenever a followed file may have changed (and at least every few seconds)."""
         from dash.sources.watch import DEBOUNCE_MS, WatchTargets, watch_changes
 

@@ -15,7 +15,7 @@ import glob
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,18 +185,20 @@ class OutputsSource:
 
     Globs are re-run at most every `rescan_s`, so a partition whose file appears later joins;
     a glob over a large tree (`**`) that takes long to run is re-run less often, so that it
-    costs at most a twentieth of the time.
+    costs at most a twentieth of the time. `monotonic` times the globs (injected by tests).
     """
 
     def __init__(self, outputs: tuple[str, ...], inputs: tuple[str, ...] = (), *,
                  big: int | None = None, rescan_s: float = 1.0,
-                 rescan_cost_factor: float = RESCAN_COST_FACTOR) -> None:
+                 rescan_cost_factor: float = RESCAN_COST_FACTOR,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._outputs = outputs
         self._inputs = inputs
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kdash-count")
         self._big = BIG_COUNT if big is None else big
         self._rescan_s = rescan_s
         self._rescan_cost_factor = rescan_cost_factor
+        self._monotonic = monotonic
         self._out: dict[str, tuple[str, LineCounter, bool]] = {}
         self._in: dict[str, tuple[str, LineCounter]] = {}
         self._scanned_at: float | None = None
@@ -207,18 +209,19 @@ class OutputsSource:
         """One short "path: why" per output or input file the last `read` could not count."""
 
     def _scan(self) -> None:
-        now = time.monotonic()
+        now = self._monotonic()
         if self._scanned_at is not None and now < self._next_scan:
             return
         first = self._scanned_at is None
         self._scanned_at = now
-        for path, name in _matches(self._outputs):
+        known = {path: name for path, (name, _, _) in self._out.items()}
+        for path, name in _matches(self._outputs, known):
             if path not in self._out:
                 self._out[path] = (name, LineCounter(path, self._pool, big=self._big), not first)
-        for path, name in _matches(self._inputs):
+        for path, name in _matches(self._inputs, {p: n for p, (n, _) in self._in.items()}):
             if path not in self._in:
                 self._in[path] = (name, LineCounter(path, self._pool, big=self._big))
-        took = time.monotonic() - now
+        took = self._monotonic() - now
         self._next_scan = now + max(self._rescan_s, self._rescan_cost_factor * took)
 
     def read(self) -> tuple[tuple[OutputCount, ...], dict[str, int]]:
@@ -277,13 +280,22 @@ def _open_regular(path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _matches(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(path, partition name) of every regular file the globs match; duplicate names keep paths."""
+def _matches(patterns: tuple[str, ...], known: Mapping[str, str] | None = None
+             ) -> list[tuple[str, str]]:
+    """(path, partition name) of every regular file the globs match; duplicate names keep paths.
+
+    `known`: the names already given (path -> name), kept as they are: a glob re-run every
+    second finds the same files, and naming one is most of the cost of its match."""
     out: list[tuple[str, str]] = []
     names: set[str] = set()
     for pattern in patterns:
         for path in sorted(glob.glob(pattern, recursive=True)):
             if not os.path.isfile(path):
+                continue
+            name = known.get(path) if known else None
+            if name is not None:
+                names.add(name)
+                out.append((path, name))
                 continue
             name = partition_name(pattern, path)
             if name in names:

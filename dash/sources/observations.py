@@ -9,7 +9,7 @@ real one, and tests' doubles implement the same protocol.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -106,7 +106,7 @@ class Sources(Protocol):
         """One poll of the server; None when no URL is configured."""
         ...
 
-    def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
+    def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:
         """Yield whenever a followed file may have changed, until `stop_event` is set."""
         ...
 

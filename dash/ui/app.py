@@ -27,6 +27,7 @@ from dash.core.state.run import RunState
 from dash.sources import collector
 from dash.sources.launch_store import LaunchKeeper, remembered
 from dash.sources.observations import FilesRead, Sources
+from dash.ui.heap import SETTLE_S, freeze_heap
 from dash.ui.messages import (
     FilesObserved,
     GpusSampled,
@@ -171,6 +172,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.install_signal_handlers()
         if self.live:
             self.set_interval(self.cfg.refresh, self.refresh_state, name="refresh")
+            self.set_timer(SETTLE_S, freeze_heap, name="freeze heap")
             self.start_sources()
 
     def install_signal_handlers(self) -> None:

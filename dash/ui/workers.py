@@ -17,6 +17,7 @@ collector close what it opened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from dash.core.config import Config
 from dash.core.recent import RecentSet
 from dash.core.state.gpus import GpuSample
 from dash.sources.blocking import run_blocking
-from dash.sources.observations import Sources
+from dash.sources.observations import FilesRead, Sources
 from dash.ui.messages import (
     FilesObserved,
     GpusSampled,
@@ -55,6 +56,9 @@ BACKLOG = 2
 holds some MB of lines and records until it is applied."""
 MIN_READ_GAP_S = 0.25
 """Reads never come closer than this, whatever the refresh period."""
+QUIET_READS = 3
+"""Reads in a row that found nothing new, after which the files count as quiet: the watch runs
+then, and the reader waits for it (up to a few refresh periods) instead of reading every one."""
 PROCESS_INTERVAL_S = 5.0
 IO_RETRY_S = 5.0
 """After an I/O error that escaped a source, its loop waits this long before trying again."""
@@ -121,6 +125,10 @@ class WorkerApp(App[int]):
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._watching = False
+        self._quiet = threading.Event()
+        """Set by the reader while the files are quiet (the watch is then worth running)."""
+        self._quiet_reads = 0
+        self._last_counts: tuple[int | None, ...] = ()
         self._threads: list[SourceThread] = []
         self._loop_workers: list[Worker[None]] = []
         self._sources_closed = False
@@ -148,7 +156,6 @@ class WorkerApp(App[int]):
         if self.cfg.http_enabled:
             self._loop_workers.append(self.http_loop(sources))
         if not self.cfg.poll:
-            self._watching = True
             self._loop_workers.append(self.watch_loop(sources))
 
     def stop_sources(self) -> None:
@@ -197,6 +204,7 @@ class WorkerApp(App[int]):
         self._wake.clear()
         reading = sources.read_files()
         self.post_message(FilesObserved(reading))
+        self._note_activity(reading)
         # More bytes waiting (a backlog in the file): read again soon.
         self._stop.wait(MIN_READ_GAP_S if reading.more else gap)
         # Wait while the main thread is behind: a burst stays in the file, not in the queue.
@@ -204,6 +212,18 @@ class WorkerApp(App[int]):
             pass
         if not reading.more:
             self._wake.wait(max(0.0, idle - gap))
+
+    def _note_activity(self, reading: FilesRead) -> None:
+        """Count the reads in a row that found nothing new (quiet files: the watch may run)."""
+        counts = tuple(o.lines for o in reading.outputs)
+        grew = counts != self._last_counts or any(
+            f.bytes_read for f in (*(log.follow for log in reading.logs), reading.client) if f)
+        self._last_counts = counts
+        self._quiet_reads = 0 if grew else self._quiet_reads + 1
+        if self._quiet_reads >= QUIET_READS:
+            self._quiet.set()
+        else:
+            self._quiet.clear()
 
     def _sample_gpus(self, sources: Sources) -> None:
         """Sample the GPUs every `nvml_interval` seconds (NVML calls can stall: not on the loop)."""
@@ -227,20 +247,37 @@ class WorkerApp(App[int]):
 
     @work(exclusive=True, group="watch")
     async def watch_loop(self, sources: Sources) -> None:
-        """Wake the file reader as soon as a watched file changes."""
-        stop = asyncio.Event()
+        """While the files are quiet, wake the file reader as soon as a watched file changes.
+
+        While they change at every read, the reader reads once a refresh anyway, which the
+        watch cannot make sooner: it is then stopped, as its inotify thread and the thread
+        round trip of each batch of changes cost more than the reads it would save.
+        """
         try:
-            async for _ in sources.watch(stop):
-                self._wake.set()
-                if self._stop.is_set():
-                    break
+            while not self._stop.is_set():
+                if not self._quiet.is_set():
+                    await asyncio.sleep(self.cfg.refresh * QUIET_READS)
+                    continue
+                await self._watch_while_quiet(sources)
         except OSError as exc:
             self.post_message(SourceTrouble("watch", exc))
         finally:
-            stop.set()
             # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
             self._watching = False
             self._wake.set()
+
+    async def _watch_while_quiet(self, sources: Sources) -> None:
+        stop = asyncio.Event()
+        self._watching = True
+        try:
+            async with contextlib.aclosing(sources.watch(stop)) as changes:
+                async for _ in changes:
+                    self._wake.set()
+                    if self._stop.is_set() or not self._quiet.is_set():
+                        break
+        finally:
+            stop.set()
+            self._watching = False
 
     def keep_launches(self, state: RunState, now: float) -> None:
         """Save each kept log's launches when they changed enough (a start or an end: at once)."""

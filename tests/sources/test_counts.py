@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -185,25 +185,31 @@ def test_one_bad_output_or_prompt_file_leaves_the_others_counted(tmp_path: Path)
 
 
 def test_a_slow_glob_is_rerun_less_often(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A glob over a big tree that takes 50 ms is not re-run for 20 times that."""
+    """A glob over a big tree that takes 50 ms is not re-run for 20 times that (1 s), and is
+    re-run once that has passed. The clock is the test's: each glob advances it by 25 ms."""
+    clock = [1000.0]
     calls: list[float] = []
     real = counts_module._matches
 
-    def slow(patterns: tuple[str, ...]) -> list[tuple[str, str]]:
-        calls.append(time.monotonic())
-        time.sleep(0.025)  # outputs and inputs: 50 ms a scan
-        return real(patterns)
+    def slow(patterns: tuple[str, ...], known: Mapping[str, str] | None = None
+             ) -> list[tuple[str, str]]:
+        calls.append(clock[0])
+        clock[0] += 0.025  # outputs and inputs: 50 ms a scan
+        return real(patterns, known)
 
     monkeypatch.setattr(counts_module, "_matches", slow)
-    src = OutputsSource((str(tmp_path / "*.jsonl"),), (str(tmp_path / "*.txt"),), rescan_s=0.0)
+    src = OutputsSource((str(tmp_path / "*.jsonl"),), (str(tmp_path / "*.txt"),), rescan_s=0.0,
+                        monotonic=lambda: clock[0])
     try:
         src.read()
         assert len(calls) == 2
+        clock[0] += 0.9
         src.read()
-        assert len(calls) == 2  # within 20 x 50 ms of the last scan
-        time.sleep(1.1)
+        assert len(calls) == 2  # 0.95 s after the scan began: within 20 x 50 ms
+        clock[0] += 0.1
         src.read()
-        assert len(calls) == 4
+        assert len(calls) == 4  # 1.05 s after: re-run
+        assert calls[2] - calls[0] == pytest.approx(1.05)
     finally:
         src.close()
 

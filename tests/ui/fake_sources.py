@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from dash.core.state.gpus import GpuReading, NvmlUnavailable
 from dash.core.state.http_state import HttpSample
@@ -70,7 +70,7 @@ class ScriptedSources:
     async def poll_http(self) -> HttpSample | None:
         return None
 
-    async def watch(self, stop_event: asyncio.Event) -> AsyncIterator[None]:
+    async def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:
         while not stop_event.is_set():
             await asyncio.sleep(0.05)
             yield None

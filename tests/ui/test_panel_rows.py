@@ -1,16 +1,17 @@
 """A changed row is drawn from the text's own segments, without Rich's layout pass: the same
-strips, cell for cell and style for style, as the layout gives."""
+strips, cell for cell and style for style, as the layout gives (wrapped rows too, with or
+without a hanging indent)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from dash.ui.widgets.panel import line_strips
+from dash.ui.widgets.panel import _hanging, line_strips
 
 STYLES = st.sampled_from(["", "bold", "dim", "bold red", Style(color="green"),
                           Style(bold=True, dim=True), Style(italic=True, color="yellow")])
@@ -33,3 +34,26 @@ def test_a_row_is_what_rich_would_lay_out(base, pieces, width: int, wrap: bool) 
     for text, style in pieces:
         line.append(text, style)
     assert line_strips(console, line, width, wrap) == _laid_out(console, line, width, wrap)
+
+
+def _cells(strips: list[Strip]) -> list[list[tuple[str, Style]]]:
+    """Each row's characters with their style (no style and the null style are the same)."""
+    return [[(ch, seg.style or Style()) for seg in strip for ch in seg.text] for strip in strips]
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=STYLES, pieces=st.lists(st.tuples(PIECES, STYLES), min_size=1, max_size=16),
+       width=st.integers(4, 60), indent=st.integers(1, 12))
+def test_wrapped_rows_with_a_hanging_indent_are_what_rich_would_lay_out(
+        base, pieces, width: int, indent: int) -> None:
+    console = Console(width=200)
+    line = Text(style=base)
+    for text, style in pieces:
+        line.append(text, style)
+    assume(indent < width // 2 and line.cell_len > width)
+    rows = Text("\n").join(_hanging(console, line, width, indent))
+    options = console.options.update(width=width, no_wrap=True, overflow="ellipsis",
+                                     highlight=False, markup=False)
+    laid_out = [Strip(row) for row in console.render_lines(rows, options, pad=False,
+                                                            new_lines=False)]
+    assert _cells(line_strips(console, line, width, True, indent)) == _cells(laid_out)

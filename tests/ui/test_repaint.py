@@ -19,7 +19,7 @@ from dash.ui.widgets.gpus import GpuTable
 from dash.ui.widgets.header import HeaderBar
 from dash.ui.widgets.panel import Panel
 from dash.ui.widgets.partitions import PartitionTable
-from ui.fake_run import NOW, FrozenState, screen_text, snapshot
+from ui.fake_run import NOW, FrozenState, screen_text, settled, snapshot
 
 SIZE = (160, 45)
 MakeApp = Callable[..., DashApp]
@@ -89,6 +89,27 @@ async def test_a_new_throughput_in_the_title_repaints_the_title_row_only(make_ap
         await pilot.pause()
         assert chart.rows_repainted - before == 1
         assert "gen tok/s 611" in screen_text(app)
+
+
+async def test_a_new_alert_shows_after_one_refresh_and_repaints_only_what_names_it(
+        make_app: MakeApp) -> None:
+    state = FrozenState()
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = _repaints(app)
+        alert = Alert("partition_stalled", "warn", NOW - 30.0,
+                      "B3_agent has written nothing for 12 min", "last write 12 min ago",
+                      "check the client log for an exception")
+        state.snap = settled(dataclasses.replace(state.snap,
+                                                 alerts=(*state.snap.alerts, alert)))
+        app.refresh_state()
+        await pilot.pause()
+        assert "B3_agent has written nothing for 12 min" in screen_text(app)
+        after = _repaints(app)
+        changed = {k for k in after if after[k] != before[k]}
+        assert "alerts" in changed
+        assert changed <= {"alerts", "header"}  # the header counts the alerts
 
 
 async def test_long_alert_hints_wrap_instead_of_being_cut(make_app: MakeApp) -> None:

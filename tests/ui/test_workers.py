@@ -88,6 +88,51 @@ async def test_an_io_error_that_escapes_a_source_is_a_notice_and_the_loop_goes_o
         assert app.is_running
 
 
+# -- the watch --------------------------------------------------------------------------------
+
+async def _until(pilot: object, what: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not what() and time.monotonic() < deadline:  # type: ignore[operator]
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    return bool(what())  # type: ignore[operator]
+
+
+async def test_the_watch_runs_only_while_the_files_are_quiet(tmp_path: Path) -> None:
+    """A log that grows at every read is read once a refresh without a watch; once it is quiet
+    the watch starts, and a line written then is still read."""
+    log = tmp_path / "server.log"
+    log.write_text("")
+    cfg = _cfg(log=log, poll=False, refresh=0.2)
+    app = _app(Collector(cfg), cfg)
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.wait(0.05):
+            with log.open("a") as fh:
+                fh.write(DECODE.format(s=i % 60))
+            i += 1
+
+    writer = threading.Thread(target=write, daemon=True)
+    async with app.run_test(size=SIZE) as pilot:
+        writer.start()
+        try:
+            assert await _until(pilot, lambda: app.state.snapshot(0.0).server.lines >= 10, 10)
+            watched = []
+            for _ in range(30):  # 1.5 s: several reads, each of them finding new lines
+                watched.append(app._watching)
+                await pilot.pause(0.05)
+            assert not any(watched)
+        finally:
+            stop.set()
+            writer.join()
+        assert await _until(pilot, lambda: app._watching, 10), "quiet, and still no watch"
+        lines = app.state.snapshot(0.0).server.lines
+        with log.open("a") as fh:
+            fh.write(DECODE.format(s=1))
+        assert await _until(pilot, lambda: app.state.snapshot(0.0).server.lines == lines + 1, 10)
+
+
 # -- GPU samples ------------------------------------------------------------------------------
 
 def test_a_superseded_gpu_sample_travels_on_in_the_newer_one() -> None:

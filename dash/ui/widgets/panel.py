@@ -41,22 +41,30 @@ def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: in
 def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
     """One line of text (no newline in it) as the Strips of its screen rows."""
     plain = line.plain
-    if plain and "\t" not in plain and (line.cell_len <= width or not wrap):
-        # One row: the text's own segments (cut with an ellipsis), without Rich's layout pass,
-        # which costs several times more and is most of a changed row's cost.
-        if line.cell_len > width:
-            line = line.copy()
-            line.truncate(width, overflow="ellipsis")
-        segments = line.render(console)
-        if line.style:  # the line's own style, under its spans' (as Rich's layout applies it)
-            segments = Segment.apply_style(segments, console.get_style(line.style))
-        return [Strip(list(segments))]
-    options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
-                                     highlight=False, markup=False)
-    if wrap and 0 < indent < width // 2 and line.cell_len > width:
-        line = Text("\n").join(_hanging(console, line, width, indent))
-        options = options.update(no_wrap=True)
-    return [Strip(row) for row in console.render_lines(line, options, pad=False, new_lines=False)]
+    if not plain or "\t" in plain:  # tabs to expand: Rich's whole layout pass
+        options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
+                                         highlight=False, markup=False)
+        return [Strip(row) for row in console.render_lines(line, options, pad=False,
+                                                           new_lines=False)]
+    if line.cell_len <= width or not wrap:
+        return [_row_strip(console, line, width)]
+    # Rich divides the line into rows; each is then drawn from its own segments: Rich's layout
+    # pass over the rows joined again would wrap them a second time, twice the cost.
+    rows = (_hanging(console, line, width, indent) if 0 < indent < width // 2
+            else line.wrap(console, width, overflow=line.overflow or "ellipsis"))
+    return [_row_strip(console, row, width) for row in rows]
+
+
+def _row_strip(console: Console, line: Text, width: int) -> Strip:
+    """One row: the text's own segments (cut with an ellipsis), without Rich's layout pass,
+    which costs several times more and is most of a changed row's cost."""
+    if line.cell_len > width:
+        line = line.copy()
+        line.truncate(width, overflow="ellipsis")
+    segments = line.render(console)
+    if line.style:  # the line's own style, under its spans' (as Rich's layout applies it)
+        segments = Segment.apply_style(segments, console.get_style(line.style))
+    return Strip(list(segments))
 
 
 def _hanging(console: Console, line: Text, width: int, indent: int) -> list[Text]:
@@ -96,7 +104,8 @@ class Panel(ScrollView, can_focus=False):
         self._parts: dict[str, Style] = {}
         self._lines: dict[int, tuple[Text, list[Strip]]] = {}
         self.rows_repainted = 0
-        """Rows marked for repaint since mount (tests check that an unchanged text marks none)."""
+        """Rows marked for repaint since mount, each row of a whole repaint counted (tests check
+        that an unchanged text marks none)."""
 
     def show_text(self, text: Text) -> None:
         """Show `text`; only the rows that changed are repainted."""
@@ -124,6 +133,7 @@ class Panel(ScrollView, can_focus=False):
         if self.virtual_size != Size(width, len(new)):
             self.virtual_size = Size(width, len(new))
             self.refresh()
+            self.rows_repainted += len(new)
             return
         if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
             scroll_y = self.scroll_offset.y
