@@ -285,6 +285,18 @@ def test_plateau_started_after_the_peak_judges_the_fall_from_the_lines_it_read()
     assert a.message == b.message  # the same peak, plateau and fall duration
 
 
+def test_a_peak_before_a_restart_is_not_the_new_launchs_peak() -> None:
+    # Read at once: a launch at 1300 tok/s, a restart, a launch at 600 (a new setting, slower
+    # but steady). The new launch never fell from anything.
+    run, rng = Run(plateau_after_s=60), random.Random(5)
+    _backfill_phase(run, 900, 1300.0, 0.05, rng, running=120)
+    run.feed({**ev("restart"), "_t": run.now})
+    _backfill_phase(run, 600, 600.0, 0.05, rng, running=120, queue=50, usage=0.95)
+    run.engine.immediate = True  # as --once and check judge: what holds now fires now
+    run.tick()
+    assert "throughput_plateau" not in run.fired
+
+
 def test_a_reset_peak_is_not_found_again_in_the_lines_before_it() -> None:
     run, rng = Run(plateau_after_s=60), random.Random(4)
     _backfill_phase(run, 900, 1300.0, 0.05, rng, running=120)

@@ -88,7 +88,7 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     if not mem.get("history_read"):
         mem["history_read"] = True
         _peak_from_history(mem, s, cfg.plateau_window_s, cfg.plateau_min_points,
-                           cfg.plateau_drop)
+                           cfg.plateau_drop, _started(ctx))
     peak = mem.get("peak")
     if peak is None or cur > peak["value"]:
         mem["peak"] = {"value": cur, "at": end, "running": running, "util": util}
@@ -119,11 +119,19 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
                   fire_after=cfg.plateau_after_s)
 
 
+def _started(ctx: RuleContext) -> float | None:
+    """Clock time of the server's last restart: the series run on across it, its peak not."""
+    i = ctx.events.last_restart
+    at = ctx.events.all[i].get("at") if i is not None else None
+    return float(at) if isinstance(at, (int, float)) else None
+
+
 def _peak_from_history(mem: dict[str, Any], s: ServerLogSnapshot, window: float,
-                       min_points: int, drop: float) -> None:
-    """Seed the peak, the fall's start and its low from the series already read, as the rule
-    would have found them had it evaluated at each of those lines."""
-    medians = list(window_medians(s.gen_throughput, window, min_points))[:-1]  # the last: now
+                       min_points: int, drop: float, started: float | None) -> None:
+    """Seed the peak, the fall's start and its low from the series already read since the
+    server last started, as the rule would have found them had it evaluated at each line."""
+    view = s.gen_throughput if started is None else s.gen_throughput.window(started)
+    medians = list(window_medians(view, window, min_points))[:-1]  # the last: now
     if not medians:
         return
     at, value = max(medians, key=lambda m: m[1])
