@@ -39,15 +39,18 @@ def _gpu_util(snap: RunSnapshot, window: float) -> float | None:
     return sum(medians) / len(medians) if medians else None
 
 
-def _reset_if_restarted(mem: dict[str, Any], snap: RunSnapshot) -> None:
+def _start_over(mem: dict[str, Any], snap: RunSnapshot, restarted: bool) -> None:
+    """Forget the peak and the fall at a restart (they were the old launch's) or when the user
+    reset the peak; `launch_ended`'s own count stays, so it sees the next restart."""
     s = snap.server
     peak = mem.get("peak")
     user_reset = peak is not None and (s.peak is None or s.peak.gen_throughput < peak["value"])
-    if mem.get("restarts") != s.restarts or user_reset:
+    if restarted or user_reset:
+        restarts = mem["launch_restarts"]
         mem.clear()
-        mem["restarts"] = s.restarts
-        # After the user's reset the peak starts from now; after a start (or a restart, whose
-        # series start over) the lines already read may hold one.
+        mem["launch_restarts"] = restarts
+        # After the user's reset the peak starts from now; after a restart the lines already
+        # read since it may hold one.
         mem["history_read"] = user_reset
 
 
@@ -74,8 +77,7 @@ def window_medians(view: SeriesView, window: float,
 def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     """`throughput_plateau` (warn): the windowed median fell `plateau_drop` below its peak."""
     cfg, snap, mem = ctx.cfg, ctx.snap, ctx.memory
-    ctx.launch_ended("throughput_plateau")
-    _reset_if_restarted(mem, snap)
+    _start_over(mem, snap, ctx.launch_ended("throughput_plateau"))
     s = snap.server
     cur = window_median(s.gen_throughput, cfg.plateau_window_s, cfg.plateau_min_points)
     if cur is None:
