@@ -246,7 +246,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.query_one("#server", ServerPanel).show(snap, self.server_index)
             self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
             # At 80x24 an alert needs the room for its hint more than the tables need theirs.
-            self.screen.set_class(self.compact and bool(snap.alerts), "-alerting")
+            self.screen_stack[0].set_class(self.compact and bool(snap.alerts), "-alerting")
         if isinstance(self.screen, RanksScreen):
             self.screen.show(snap)
 

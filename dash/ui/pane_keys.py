@@ -38,7 +38,7 @@ class LogKeys(App[int]):
         log = self.query_one("#log", LogPane)
         log.display = show
         self.query_one("#server").display = not show
-        self.screen.set_class(show, "-log-open")  # compact: the log takes the tables' place
+        self.screen_stack[0].set_class(show, "-log-open")  # compact: the log takes the tables' place
         log.redraw()
 
     def action_switch_log(self) -> None:

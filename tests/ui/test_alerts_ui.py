@@ -64,6 +64,10 @@ async def test_with_the_log_open_at_80x24_the_top_alerts_fix_still_shows(
         await pilot.press("l")
         await pilot.pause()
         assert "partitions" in screen_text(app)  # closed: the tables are back
+        await pilot.press("L", "c", "escape")  # the log opened from a screen on top
+        await pilot.pause()
+        text = screen_text(app)
+        assert "client log" in text and "--mem-fraction-static" in text
 
 
 async def test_tab_focuses_the_alerts_which_scroll_and_open_at_80x24(make_app: MakeApp) -> None:
