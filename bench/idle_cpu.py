@@ -10,6 +10,7 @@ kdash's RSS over time (it should stay flat).
     .venv/bin/python bench/idle_cpu.py --seconds 15 # a quick look
     .venv/bin/python bench/idle_cpu.py --compare    # samples read vs not, side by side
     .venv/bin/python bench/idle_cpu.py --compare --against ../ref  # and another checkout's code
+    .venv/bin/python bench/idle_cpu.py --floor      # and the same dashboard drawing nothing
 
 Beside the simulated client's own outputs, a writer appends realistic samples (SGLang
 `/generate` records of 4-16 KB) at `--samples-per-s` (20) to three partitions, so the dashboard
@@ -17,6 +18,9 @@ reads sample content as it would on a busy run. `--compare` runs two dashboards 
 at the same time, one with `[outputs] samples = false` (lines counted, contents never read).
 `--against DIR` runs the dashboard of another checkout (its `bench/idle_cpu.py --child`) beside
 each of these, on the same run at the same time: old code against new under the same load.
+`--floor` runs beside it the same dashboard with its screen never updated (sources, run state,
+alert rules and Textual's own loop all running): what drawing costs, and what no drawing
+optimisation can take away.
 """
 
 from __future__ import annotations
@@ -52,6 +56,12 @@ def child(ns: argparse.Namespace) -> int:
     Path(ns.pid_file).write_text(str(os.getpid()))
     if ns.no_samples:
         (Path(ns.dir) / "kdash.toml").write_text("[outputs]\nsamples = false\n")
+    if ns.not_drawing:
+        from dash.ui.app import DashApp
+
+        # Everything up to the screen runs (the tick composes the snapshot and evaluates the
+        # rules); only pushing the snapshot into the widgets, and so Textual's compositing, stops.
+        DashApp.render_snapshot = lambda self, tick=False: None  # type: ignore[method-assign]
     cfg = build_config({"log": ns.log, "client_log": ns.client_log, "outputs": [ns.outputs],
                         "inputs": [ns.inputs], "url": ns.url, "refresh": 1.0}, cwd=Path(ns.dir),
                        user_file=Path(ns.dir) / "no-user-config.toml")
@@ -139,6 +149,11 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
             wdir = work / (("off" if no_samples else "on") + ("-against" if suffix else ""))
             wdir.mkdir()
             sessions.append((label, *_start(ns, run, wdir, no_samples, checkout)))
+    if ns.floor:
+        wdir = work / "floor"
+        wdir.mkdir()
+        label = "not drawing, " + ("counts only" if modes[-1] else "samples read")
+        sessions.append((label, *_start(ns, run, wdir, modes[-1], REPO, drawing=False)))
     tail = subprocess.Popen(f"tail -F -n 0 {run.server_log} | grep --line-buffered 'Decode batch'"  # type: ignore[attr-defined]
                             " > /dev/null", shell=True, start_new_session=True)
     try:
@@ -156,8 +171,8 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
         tail.wait()
 
 
-def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool, checkout: Path
-           ) -> tuple[list[str], Path]:
+def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool, checkout: Path,
+           drawing: bool = True) -> tuple[list[str], Path]:
     run_: Any = run
     session = f"kdash-bench-{os.getpid()}-{work.name}"
     pid_file = work / "kdash.pid"
@@ -168,7 +183,7 @@ def _start(ns: argparse.Namespace, run: object, work: Path, no_samples: bool, ch
            "--dir", str(work), "--log", str(run_.server_log), "--client-log", str(run_.client_log),
            "--outputs", str(run_.outputs_dir / "*.jsonl"),
            "--inputs", str(run_.inputs_dir / "*.jsonl"), "--url", run_.url,
-           *(["--no-samples"] if no_samples else []),
+           *(["--no-samples"] if no_samples else []), *([] if drawing else ["--not-drawing"]),
            *(["--profile", ns.profile] if ns.profile else [])]
     env = {k: v for k, v in os.environ.items()
            if k not in ("NO_COLOR", "TMUX", "COLUMNS", "LINES")}  # the pane's size, not the caller's
@@ -215,6 +230,8 @@ def report(ns: argparse.Namespace, kdash: list[tuple[str, psutil.Process]],
         for label, value in cpu.items():
             print(f"  ratio kdash / tail|grep, {label:<{width}} {value / b_cpu:5.1f}x")
     for a, b, what in (("counts only", "samples read", "samples read / counts only"),
+                       ("not drawing, samples read", "samples read", "drawing / not drawing"),
+                       ("not drawing, counts only", "counts only", "drawing / not drawing"),
                        ("counts only, against", "samples read, against",
                         "samples read / counts only, against"),
                        ("counts only, against", "counts only", "counts only: this / against"),
@@ -238,7 +255,10 @@ def main() -> int:
     p.add_argument("--no-samples", action="store_true", help="[outputs] samples = false")
     p.add_argument("--against", metavar="DIR",
                    help="also run this kdash checkout's dashboard beside each, on the same run")
+    p.add_argument("--floor", action="store_true",
+                   help="also run the same dashboard with its screen never updated, beside it")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--not-drawing", action="store_true", help=argparse.SUPPRESS)
     for name in ("pid-file", "dir", "log", "client-log", "outputs", "inputs", "url"):
         p.add_argument(f"--{name}", help=argparse.SUPPRESS)
     ns = p.parse_args()
