@@ -251,13 +251,10 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   f"no decode/prefill line for {fmt_duration(quiet)}; the last one had "
                   f"{running:g} running",
                   f"last stats line {where(last)}{cause}",
-                  "Idle if those requests have finished since (the last line before a server "
-                  "runs out of work always shows some running); hung if not, which is common "
-                  "after an OOM: try one request by hand "
-                  f"(`curl {http.url or '<url>'}/health` runs a one-token generation; a hung "
-                  "server does not answer), look at GPU utilization, and restart it if it "
-                  "does not answer. --enable-metrics (or --outputs) lets kdash tell the two "
-                  "apart.",
+                  "Idle if those requests have finished since (a server's last stats line "
+                  "always shows some running); hung if not, as after an OOM: then "
+                  f"`curl {http.url or '<url>'}/health` (a one-token generation) does not "
+                  "answer; restart it. --enable-metrics or --outputs let kdash tell.",
                   since=s.last_record_at)
 
 
