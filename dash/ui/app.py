@@ -230,7 +230,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             return
         self.frames += 1
         mono = time.monotonic()
-        tables = not tick or mono - self._tables_at >= self.table_period
+        tables = (not tick or mono - self._tables_at >= self.table_period
+                  # GPUs found (or lost) show at once: `g` has rows to move through.
+                  or self.query_one("#gpu-table", GpuTable).row_count != len(snap.gpus.gpus))
         with self.batch_update():
             self._render_header()
             self.query_one("#partitions", PartitionTable).show(snap)
