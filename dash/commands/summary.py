@@ -98,8 +98,7 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines"
         + (f"; {len(doc['ranks'])} ranks summed ({', '.join(doc['ranks'][:8])}"
            f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else ""),
-        f"  prefix hit  {_fmt(None if pre['cache_hit_ratio'] is None else pre['cache_hit_ratio'] * 100)}%"
-        f" of {pre['cached_tokens'] + pre['new_tokens']:,} prefill tokens",
+        _prefix_hit(pre),
     ]
     spec = doc["spec"]
     if spec:
@@ -202,3 +201,11 @@ def _cut(text: str, n: int) -> str:
 def _terminal_width() -> int:
     """The terminal's width (COLUMNS first, as shells set it), 100 for a pipe; 60 to 140."""
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
+
+
+def _prefix_hit(pre: dict[str, Any]) -> str:
+    """`prefix hit  38% of 1,204,880 prefill tokens`; a log without prefill lines says so."""
+    tokens = pre["cached_tokens"] + pre["new_tokens"]
+    if pre["cache_hit_ratio"] is None or not tokens:
+        return "  prefix hit  - (no prefill lines with token counts)"
+    return f"  prefix hit  {_fmt(pre['cache_hit_ratio'] * 100)}% of {tokens:,} prefill tokens"

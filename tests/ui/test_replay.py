@@ -146,7 +146,7 @@ async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
         assert "http not replayed" in text and "--no-http" not in text
         srv = app.snap.server
         assert srv.lines == log_lines > srv.records
-        assert f"{srv.lines:,} lines, {srv.records:,} stats" in text
+        assert f"{srv.lines:,} lines, {srv.records:,} records" in text
 
 
 async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_log: Path) -> None:

@@ -18,10 +18,12 @@ LEGEND = f"{MARK} changed from the launch before"
 
 
 def legend(launches: Sequence[Launch]) -> str:
-    """The marks' key; `<` only where a start time is a lower bound (the log begins mid-run)."""
+    """The marks' key: `*` only where there is a launch before to differ from, `<` only where
+    a start time is a lower bound (the log begins mid-run)."""
+    parts = [LEGEND] if len(launches) > 1 else []
     if any(not x.start_seen and x.started_at is not None for x in launches):
-        return f"{LEGEND}; < started before the log's first line"
-    return LEGEND
+        parts.append("< started before the log's first line")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,8 @@ def render(launches: Sequence[Launch], width: int = 100) -> str:
     if lay.hidden:
         out.append(f"(launches 1-{lay.hidden} left out: they do not fit {width} columns; "
                    "--json has them all)")
-    out.append(legend(launches))
+    if key := legend(launches):
+        out.append(key)
     out.append("")
     out.extend(advice(launches))
     return "\n".join(out) + "\n"

@@ -82,7 +82,8 @@ def launches_text(launches: Sequence[Launch], width: int, last: int | None,
     hidden_after = len(launches) - 1 - lay.last
     if lay.first or hidden_after:
         t.append(f"\n{_hidden(lay.first, hidden_after)}", st.st("dim"))
-    t.append(f"\n{legend(launches)}", st.st("dim"))
+    if key := legend(launches):
+        t.append(f"\n{key}", st.st("dim"))
     for sentence in advice(launches):
         t.append(f"\n{fmt.clean(sentence, 600)}")
     return t, lay

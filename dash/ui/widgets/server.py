@@ -77,7 +77,7 @@ class ServerPanel(Panel):
         self._launch(t, snap)
         srv = snap.server
         t.append(f"{'log':>12} ", self._st("dim"))
-        t.append(f"{srv.lines:,} lines, {srv.records:,} stats, {srv.unparsed} unparsed")
+        t.append(f"{srv.lines:,} lines, {srv.records:,} records, {srv.unparsed} unparsed")
         clock = clock_text(srv.clock)
         if clock:
             t.append(f"; {clock}", self._st("dim"))
