@@ -398,4 +398,5 @@ def pd_snapshot() -> RunSnapshot:
                       ranks=(RankNow(None, NOW - 2.0, gen_throughput=606.41),)))
     total = ServerNow(at=NOW - 1.0, gen_throughput=606.41, running_req=128.0, queue_req=215.0,
                       token_usage=0.97)
-    return snapshot(server=prefill, servers=(prefill, decode), total=total)
+    return snapshot(server=prefill, servers=(prefill, decode), total=total,
+                    total_from=(0, 1))

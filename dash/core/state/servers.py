@@ -6,6 +6,11 @@ the others' (`prefill`, `decode`, `node1/server`). The first configured is the p
 matches it, one server waits under the glob's name; the first file that matches takes that
 place, the next ones come after it. Figures that add up across servers (throughput, running
 and queued requests) are summed by `combine`; token usage is the highest server's.
+
+A server whose log went quiet (no stats line within the liveness window), crashed or is gone
+keeps its last figures on its own row but counts in no sum while another server is live: its
+last `182 running` are not running now. As with DP ranks, a run where every server went quiet
+(idle, finished) keeps all their last figures rather than none; they are shown old.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from dash.core.snapshot import ServerLogSnapshot, ServerNow
+from dash.core.snapshot import Liveness, ServerLogSnapshot, ServerNow
 from dash.core.state.server_log import ServerLogTracker
 
 STEM_EXTS = (".log", ".txt", ".out", ".gz")
@@ -89,10 +94,18 @@ class Servers:
             t.name = name
 
 
-def combine(servers: Sequence[ServerLogSnapshot]) -> ServerNow | None:
-    """The run's figures over several servers: sums, and the highest token usage; None for one
-    server (its own figures are the run's)."""
-    nows = [s.now for s in servers if s.now is not None]
+def summed(servers: Sequence[ServerLogSnapshot], lives: Sequence[Liveness]) -> tuple[int, ...]:
+    """Indexes of the servers the run's figures sum: those with figures whose log is live
+    (`lives`: each server's liveness at the same `now`); all with figures when none is."""
+    known = [i for i, s in enumerate(servers) if s.now is not None]
+    live = [i for i in known if i < len(lives) and lives[i].log == "live"]
+    return tuple(live or known)
+
+
+def combine(servers: Sequence[ServerLogSnapshot], indexes: Sequence[int]) -> ServerNow | None:
+    """The run's figures over several servers: the sums over those at `indexes` (`summed`),
+    and the highest token usage; None for one server (its own figures are the run's)."""
+    nows = [n for i in indexes if (n := servers[i].now) is not None]
     if len(servers) < 2 or not nows:
         return None
 
