@@ -188,8 +188,8 @@ def restamped(src: Path, dst: Path, last_at: float) -> None:
 
 
 def silent_node(real_logs: Path, tmp_path: Path, now: float) -> tuple[Path, Path]:
-    """node1 live (real decode and prefill lines, the last 5 s before `now`: 81.97 tok/s, 0
-    running); node2 the 4407 decode log (5,287.55 tok/s, 182 running), silent for 10 min."""
+    """node1 live (real decode and prefill lines, the last 5 s before `now`; its last decode
+    line: 81.97 tok/s, 1 running); node2 the 4407 decode log (5,287.55 tok/s, 182 running), silent for 10 min."""
     node1, node2 = tmp_path / "node1.log", tmp_path / "node2.log"
     restamped(real_logs / "sglang-10053-decode-cuda-graph-trailing-space.log", node1, now - 5)
     restamped(real_logs / "sglang-4407-decode-largest-len-trailing-comma.log", node2, now - 600)
@@ -205,14 +205,15 @@ def test_a_silent_server_is_left_out_of_every_total(real_logs: Path, tmp_path: P
     assert [s["liveness"]["log"] for s in doc["servers"]] == ["live", "quiet"]
     assert doc["servers"][1]["now"]["gen_throughput"] == pytest.approx(5287.55)  # its own row
     total = doc["servers_total"]
-    assert total["gen_throughput"] == pytest.approx(81.97) and total["running_req"] == 0
+    assert total["gen_throughput"] == pytest.approx(81.97) and total["running_req"] == 1
+    assert total["running_req"] == doc["servers"][0]["last_decode"]["running_req"]  # its row's
     assert (total["servers"], total["left_out"], total["stale"]) == (["node1"], ["node2"], False)
     fams = {f.name: f for f in families(snap)}
     assert fams["kdash_gen_throughput_tokens_per_second"].samples[0][1] == pytest.approx(81.97)
-    assert fams["kdash_running_requests"].samples[0][1] == 0
+    assert fams["kdash_running_requests"].samples[0][1] == 1
     assert dict(fams["kdash_server_summed"].samples) == {("node1",): 1.0, ("node2",): 0.0}
     text = render_text(snap)
-    assert "1 of 2 servers gen 82.0 tok/s, running 0, queue 0; not summed (log not live): node2" \
+    assert "1 of 2 servers gen 82.0 tok/s, running 1, queue 0; not summed (log not live): node2" \
         in text
     assert "server      node2: log quiet (last stats line 10m00s ago)" in text
     from prometheus_client import generate_latest

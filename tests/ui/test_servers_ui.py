@@ -42,5 +42,7 @@ async def test_a_silent_server_counts_in_no_sum_on_screen(real_logs: Path, tmp_p
             row = next(line for line in text.splitlines() if " node2 " in line)
             assert "5,288 tok/s" in row and "10m ago" in row and "not summed" in row
             total = next(line for line in text.splitlines() if "1 of 2 servers " in line and " run " in line)
-            assert "82 tok/s  run    0" in total
+            node1 = next(line for line in text.splitlines() if " node1 " in line)
+            assert "82 tok/s  run    1  q    0" in node1 and "ago" not in node1
+            assert "82 tok/s  run    1  q    0" in total  # the rows' figures, node1's alone
     app.stop_sources()

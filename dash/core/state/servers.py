@@ -103,19 +103,26 @@ def summed(servers: Sequence[ServerLogSnapshot], lives: Sequence[Liveness]) -> t
 
 
 def combine(servers: Sequence[ServerLogSnapshot], indexes: Sequence[int]) -> ServerNow | None:
-    """The run's figures over several servers: the sums over those at `indexes` (`summed`),
-    and the highest token usage; None for one server (its own figures are the run's)."""
-    nows = [n for i in indexes if (n := servers[i].now) is not None]
-    if len(servers) < 2 or not nows:
+    """The run's figures over several servers: the sums of the figures their rows show
+    (`ServerLogSnapshot.figures`) over those at `indexes` (`summed`), and the highest token
+    usage; None for one server (its own figures are the run's)."""
+    chosen = [servers[i] for i in indexes if servers[i].now is not None]
+    if len(servers) < 2 or not chosen:
         return None
+    figures = [s.figures for s in chosen]
+
+    def known(name: str) -> list[float]:
+        return [float(v) for f in figures
+                if isinstance(v := f.get(name), (int, float)) and not isinstance(v, bool)]
 
     def total(name: str) -> float | None:
-        known = [v for n in nows if (v := getattr(n, name)) is not None]
-        return sum(known) if known else None
+        values = known(name)
+        return sum(values) if values else None
 
-    usage = [n.token_usage for n in nows if n.token_usage is not None]
-    means = [n.token_usage_mean for n in nows if n.token_usage_mean is not None]
-    return ServerNow(at=max((n.at for n in nows if n.at is not None), default=None),
+    usage = known("token_usage")
+    means = [m for s in chosen if s.now is not None and (m := s.now.token_usage_mean) is not None]
+    return ServerNow(at=max((s.now.at for s in chosen if s.now is not None and s.now.at is not None),
+                            default=None),
                      gen_throughput=total("gen_throughput"), running_req=total("running_req"),
                      queue_req=total("queue_req"), token_usage=max(usage) if usage else None,
                      token_usage_mean=sum(means) / len(means) if means else None,
