@@ -14,16 +14,7 @@ from dash.core.config import Config
 from dash.core.state.run import RunState
 from dash.sources.collector import Collector
 from dash.ui.app import DashApp
-from ui.fake_run import screen_text
-
-
-async def _wait_screen(pilot, app: DashApp, until) -> str:  # type: ignore[no-untyped-def]
-    for _ in range(300):  # 30 s: a loaded machine is slow, a quick one leaves at once
-        await pilot.pause(0.1)
-        text = screen_text(app)
-        if until(text):
-            return text
-    raise AssertionError(f"the screen never showed it:\n{screen_text(app)}")
+from ui.fake_run import wait_screen
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
@@ -35,7 +26,7 @@ async def test_a_silent_server_counts_in_no_sum_on_screen(real_logs: Path, tmp_p
     app = DashApp(cfg, state=RunState(cfg), collector=Collector(cfg), clock=FakeClock(now),
                   cpu_meter=lambda: 1.0)
     async with app.run_test(size=size) as pilot:
-        text = await _wait_screen(pilot, app, lambda t: "1 of 2 servers" in t)
+        text = await wait_screen(pilot, app, lambda t: "1 of 2 servers" in t)
         header = text.splitlines()[0]
         assert "82 tok/s  1 of 2 servers" in header and "5370" not in header
         if size == (160, 45):
