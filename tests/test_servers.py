@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dp_logs import DpLog, dp_values, write_dp_log, write_pd_logs
+from dp_logs import DpLog, dp_values, stamp, write_dp_log, write_pd_logs
 from exposition_lint import lint
 
 from dash.commands.once import collect_once
@@ -168,3 +169,56 @@ def test_alerts_about_one_server_name_it(tmp_path: Path) -> None:
     assert alerts["server_silent:decode"].subject == "decode"
     assert alerts["server_silent:decode"].message.startswith("decode: no decode/prefill line")
     assert not [k for k in alerts if k.endswith(":prefill")]
+
+
+_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+
+
+def restamped(src: Path, dst: Path, last_at: float) -> None:
+    """`src`'s lines with their stamps moved so that its last stamp is `last_at` (the gaps
+    kept), written to `dst` with that mtime: a real log as a server writes it."""
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    stamps = [time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"))
+              for line in lines if (m := _STAMP.match(line))]
+    shift = last_at - stamps[-1]
+    dst.write_text("".join(_STAMP.sub(lambda m: "[" + stamp(
+        time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + shift), line)
+        for line in lines), encoding="utf-8")
+    os.utime(dst, (last_at, last_at))
+
+
+def silent_node(real_logs: Path, tmp_path: Path, now: float) -> tuple[Path, Path]:
+    """node1 live (real decode and prefill lines, the last 5 s before `now`; its last decode
+    line: 81.97 tok/s, 1 running); node2 the 4407 decode log (5,287.55 tok/s, 182 running), silent for 10 min."""
+    node1, node2 = tmp_path / "node1.log", tmp_path / "node2.log"
+    restamped(real_logs / "sglang-10053-decode-cuda-graph-trailing-space.log", node1, now - 5)
+    restamped(real_logs / "sglang-4407-decode-largest-len-trailing-comma.log", node2, now - 600)
+    return node1, node2
+
+
+def test_a_silent_server_is_left_out_of_every_total(real_logs: Path, tmp_path: Path) -> None:
+    now = float(int(time.time()))
+    node1, node2 = silent_node(real_logs, tmp_path, now)
+    cfg = Config(log=node1, more_logs=(node2,), url="")
+    snap, _ = collect_once(cfg, window=0, clock=FakeClock(now))
+    doc = snapshot_to_json(snap)
+    assert [s["liveness"]["log"] for s in doc["servers"]] == ["live", "quiet"]
+    assert doc["servers"][1]["now"]["gen_throughput"] == pytest.approx(5287.55)  # its own row
+    total = doc["servers_total"]
+    assert total["gen_throughput"] == pytest.approx(81.97) and total["running_req"] == 1
+    assert total["running_req"] == doc["servers"][0]["last_decode"]["running_req"]  # its row's
+    assert (total["servers"], total["left_out"], total["stale"]) == (["node1"], ["node2"], False)
+    fams = {f.name: f for f in families(snap)}
+    assert fams["kdash_gen_throughput_tokens_per_second"].samples[0][1] == pytest.approx(81.97)
+    assert fams["kdash_running_requests"].samples[0][1] == 1
+    assert dict(fams["kdash_server_summed"].samples) == {("node1",): 1.0, ("node2",): 0.0}
+    text = render_text(snap)
+    assert "1 of 2 servers gen 82.0 tok/s, running 1, queue 0; not summed (log not live): node2" \
+        in text
+    assert "server      node2: log quiet (last stats line 10m00s ago)" in text
+    from prometheus_client import generate_latest
+
+    from dash.sources.prom_export import build_registry
+
+    assert lint(generate_latest(build_registry(lambda: snap, frozenset(("server_log",))))
+                .decode()) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot
+from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot, ServerNow
 from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import server_line
 
@@ -44,9 +44,7 @@ def _server_lines(snap: RunSnapshot) -> list[str]:
     for i in range(max(1, len(snap.servers))):
         lines += _one_server(snap.for_server(i))
     if snap.total is not None:
-        n = snap.total
-        lines.append(f"all servers gen {_num(n.gen_throughput)} tok/s, running "
-                     f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}")
+        lines.append(_total_line(snap, snap.total))
     h = snap.http
     if h.url:
         why = f" ({h.url_why})" if h.url_why and h.url_source != "flag" else ""
@@ -54,6 +52,22 @@ def _server_lines(snap: RunSnapshot) -> list[str]:
                      + (f" {h.reason}" if h.reason else "")
                      + (f" {h.latency_s * 1000:.0f} ms" if h.latency_s is not None else ""))
     return lines
+
+
+def _total_line(snap: RunSnapshot, n: ServerNow) -> str:
+    """`all servers gen … tok/s`; `1 of 2 servers …; not summed (log not live): node2` when
+    some servers' logs went quiet; the age when every server's figures are old."""
+    k, count = len(snap.total_from), len(snap.servers)
+    who = "all servers" if k == count else f"{k} of {count} servers"
+    line = (f"{who} gen {_num(n.gen_throughput)} tok/s, running "
+            f"{_num(n.running_req, '{:.0f}')}, queue {_num(n.queue_req, '{:.0f}')}")
+    stale, age_s = snap.figures_liveness
+    if stale:
+        line += f" ({_dur(age_s)} old)"
+    left = [snap.servers[i].name or snap.servers[i].path or "?" for i in snap.left_out]
+    if left:
+        line += f"; not summed (log not live): {', '.join(left)}"
+    return line
 
 
 def _one_server(snap: RunSnapshot) -> list[str]:

@@ -472,6 +472,9 @@ class RunSnapshot:
     """Every server log watched, `server` (the first) included; empty in hand-made snapshots."""
     total: ServerNow | None = None
     """Figures summed over the servers where there are several (None: `server.now` is it)."""
+    total_from: tuple[int, ...] = ()
+    """Indexes into `servers` of those `total` sums: the live ones (a quiet or crashed server's
+    last figures are not current), every one with figures when none is live."""
     server_liveness: tuple[Liveness, ...] = ()
     """Each server's liveness where there are several (`liveness` is the first's)."""
     launches: tuple[Launch, ...] = ()
@@ -490,7 +493,8 @@ class RunSnapshot:
         http = self.http if i == 0 else HttpSnapshot()
         live = self.server_liveness[i] if i < len(self.server_liveness) else self.liveness
         launches = self.server_launches[i] if i < len(self.server_launches) else self.launches
-        return dataclasses.replace(self, server=server, servers=(server,), total=None, http=http,
+        return dataclasses.replace(self, server=server, servers=(server,), total=None,
+                                   total_from=(), http=http,
                                    liveness=live, server_liveness=(), launches=launches,
                                    server_launches=())
 
@@ -498,6 +502,25 @@ class RunSnapshot:
     def figures(self) -> Mapping[str, Any]:
         """The run's current server figures: summed over the servers where there are several."""
         return self.total.as_record() if self.total is not None else self.server.figures
+
+    @property
+    def left_out(self) -> tuple[int, ...]:
+        """Indexes into `servers` of those with figures that `total` does not sum."""
+        if self.total is None:
+            return ()
+        return tuple(i for i, s in enumerate(self.servers)
+                     if s.now is not None and i not in self.total_from)
+
+    @property
+    def figures_liveness(self) -> tuple[bool, float | None]:
+        """Whether `figures` are old (no server they sum is live) and the age of the freshest
+        one's last stats line (None: unknown)."""
+        if self.total is None or not self.server_liveness:
+            return self.liveness.stale, self.liveness.log_age_s
+        lives = [self.server_liveness[i] for i in self.total_from
+                 if i < len(self.server_liveness)]
+        ages = [x.log_age_s for x in lives if x.log_age_s is not None]
+        return all(x.stale for x in lives), min(ages) if ages else None
 
     @property
     def facts(self) -> dict[str, Any]:

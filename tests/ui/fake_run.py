@@ -353,6 +353,17 @@ def screen_text(app: object) -> str:
     return console.export_text()
 
 
+async def wait_screen(pilot: object, app: object, until: Callable[[str], bool]) -> str:
+    """The screen's text once `until` holds of it (30 s at most: a loaded machine is slow, a
+    quick one returns at once)."""
+    for _ in range(300):
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
+        text = screen_text(app)
+        if until(text):
+            return text
+    raise AssertionError(f"the screen never showed it:\n{screen_text(app)}")
+
+
 def _rank(d: int, usage: float, running: int, queue: int, gen: float,
           live: bool = True) -> RankNow:
     return RankNow(rank=f"DP{d}", at=NOW - (2.0 if live else 95.0), ts="2025-06-15T17:46:37",
@@ -398,4 +409,5 @@ def pd_snapshot() -> RunSnapshot:
                       ranks=(RankNow(None, NOW - 2.0, gen_throughput=606.41),)))
     total = ServerNow(at=NOW - 1.0, gen_throughput=606.41, running_req=128.0, queue_req=215.0,
                       token_usage=0.97)
-    return snapshot(server=prefill, servers=(prefill, decode), total=total)
+    return snapshot(server=prefill, servers=(prefill, decode), total=total,
+                    total_from=(0, 1))

@@ -16,7 +16,7 @@ from dash.core.state.run import RunState
 from dash.sources.collector import Collector
 from dash.ui.app import DashApp
 from dash.ui.widgets.ranks import RanksScreen
-from ui.fake_run import screen_text
+from ui.fake_run import screen_text, wait_screen
 
 START = 1_780_000_000.0
 
@@ -27,15 +27,6 @@ async def _wait(pilot, app: DashApp, until) -> None:  # type: ignore[no-untyped-
         if app.snap is not None and until(app.snap):
             return
     raise AssertionError("the dashboard never showed it")
-
-
-async def _wait_screen(pilot, app: DashApp, until) -> str:  # type: ignore[no-untyped-def]
-    for _ in range(100):
-        await pilot.pause(0.1)
-        text = screen_text(app)
-        if until(text):
-            return text
-    raise AssertionError(f"the screen never showed it:\n{screen_text(app)}")
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
@@ -61,7 +52,7 @@ async def test_the_dashboard_shows_the_whole_server_and_its_ranks(tmp_path: Path
         text = screen_text(app)
         assert "600 tok/s (peak 1400)" in text and "8 ranks" in text
         await pilot.press("R")
-        text = await _wait_screen(pilot, app, lambda t: isinstance(app.screen, RanksScreen)
+        text = await wait_screen(pilot, app, lambda t: isinstance(app.screen, RanksScreen)
                                   and " DP7 " in t and " total " in t)
         for d, rl in log.last().items():
             row = next(line for line in text.splitlines() if f" DP{d} " in line)
@@ -69,5 +60,5 @@ async def test_the_dashboard_shows_the_whole_server_and_its_ranks(tmp_path: Path
         total = next(line for line in text.splitlines() if " total " in line)
         assert "600.0" in total and "max 95%" in total
         await pilot.press("escape")
-        await _wait_screen(pilot, app, lambda _: not isinstance(app.screen, RanksScreen))
+        await wait_screen(pilot, app, lambda _: not isinstance(app.screen, RanksScreen))
     app.stop_sources()

@@ -31,7 +31,7 @@ from dash.core.state.liveness import liveness
 from dash.core.state.partitions import MIN_SPAN_S, STALL_AFTER_S, PartitionsTracker
 from dash.core.state.quality import MIN_RATE_SPAN_S, QualityTracker
 from dash.core.state.server_log import ServerLogTracker
-from dash.core.state.servers import Servers, combine
+from dash.core.state.servers import Servers, combine, summed
 
 MAX_NOTICES = 100
 """Distinct notices remembered (so that each is said once); the oldest are forgotten first."""
@@ -174,6 +174,7 @@ class RunState:
                                live_s=self.alert_config.log_live_s,
                                http_enabled=self.cfg.http_enabled and i == 0)
                       for i, s in enumerate(servers))
+        sums = summed(servers, lives) if len(servers) > 1 else ()
         parts = self.partitions.snapshot(now)
         totals = self.partitions.totals(now)
         if self.quality.names():
@@ -184,7 +185,7 @@ class RunState:
                            totals=totals, client=self.client.snapshot(now),
                            gpus=self.gpus.snapshot(), notices=self.notices.newest(SHOWN_NOTICES),
                            liveness=lives[0], unmatched_globs=self.partitions.unmatched(),
-                           servers=servers, total=combine(servers),
+                           servers=servers, total=combine(servers, sums), total_from=sums,
                            server_liveness=lives if len(servers) > 1 else (),
                            launches=launches[0],
                            server_launches=launches if len(servers) > 1 else ())

@@ -6,6 +6,11 @@ the others' (`prefill`, `decode`, `node1/server`). The first configured is the p
 matches it, one server waits under the glob's name; the first file that matches takes that
 place, the next ones come after it. Figures that add up across servers (throughput, running
 and queued requests) are summed by `combine`; token usage is the highest server's.
+
+A server whose log went quiet (no stats line within the liveness window), crashed or is gone
+keeps its last figures on its own row but counts in no sum while another server is live: its
+last `182 running` are not running now. As with DP ranks, a run where every server went quiet
+(idle, finished) keeps all their last figures rather than none; they are shown old.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from dash.core.snapshot import ServerLogSnapshot, ServerNow
+from dash.core.snapshot import Liveness, ServerLogSnapshot, ServerNow
 from dash.core.state.server_log import ServerLogTracker
 
 STEM_EXTS = (".log", ".txt", ".out", ".gz")
@@ -89,20 +94,35 @@ class Servers:
             t.name = name
 
 
-def combine(servers: Sequence[ServerLogSnapshot]) -> ServerNow | None:
-    """The run's figures over several servers: sums, and the highest token usage; None for one
-    server (its own figures are the run's)."""
-    nows = [s.now for s in servers if s.now is not None]
-    if len(servers) < 2 or not nows:
+def summed(servers: Sequence[ServerLogSnapshot], lives: Sequence[Liveness]) -> tuple[int, ...]:
+    """Indexes of the servers the run's figures sum: those with figures whose log is live
+    (`lives`: each server's liveness at the same `now`); all with figures when none is."""
+    known = [i for i, s in enumerate(servers) if s.now is not None]
+    live = [i for i in known if i < len(lives) and lives[i].log == "live"]
+    return tuple(live or known)
+
+
+def combine(servers: Sequence[ServerLogSnapshot], indexes: Sequence[int]) -> ServerNow | None:
+    """The run's figures over several servers: the sums of the figures their rows show
+    (`ServerLogSnapshot.figures`) over those at `indexes` (`summed`), and the highest token
+    usage; None for one server (its own figures are the run's)."""
+    chosen = [servers[i] for i in indexes if servers[i].now is not None]
+    if len(servers) < 2 or not chosen:
         return None
+    figures = [s.figures for s in chosen]
+
+    def known(name: str) -> list[float]:
+        return [float(v) for f in figures
+                if isinstance(v := f.get(name), (int, float)) and not isinstance(v, bool)]
 
     def total(name: str) -> float | None:
-        known = [v for n in nows if (v := getattr(n, name)) is not None]
-        return sum(known) if known else None
+        values = known(name)
+        return sum(values) if values else None
 
-    usage = [n.token_usage for n in nows if n.token_usage is not None]
-    means = [n.token_usage_mean for n in nows if n.token_usage_mean is not None]
-    return ServerNow(at=max((n.at for n in nows if n.at is not None), default=None),
+    usage = known("token_usage")
+    means = [m for s in chosen if s.now is not None and (m := s.now.token_usage_mean) is not None]
+    return ServerNow(at=max((s.now.at for s in chosen if s.now is not None and s.now.at is not None),
+                            default=None),
                      gen_throughput=total("gen_throughput"), running_req=total("running_req"),
                      queue_req=total("queue_req"), token_usage=max(usage) if usage else None,
                      token_usage_mean=sum(means) / len(means) if means else None,

@@ -8,7 +8,8 @@ Keys scripts rely on (see README "JSON output"): `server` {`last_decode`, `peak`
 apart, and whether the figures are stale), `incidents`, `unmatched_globs`, `partitions[].error`,
 `server.now` (the whole server's figures, its DP ranks summed, with `ranks`), `server.log_clock`
 (how the log's stamps relate to the clock), `servers` (every server log, each shaped like
-`server`, with its own liveness) and `servers_total` (sums over them, when there are several).
+`server`, with its own liveness) and `servers_total` (sums over the live ones, when there are
+several, with `servers` and `left_out` naming which).
 `launches` (one per server start of the primary log, oldest first: `dash.core.launch`'s fields
 with `number`, `changed`, `outcome_text` and `advice`; each of `servers` has its own). Extra
 keys may be added; these are never renamed.
@@ -169,6 +170,19 @@ def _launches(snap: RunSnapshot) -> tuple[tuple[Launch, ...], ...]:
     return snap.server_launches or (snap.launches,)
 
 
+def _servers_total(snap: RunSnapshot) -> dict[str, Any] | None:
+    """`now_json` of the sums, with which servers they sum (`servers`, by name), which they
+    leave out (`left_out`: their log is not live), and whether the figures are old."""
+    doc = now_json(snap.total)
+    if doc is None:
+        return None
+    names = [s.name or s.path for s in snap.servers]
+    stale, age_s = snap.figures_liveness
+    return {**doc, "servers": [names[i] for i in snap.total_from],
+            "left_out": [names[i] for i in snap.left_out],
+            "stale": stale, "age_s": age_s}
+
+
 def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
     """The --once --json document for one snapshot."""
     doc = {
@@ -176,7 +190,7 @@ def snapshot_to_json(snap: RunSnapshot) -> dict[str, Any]:
         "server": _server(snap.server, snap.http, snap.now, snap.liveness),
         "servers": [{**_server_log(s, snap.now, live), "launches": launches_json(launches)}
                     for (s, live), launches in zip(_servers(snap), _launches(snap), strict=False)],
-        "servers_total": now_json(snap.total),
+        "servers_total": _servers_total(snap),
         "partitions": [_partition(p) for p in snap.partitions],
         "totals": _totals(snap.totals),
         "client": _client(snap.client),

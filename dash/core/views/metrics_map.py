@@ -94,7 +94,7 @@ def _server(b: _Builder, snap: RunSnapshot) -> None:
     s = snap.server
     d: Mapping[str, Any] = snap.figures
     b.add("kdash_gen_throughput_tokens_per_second",
-          "Generation throughput of the whole server (its DP ranks summed; every server "
+          "Generation throughput of the whole server (its DP ranks summed; every live server "
           "watched, summed), from the server log's latest decode lines.",
           d.get("gen_throughput"))
     b.add("kdash_running_requests", "Running requests (latest decode lines, ranks summed).",
@@ -140,6 +140,11 @@ def _servers(b: _Builder, snap: RunSnapshot) -> None:
            rows("queue_req"))
     b.many("kdash_server_token_usage_ratio", "KV cache token usage of one server (highest rank).",
            lab, rows("token_usage"))
+    b.many("kdash_server_summed",
+           "1 while a server's figures count in the run's totals (0: its log is not live while "
+           "another's is; left out of the sums).", lab,
+           [((_label(s),), i in snap.total_from) for i, s in enumerate(servers)
+            if s.now is not None])
     b.many("kdash_server_log_clock_offset_seconds",
            "Seconds the server log's stamps are behind the clock (a log in another zone).", lab,
            [((_label(s),), s.clock.offset_s) for s in servers if s.clock.learned])

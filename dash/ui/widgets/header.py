@@ -102,11 +102,11 @@ class HeaderBar(Panel):
         note = http_note(snap)
         if note is not None:
             t.append(f"  ○ {note[0]}", self._st(note[1]))
-        thr = snap.figures.get("gen_throughput")  # the whole server's (all servers')
-        live = snap.liveness
+        thr = snap.figures.get("gen_throughput")  # the whole server's (the live servers')
+        stale, age_s = snap.figures_liveness
         if isinstance(thr, (int, float)):
-            if live.stale:  # a quiet or dead server's last figure is history, not news
-                age = f" {fmt.dur(live.log_age_s)} ago" if live.log_age_s is not None else ""
+            if stale:  # a quiet or dead server's last figure is history, not news
+                age = f" {fmt.dur(age_s)} ago" if age_s is not None else ""
                 t.append(f"  last {thr:.0f} tok/s{age}", self._st("dim"))
             else:
                 t.append(f"  {thr:.0f} tok/s")
@@ -123,7 +123,7 @@ class HeaderBar(Panel):
         started = snap.server.started_at
         # A quiet or dead server's uptime is not running on; and one within a minute of the
         # state's own "for" says the same thing twice.
-        if (started is not None and level != "crit" and not live.stale
+        if (started is not None and level != "crit" and not snap.liveness.stale
                 and (since is None or abs(since - started) >= 60)):
             t.append(f"  uptime {fmt.dur(snap.now - started)}", self._st("dim"))
         facts = snap.facts
@@ -139,11 +139,14 @@ class HeaderBar(Panel):
         return t
 
     def _parallel(self, snap: RunSnapshot) -> Text:
-        """`8 ranks` (`7/8 ranks` when one stopped printing), `2 servers`: what the figure sums."""
+        """`8 ranks` (`7/8 ranks` when one stopped printing), `2 servers` (`1 of 2 servers`
+        when one went quiet): what the figure sums."""
         t = Text(no_wrap=True)
         now = snap.server.now
         if len(snap.servers) > 1:
-            t.append(f"  {len(snap.servers)} servers", self._st("dim"))
+            n, k = len(snap.servers), len(snap.total_from)
+            label = f"{n} servers" if snap.total is None or k == n else f"{k} of {n} servers"
+            t.append(f"  {label}", self._st("dim" if label == f"{n} servers" else "warn"))
         elif now is not None and now.multi:
             live, n = now.live_ranks, len(now.ranks)
             label = f"{n} ranks" if live == n else f"{live}/{n} ranks"

@@ -96,23 +96,53 @@ def ranks_text(snap: RunSnapshot, st: Styler) -> Text:
 
 
 def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
-    """One row per server (several logs): name, role, figures; the selected one marked."""
+    """One row per server (several logs): name, role, figures; the selected one marked. A
+    server whose log is not live has its figures dimmed with their age, and `not summed` when
+    the total leaves it out; the total says how many servers it sums."""
+    left_out = snap.left_out
+    names = [fmt.clean(s.name or s.path or "?", 14) for s in snap.servers]
+    # Columns as wide as their longest entry, and the figures' own padding as the gap after
+    # them: the panel is narrow, and a silent server's row needs room for its age and
+    # `not summed`.
+    label = ("all servers" if len(snap.total_from) == len(names)
+             else f"{len(snap.total_from)} of {len(names)} servers")
+    wide = max(len(n) for n in [*names, label if snap.total is not None else ""])
+    role_w = max((len(s.role) + 1 for s in snap.servers if s.role), default=0)
     for i, s in enumerate(snap.servers):
         f = s.figures
+        live = snap.server_liveness[i] if i < len(snap.server_liveness) else None
+        old = live is not None and live.stale
         mark = "▶" if i == selected % len(snap.servers) else " "
-        t.append(f"{mark} {fmt.clean(s.name or s.path or '?', 14):<14} ", st("key" if mark != " " else ""))
-        t.append(f"{(s.role or ''):<8}", st("dim"))
+        t.append(f"{mark} {names[i]:<{wide}}", st("key" if mark != " " else ""))
+        t.append(f" {(s.role or ''):<{role_w - 1}}" if role_w else "", st("dim"))
         t.append(f"{_num(f.get('gen_throughput'), 8)} tok/s  run {_num(f.get('running_req'), 4)}"
-                 f"  q {_num(f.get('queue_req'), 4)}  kv {fmt.pct(f.get('token_usage')):>4}")
+                 f"  q {_num(f.get('queue_req'), 4)}  kv {fmt.pct(f.get('token_usage')):>4}",
+                 st("dim" if old else ""))
+        if old and live is not None and live.log_age_s is not None:
+            t.append(f"  {fmt.dur(live.log_age_s)} ago", st("dim"))
+        if i in left_out:
+            t.append("  not summed", st("warn"))
         if s.now is not None and s.now.multi:
             t.append(f"  {s.now.live_ranks}/{len(s.now.ranks)} ranks", st("dim"))
         if s.status != "ok":
             t.append(f"  {s.status}", st("warn"))
         t.append("\n")
     if snap.total is not None:
-        n = snap.total
-        t.append(f"  {'all servers':<14} {'':<8}{_num(n.gen_throughput, 8)} tok/s  run "
-                 f"{_num(n.running_req, 4)}  q {_num(n.queue_req, 4)}\n", st("dim"))
+        _servers_total(t, snap, f"{label:<{wide + role_w}}", st)
+
+
+def _servers_total(t: Text, snap: RunSnapshot, label: str, st: Styler) -> None:
+    """`all servers` (`1 of 2 servers` when some are left out: `label`, as wide as the rows'
+    name and role columns) and the sums."""
+    n = snap.total
+    if n is None:
+        return
+    t.append(f"  {label}{_num(n.gen_throughput, 8)} tok/s  run "
+             f"{_num(n.running_req, 4)}  q {_num(n.queue_req, 4)}", st("dim"))
+    stale, age_s = snap.figures_liveness
+    if stale and age_s is not None:
+        t.append(f"  {fmt.dur(age_s)} ago", st("dim"))
+    t.append("\n")
 
 
 class RanksPanel(Panel):
