@@ -40,7 +40,7 @@ _KILLED_AFTER_EXCEPTION = "the server was killed"
 _HINT = ("Read the traceback above this line in the server log; restart the server "
          "(the client resumes from its outputs). A watchdog timeout often follows a hang "
          "after an OOM; `Killed` alone usually means host RAM ran out.")
-_QUOTE_CAP = 200
+_QUOTE_CAP = 100
 """How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
 _VERSIONS = ("ImportError", "ModuleNotFoundError")
 
