@@ -191,7 +191,7 @@ def test_a_real_silence_in_a_long_log_is_still_reported(tmp_path: Path) -> None:
     log.write_text(_decode_every_10s(70, gap=(30 * 3600, 31 * 3600)), encoding="utf-8")
     alerts = summarize(log)["alerts"]
     assert [a["id"] for a in alerts] == ["server_silent"]
-    assert "with 200 running" in alerts[0]["message"]
+    assert "the last one had 200 running" in alerts[0]["message"]
 
 
 def test_the_text_report_wraps_alert_messages_instead_of_cutting_them() -> None:

@@ -269,10 +269,19 @@ class PartitionSnapshot:
     recent_rate_per_min: float | None = None
     quality: QualitySnapshot | None = None
     """What the samples in the file look like (None: none read, or reading them is off)."""
+    recent_counts: tuple[tuple[float, int], ...] = ()
+    """The last few (clock time, line count) points of the file's growth, oldest first."""
 
     @property
     def written(self) -> int:
         return max(0, self.done - self.at_start)
+
+    def written_after(self, t: float) -> int:
+        """Lines written after clock time `t`, as far as the recent points tell (at least)."""
+        before = next((n for at, n in reversed(self.recent_counts) if at <= t), None)
+        if before is None:  # every point kept is later: count from the oldest
+            before = self.recent_counts[0][1] if self.recent_counts else self.done
+        return max(0, self.done - before)
 
     @property
     def percent(self) -> float | None:

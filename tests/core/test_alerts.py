@@ -220,6 +220,27 @@ def test_silent_not_when_metrics_say_the_last_requests_finished() -> None:
     assert "3 running" in run.active()["server_silent"].message
 
 
+def _written(*points: tuple[float, int]) -> PartitionSnapshot:
+    return PartitionSnapshot(name="B1", path="out/B1.jsonl", done=points[-1][1], total=None,
+                             at_start=0, rate_per_min=None, eta_s=None, status="running",
+                             recent_counts=points)
+
+
+def test_silent_not_when_the_outputs_show_the_running_requests_finished() -> None:
+    """Without /metrics, samples written after the last stats line tell an idle server: as
+    many as it had running means they all finished (the log stays quiet until more come)."""
+    run = Run(silent_after_s=300)
+    run.feed(dec(0, 500.0, running=2))
+    run.extra["partitions"] = (_written((T0 - 5, 10), (T0 + 1, 11), (T0 + 2, 12)),)
+    run.tick(400)
+    assert "server_silent" not in run.active()
+    # One of the two written: the other may be stuck in a hung server.
+    run.extra["partitions"] = (_written((T0 - 5, 10), (T0 + 1, 11)),)
+    run.tick(1)
+    assert "the last one had 2 running" in run.active()["server_silent"].message
+    assert run.active()["server_silent"].hint.startswith("Idle if those requests have finished")
+
+
 def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:
     run = Run(retract_min_events=3, retract_window_s=600)
     for i in range(2):

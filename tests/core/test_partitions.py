@@ -190,3 +190,16 @@ def test_a_file_written_just_now_is_running_from_its_mtime() -> None:
     tracker.note_mtimes({"out/B1.jsonl": 990.0, "out/B2.jsonl": 100.0}, 1000.0)
     status = {p.name: (p.status, p.last_write) for p in tracker.snapshot(1000.0)}
     assert status == {"B1": ("running", 990.0), "B2": ("pending", None)}  # old: not "stalled"
+
+
+def test_a_partition_tells_how_many_lines_came_after_a_moment() -> None:
+    t = PartitionsTracker({"B1": 2000})
+    t.apply(_obs(100), 0.0)
+    for i in range(1, 41):  # one line a second, more points than a snapshot carries
+        t.apply(_obs(100 + i), float(i))
+    (s,) = t.snapshot(41.0)
+    assert len(s.recent_counts) == 16 and s.recent_counts[-1] == (40.0, 140)
+    assert s.written_after(37.5) == 3
+    assert s.written_after(40.0) == 0
+    # Before the oldest point carried: at least what the points show.
+    assert s.written_after(2.0) == 140 - s.recent_counts[0][1]

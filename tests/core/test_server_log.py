@@ -165,3 +165,19 @@ def test_a_restart_with_another_kv_dtype_shows_the_new_one() -> None:
     snap = tracker.snapshot(1_772_366_400.0)
     assert snap.restarts == 1
     assert snap.facts["kv_dtype"] == snap.facts["kv_cache_dtype"] == "fp8_e4m3"
+
+
+def test_ranks_fold_one_line_of_theirs_not_two_lines_of_one_kind() -> None:
+    """Each rank prints the same line with its own figures; a KV cache's size and its memory
+    pool's end are both `kv_cache` events, and stay two."""
+    from dash.core.log.parse import parse_line
+
+    lines = [f"[2026-03-01 12:00:00 TP{i}] Memory pool end. avail mem={11.2 + i / 100:.2f} GB"
+             for i in range(4)]
+    lines += [f"[2026-03-01 12:00:01 TP{i}] KV Cache is allocated. #tokens: 300000, "
+              "K size: 12.96 GB, V size: 12.96 GB" for i in range(4)]
+    tracker = ServerLogTracker()
+    tracker.feed([parse_line(line, i + 1) for i, line in enumerate(lines)], 1_772_366_400.0)
+    events = tracker.snapshot(1_772_366_400.0).events
+    assert [(e["event"], len(e["ranks"])) for e in events] == [("kv_cache", 4), ("kv_cache", 4)]
+    assert "Memory pool end" in events[0]["message"] and "KV Cache" in events[1]["message"]

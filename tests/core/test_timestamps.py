@@ -35,6 +35,22 @@ def test_month_day_takes_year_from_ref_and_wraps_back() -> None:
     assert december == datetime(2025, 12, 31, 23, 0, 0).timestamp()
 
 
+def test_a_month_day_stamp_is_never_put_days_ahead_of_the_reference() -> None:
+    # Read on 2 December, a vLLM log stamped 11 December is last year's, not nine days ahead.
+    dec2 = datetime(2026, 12, 2, 1, 0, 0).timestamp()
+    assert ts_to_epoch("12-11T20:30:36", dec2) == datetime(2025, 12, 11, 20, 30, 36).timestamp()
+    assert ts_to_epoch("12-01T23:59:59", dec2) == datetime(2026, 12, 1, 23, 59, 59).timestamp()
+    # A few hours ahead is a zone difference between the log's clock and the reader's.
+    assert ts_to_epoch("12-02T09:00:00", dec2) == datetime(2026, 12, 2, 9, 0, 0).timestamp()
+    # A log read on across New Year: the line after 31 December is the next year's.
+    new_year = datetime(2026, 12, 31, 23, 59, 0).timestamp()
+    assert ts_to_epoch("01-01T00:00:30", new_year) == datetime(2027, 1, 1, 0, 0, 30).timestamp()
+
+
+def test_29_february_is_the_last_leap_years() -> None:
+    assert ts_to_epoch("02-29T10:00:00", REF) == datetime(2024, 2, 29, 10, 0, 0).timestamp()
+
+
 def test_time_only_takes_date_from_ref_and_wraps_to_day_before() -> None:
     assert ts_to_epoch("11:00:00", REF) == REF - 3600
     late = ts_to_epoch("23:30:00", REF)

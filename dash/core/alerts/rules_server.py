@@ -197,15 +197,20 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     http = ctx.snap.http
     if http.state == "up" and http.metrics.get("running_req") == 0:
         return  # the last requests finished after the last stats line: idle, not hung
+    if sum(p.written_after(s.last_record_at) for p in ctx.snap.partitions) >= running:
+        return  # as many samples were written after it as it had running: they all finished
     after = ctx.events.since_start_of("oom", "crash")
     cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
+    # A server prints its stats while requests run, so the last line before it goes idle
+    # always shows some running: without /metrics or the outputs to tell, say both.
     yield Finding("server_silent", "warn",
-                  f"no decode/prefill line for {fmt_duration(quiet)} with {running:g} running",
+                  f"no decode/prefill line for {fmt_duration(quiet)}; the last one had "
+                  f"{running:g} running",
                   f"last stats line {where(last)}{cause}",
-                  "The server may be hung (common after an OOM): try one request by hand "
-                  f"(`curl {http.url or '<url>'}/health` runs a one-token generation; a hung "
-                  "server does not answer), look at GPU utilization, and restart it if it "
-                  "does not answer.",
+                  "Idle if those requests have finished since (a server's last stats line "
+                  "always shows some running); hung if not, as after an OOM: then "
+                  f"`curl {http.url or '<url>'}/health` (a one-token generation) does not "
+                  "answer; restart it. --enable-metrics or --outputs let kdash tell.",
                   since=s.last_record_at)
 
 

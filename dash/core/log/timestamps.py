@@ -20,9 +20,11 @@ _FULL = re.compile(
 _MONTH_DAY = re.compile(r"(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
 _TIME_ONLY = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\Z")
 
-# A month-day stamp more than this far after the reference belongs to the year before
-# (a December log read in January).
-_YEAR_SLACK_S = 183 * 86400.0
+# A month-day stamp takes the latest year that puts it no more than this after the reference:
+# a log is read after it was written, so `12-11` read on 2 December is last year's, and `01-01`
+# after a line of 31 December is the next year's; two days leave room for any zone difference
+# between the log's clock and the reader's.
+_YEAR_AHEAD_S = 2 * 86400.0
 # A time-only stamp more than this far after the reference belongs to the day before.
 _DAY_SLACK_S = 3600.0
 
@@ -115,12 +117,10 @@ def ts_to_epoch(ts: str | None, ref: float) -> float | None:
     if m:
         year = _ref_parts(ref)[0]
         mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 6))
-        epoch = _local_epoch(year, mo, d, h, mi, s)
-        if epoch is not None and epoch - ref > _YEAR_SLACK_S:
-            epoch = _local_epoch(year - 1, mo, d, h, mi, s)
-        if epoch is None and (mo, d) == (2, 29):  # the last leap year's
-            epoch = next((e for y in range(year - 1, year - 5, -1)
-                          if (e := _local_epoch(y, mo, d, h, mi, s)) is not None), None)
+        # Newest first; 29 February looks back to the last leap year.
+        epoch = next((e for y in range(year + 1, year - 5, -1)
+                      if (e := _local_epoch(y, mo, d, h, mi, s)) is not None
+                      and e - ref <= _YEAR_AHEAD_S), None)
         return None if epoch is None else epoch + _frac(m.group(6))
     m = _TIME_ONLY.match(ts)
     if m:

@@ -8,6 +8,7 @@ of lines cannot swing; the ETA range comes from the long window and a recent one
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ __all__ = ["RECENT_S", "STALL_AFTER_S", "WINDOW_S", "OutputCount", "PartitionsTr
 WINDOW_S = 600.0
 RECENT_S = 120.0
 STALL_AFTER_S = 300.0
+RECENT_COUNTS = 16
+"""Growth points a partition's snapshot carries: enough to tell what was written after a
+moment a minute or so ago (the silence rule asks whether a quiet server's requests ended)."""
 Status = Literal["counting", "pending", "running", "stalled", "idle", "done", "unreadable"]
 
 MIN_SPAN_S = 20.0
@@ -226,6 +230,8 @@ class PartitionsTracker:
             status="unreadable" if p.path in self._errors else self._status(p, total, now),
             error=self._errors.get(p.path), last_write=p.last_write,
             counting_progress=p.progress, recent_rate_per_min=recent,
+            recent_counts=tuple(itertools.islice(p.history, max(0, len(p.history) - RECENT_COUNTS),
+                                                 None)),
         )
 
     def _status(self, p: _Part, total: int | None, now: float) -> Status:

@@ -12,6 +12,7 @@ so a days-long log costs constant memory.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -267,6 +268,7 @@ class ServerLogTracker:
         last = self._events[-1] if self._events else None
         rank = rec.get("rank")
         if (last is not None and rank and last.get("event") == rec.get("event")
+                and _wording(last) == _wording(rec)
                 and rank not in last.get("ranks", (last.get("rank"),))
                 and last.get("rank") and abs(rec["at"] - last["at"]) <= RANK_FOLD_S):
             ranks = (*last.get("ranks", (last["rank"],)), rank)
@@ -356,3 +358,13 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
     attn_dp = args.get("attn_dp_size")  # 0.5.22+: DP attention's group count
     if isinstance(attn_dp, int) and attn_dp > 1:
         facts["dp_size"] = attn_dp
+
+
+_FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _wording(event: Mapping[str, Any]) -> str:
+    """An event's message without its figures: each rank prints the same line with its own
+    numbers (free memory), while one kind of event has several lines (a KV cache's size, then
+    its memory pool's end), which must not fold into one."""
+    return _FIGURES.sub("#", str(event.get("message", "")))[:120]

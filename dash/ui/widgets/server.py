@@ -91,7 +91,8 @@ class ServerPanel(Panel):
             t.append(f"\n{'':>12} {fmt.clean(snap.http.disagreement, 80)}",
                      self._st("warn"))
         t.append("\n")
-        for ev in srv.events[-SHOWN_EVENTS:]:
+        # Newest first: when the panel is short, what is cut is the oldest.
+        for ev in reversed(srv.events[-SHOWN_EVENTS:]):
             self._event(t, ev)
         self.show_text(t)
 
