@@ -400,6 +400,8 @@ class Alert:
     line: str | None = None
     """The log line that shows it, when there is one."""
     acknowledged: bool = False
+    hold_s: float = 0.0
+    """How long its condition had to hold before it fired (0: at once, as an OOM's line)."""
 
     @property
     def key(self) -> str:

@@ -221,8 +221,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def render_snapshot(self, tick: bool = False) -> None:
         """Push the current snapshot into every panel (each skips what did not change).
 
-        On a timer tick the tables are refreshed every TABLE_PERIOD_S only: a DataTable repaints
-        all of its rows for any changed cell, the largest cost of a frame. A key shows at once.
+        On a timer tick the GPU table is refreshed every TABLE_PERIOD_S only (its figures move
+        every sample, and stand alone); the partitions table every tick, as the details and the
+        header beside it show the same counts. A key shows everything at once.
         """
         snap = self.snap
         if snap is None:
@@ -232,9 +233,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         tables = not tick or mono - self._tables_at >= self.table_period
         with self.batch_update():
             self._render_header()
+            self.query_one("#partitions", PartitionTable).show(snap)
             if tables:
                 self._tables_at = mono
-                self.query_one("#partitions", PartitionTable).show(snap)
                 self.query_one("#gpus", GpuPanel).show(snap)
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
@@ -368,6 +369,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     def action_pause(self) -> None:
         self.paused = not self.paused
+        if self.paused and self.latest is not None:
+            # The frame held is all of one snapshot (a tick may have left a table older).
+            self.snap = self.latest
+            if self.overlay() is None:
+                self.render_snapshot()
         self.refresh_state()
 
     def action_cycle_chart(self) -> None:

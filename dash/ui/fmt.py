@@ -115,5 +115,9 @@ def began(alert: Alert, history: Sequence[HistoryEntry], now: float) -> str:
                   and e.cleared_at is None and not e.earlier), None)
     if fired is None or fired - alert.since < 60:
         return since(alert.since, now)
+    if fired - alert.since > alert.hold_s + 60:
+        # Older than its hold: the condition was in the log before kdash read it.
+        return (f"began {clock(alert.since, now)} ({fmt_duration(now - alert.since)} ago, in "
+                f"the log), fired {clock(fired, now)} when read")
     return (f"began {clock(alert.since, now)}, fired {clock(fired, now)} after holding "
             f"{fmt_duration(fired - alert.since)}")

@@ -79,6 +79,22 @@ def test_a_clock_ten_times_faster_is_learned_as_a_rate() -> None:
     assert clock.stamp_ref(W0 + 40.3) == pytest.approx(W0 + 400.0, abs=1.0)
 
 
+def test_old_lines_appended_in_a_burst_teach_no_rate() -> None:
+    """A log's night-long gap caught up in seconds (old lines appended as they come) is one
+    jump in the stamps, not a clock that runs fast."""
+    clock = LogClock()
+    for k in range(30):  # a line every 0.7 s, stamped 2 s apart, with a 17 h gap in the middle
+        stamp = W0 + 2.0 * k + (17 * H if k >= 15 else 0.0)
+        clock.observe(stamp, W0 + 0.7 * k, DATED)
+    assert clock.rate == 1.0
+
+
+def test_a_rate_is_said_without_scientific_notation() -> None:
+    assert clock_text(LogClockView(rate=1600.0)) == "log clock runs 1,600x the wall clock"
+    assert clock_text(LogClockView(rate=0.608)) == "log clock runs 0.608x the wall clock"
+    assert clock_text(LogClockView(rate=0.004)) == "log clock runs 1/250x the wall clock"
+
+
 def test_a_real_server_with_read_delays_stays_at_rate_one() -> None:
     clock = LogClock()
     for k in range(300):  # lines stamped in whole seconds, read 0-1.9 s after

@@ -266,6 +266,31 @@ async def test_a_changed_partition_updates_only_its_cells(make_app: MakeApp) -> 
         assert "813/5000" in screen_text(app)
 
 
+async def test_the_partition_table_and_its_details_show_the_same_count_every_tick(
+        make_app: MakeApp) -> None:
+    """The GPU table refreshes on its own period; the partition table keeps step with the
+    details and the header beside it, also in a frame held by `p`."""
+    state = FrozenState()
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        app.table_period = 3600.0  # only a key would refresh the GPU table
+        app.refresh_state()
+        parts = list(state.snap.partitions)
+        parts[0] = dataclasses.replace(parts[0], done=parts[0].done + 2)
+        state.snap = dataclasses.replace(state.snap, partitions=tuple(parts))
+        app.refresh_state()
+        await pilot.pause()
+        done = f"{parts[0].done}/{parts[0].total}"
+        assert done in screen_text(app) and f"done {parts[0].done:,} of" in screen_text(app)
+        parts[0] = dataclasses.replace(parts[0], done=parts[0].done + 3)
+        state.snap = dataclasses.replace(state.snap, partitions=tuple(parts))
+        app.refresh_state()
+        await pilot.press("p")
+        await pilot.pause()
+        done = f"{parts[0].done}/{parts[0].total}"
+        assert done in screen_text(app) and f"done {parts[0].done:,} of" in screen_text(app)
+
+
 async def test_nvml_unavailable_shows_the_reason(make_app: MakeApp) -> None:
     snap = snapshot(gpus=GpusSnapshot(available=False, reason="NVML Shared Library Not Found"))
     app = make_app(snap)

@@ -33,7 +33,9 @@ def test_a_row_is_what_rich_would_lay_out(base, pieces, width: int, wrap: bool) 
     line = Text(style=base)
     for text, style in pieces:
         line.append(text, style)
-    assert line_strips(console, line, width, wrap) == _laid_out(console, line, width, wrap)
+    ours, rich = line_strips(console, line, width, wrap), _laid_out(console, line, width, wrap)
+    assert _cells(ours) == _cells(rich)
+    assert [s.cell_length for s in ours] == [s.cell_length for s in rich]
 
 
 def _cells(strips: list[Strip]) -> list[list[tuple[str, Style]]]:

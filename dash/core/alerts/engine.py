@@ -164,4 +164,4 @@ def _scopes(snap: RunSnapshot) -> list[tuple[str | None, RunSnapshot]]:
 def _alert(f: Finding, since: float, acknowledged: bool) -> Alert:
     return Alert(id=f.id, severity=f.severity, since=since, message=f.message,
                  evidence=f.evidence, hint=f.hint, subject=f.subject, line=f.line,
-                 acknowledged=acknowledged)
+                 acknowledged=acknowledged, hold_s=f.fire_after)

@@ -16,6 +16,7 @@ clock seconds. Pure: every time is passed in.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import deque
@@ -69,10 +70,19 @@ def zone_text(offset_s: float) -> str:
     return f"UTC{sign}{h}" + (f":{m:02d}" if m else "")
 
 
+def _times(rate: float) -> str:
+    """`8.02x`, `1,600x`, `1/250x`: never in scientific notation."""
+    if rate >= 100:
+        return f"{rate:,.0f}x"
+    if rate >= 0.01:
+        return f"{rate:.3g}x"
+    return f"1/{1 / rate:,.0f}x"
+
+
 def clock_text(view: LogClockView) -> str | None:
     """What to tell the user when the log's clock is not the box's; None when it is."""
     if view.rate != 1.0:
-        return f"log clock runs {view.rate:.3g}x the wall clock"
+        return f"log clock runs {_times(view.rate)} the wall clock"
     if view.offset_s == 0.0:
         return None
     log_zone = view.log_utc_offset_s
@@ -165,7 +175,14 @@ class LogClock:
         if len(recent) < 4 or last_w - first_w < RATE_SPAN_S:
             return self._map.rate if self._map.rate != 1.0 else None  # keep what was learned
         rate = (last_s - first_s) / (last_w - first_w)
-        return rate if rate >= FAST or 0 < rate <= 1 / FAST else None
+        if not (rate >= FAST or 0 < rate <= 1 / FAST):
+            return None
+        # A clock of its own runs fast between every two reads; one jump in the stamps (old
+        # lines appended in a burst, a night's gap caught up in seconds) is no rate.
+        steps = sorted((s1 - s0) / (w1 - w0) for (w0, s0), (w1, s1)
+                       in itertools.pairwise(recent) if w1 > w0)
+        typical = steps[len(steps) // 2] if steps else 0.0
+        return rate if typical > 0 and 0.5 <= typical / rate <= 2.0 else None
 
     def _learn_offset(self, raw: float, dated: bool) -> None:
         if not dated:  # a time-only stamp says nothing of the day: the nearest one

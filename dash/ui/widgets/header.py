@@ -115,8 +115,12 @@ class HeaderBar(Panel):
             # a header that changes repaints.
             t.append(f"  samples {_two_figures(snap.totals.output_tokens_per_s)} tok/s",
                      self._st("dim"))
-        if snap.server.started_at is not None and level != "crit":
-            t.append(f"  uptime {fmt.dur(snap.now - snap.server.started_at)}", self._st("dim"))
+        started = snap.server.started_at
+        # A quiet or dead server's uptime is not running on; and one within a minute of the
+        # state's own "for" says the same thing twice.
+        if (started is not None and level != "crit" and not live.stale
+                and (since is None or abs(since - started) >= 60)):
+            t.append(f"  uptime {fmt.dur(snap.now - started)}", self._st("dim"))
         facts = snap.facts
         if facts.get("model"):
             t.append(f"  {fmt.clean(str(facts['model']), 48)}")
