@@ -256,10 +256,11 @@ class PartitionSnapshot:
     eta_low_s: float | None = None
     eta_high_s: float | None = None
     status: Literal["counting", "pending", "running", "stalled", "idle", "done",
-                    "unreadable"] = "pending"
+                    "unreadable", "missing"] = "pending"
     """"stalled": owes lines (known total) but has not grown for minutes; "idle": the same quiet
     with no total, which may just mean finished; "pending": no line written since kdash started
-    (or no output file yet); "unreadable": the file is there but cannot be read (`error`)."""
+    (or no output file yet); "unreadable": the file is there but cannot be read (`error`);
+    "missing": it was counted, and is not there any more (deleted or moved)."""
     error: str | None = None
     """Why the output file cannot be read now (permission denied, not a regular file)."""
     last_write: float | None = None

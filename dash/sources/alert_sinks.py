@@ -45,7 +45,7 @@ def new_session() -> str:
 
 
 def alert_payload(alert: Alert, event: str = "fired", at: float | None = None,
-                  session: str | None = None) -> dict[str, Any]:
+                  session: str | None = None, watch: str | None = None) -> dict[str, Any]:
     """The JSON given to the command and the history: the alert plus what happened to it."""
     doc = alert_to_json(alert)
     doc["event"] = event
@@ -53,7 +53,21 @@ def alert_payload(alert: Alert, event: str = "fired", at: float | None = None,
         doc["at"] = at
     if session is not None:
         doc["session"] = session
+    if watch is not None:
+        doc["watch"] = watch
     return doc
+
+
+def watch_key(cfg: Config) -> str:
+    """What a session watched, as its history lines say: its server logs (absolute paths),
+    else its output globs, else its URL. Earlier sessions' alerts are shown only to a session
+    that watches the same: one history file serves every server a user watches."""
+    logs = [cfg.log, *cfg.more_logs] if cfg.log is not None else []
+    if logs:
+        return " ".join(sorted(str(Path(p).absolute()) for p in logs))
+    if cfg.outputs:
+        return " ".join(sorted(cfg.outputs))
+    return cfg.url or ""
 
 
 def read_history(path: Path, max_bytes: int = HISTORY_READ_BYTES
@@ -110,10 +124,12 @@ def run_command(cmd: str, alert: Alert, *, event: str = "fired",
 
 
 def append_history(alerts: Iterable[tuple[Alert, str]], at: float,
-                   path: Path | None = None, session: str | None = None) -> str | None:
+                   path: Path | None = None, session: str | None = None,
+                   watch: str | None = None) -> str | None:
     """Append `(alert, event)` pairs as JSON lines; roll the file over when it grows too big."""
     path = path or history_path()
-    lines = "".join(json.dumps(alert_payload(a, ev, at, session)) + "\n" for a, ev in alerts)
+    lines = "".join(json.dumps(alert_payload(a, ev, at, session, watch)) + "\n"
+                    for a, ev in alerts)
     if not lines:
         return None
     try:
@@ -144,11 +160,14 @@ class AlertDelivery:
     """None: no history file."""
     timeout: float = COMMAND_TIMEOUT_S
     session: str = field(default_factory=new_session)
+    watch: str | None = None
+    """What this session watches (`watch_key`), written with each history line."""
 
     @classmethod
     def from_config(cls, cfg: Config) -> AlertDelivery:
         return cls(on_alert=cfg.on_alert, webhook=cfg.webhook,
-                   history=history_path(cfg) if cfg.alert_history else None)
+                   history=history_path(cfg) if cfg.alert_history else None,
+                   watch=watch_key(cfg))
 
     async def deliver(self, changes: AlertChanges, at: float) -> list[str]:
         """Deliver new alerts (and record cleared ones); errors come back as texts."""
@@ -157,7 +176,7 @@ class AlertDelivery:
             # Cleared first: a next event's alert may fire under the key the one before cleared.
             pairs = [(a, "cleared") for a in changes.cleared] + [(a, "fired") for a in changes.new]
             errors.append(await asyncio.to_thread(append_history, pairs, at, self.history,
-                                                  self.session))
+                                                  self.session, self.watch))
         for alert in changes.new:
             if self.on_alert:
                 errors.append(await asyncio.to_thread(

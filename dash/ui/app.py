@@ -426,14 +426,14 @@ def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> RunState:
     """A RunState that knows the earlier sessions' alerts (the history file's end) and the
     notices found while loading the config."""
     from dash.core.alerts.history import entries_from_lines
-    from dash.sources.alert_sinks import history_path, read_history
+    from dash.sources.alert_sinks import history_path, read_history, watch_key
 
     state = RunState(cfg)
     for text in notices:
         state.add_notice(text)
     if cfg.alert_history:
         lines, error = read_history(history_path(cfg))  # bounded: the file's last 512 KB
-        state.history.load_earlier(entries_from_lines(lines))
+        state.history.load_earlier(entries_from_lines(lines, watch_key(cfg)))
         if error:
             state.add_notice(error)
     return state

@@ -203,3 +203,22 @@ def test_a_partition_tells_how_many_lines_came_after_a_moment() -> None:
     assert s.written_after(40.0) == 0
     # Before the oldest point carried: at least what the points show.
     assert s.written_after(2.0) == 140 - s.recent_counts[0][1]
+
+
+def test_a_counted_file_that_is_not_there_any_more_is_missing_until_it_comes_back() -> None:
+    t = PartitionsTracker({"B1": 2000})
+    t.apply(_obs(100), 0.0)
+    for i in range(1, 6):
+        t.apply(_obs(100 + 10 * i), 30.0 * i)
+    t.apply(_obs(None), 180.0)  # deleted (or moved away): the source counts nothing
+    (s,) = t.snapshot(180.0)
+    assert (s.status, s.done, s.rate_per_min, s.eta_s) == ("missing", 150, None, None)
+    t.apply(_obs(3, reset=True), 200.0)  # written again from the start
+    (s,) = t.snapshot(200.0)
+    assert s.status != "missing" and s.done == 3
+
+
+def test_a_file_never_counted_is_pending_not_missing() -> None:
+    t = PartitionsTracker({"B1": 2000})
+    t.apply(_obs(None), 0.0)
+    assert t.snapshot(0.0)[0].status == "pending"

@@ -129,3 +129,26 @@ def test_the_history_is_read_back_from_its_end_and_names_its_sessions(tmp_path: 
     assert entries[-1].fired_at == 299.0 and entries[-1].cleared_at == 299.0
     (tmp_path / "blocked").write_text("")
     assert "alert history" in (read_history(tmp_path / "blocked" / "alerts.jsonl")[1] or "")
+
+
+def test_earlier_sessions_are_shown_only_to_a_session_that_watches_the_same(tmp_path: Path) -> None:
+    """One history file serves every server a user watches: another log's OOM is not this
+    one's history."""
+    from dash.core.alerts.history import entries_from_lines
+    from dash.core.config import Config
+    from dash.sources.alert_sinks import read_history, watch_key
+
+    path = tmp_path / "alerts.jsonl"
+    vllm = watch_key(Config(log=tmp_path / "vllm.log"))
+    sglang = watch_key(Config(log=tmp_path / "sglang.log"))
+    assert vllm != sglang and str(tmp_path / "vllm.log") in vllm
+    assert watch_key(Config(log=Path("a.log"), more_logs=(Path("b.log"),))) == \
+        watch_key(Config(log=Path("b.log"), more_logs=(Path("a.log"),)))
+    append_history([(ALERT, "fired")], 1.0, path, session="s1", watch=vllm)
+    append_history([(ALERT, "fired")], 2.0, path, session="s2", watch=sglang)
+    lines, _ = read_history(path)
+    assert [e.fired_at for e in entries_from_lines(lines, sglang)] == [2.0]
+    assert [e.fired_at for e in entries_from_lines(lines, vllm)] == [1.0]
+    delivery = AlertDelivery.from_config(Config(log=tmp_path / "vllm.log",
+                                                state_dir=tmp_path / "st"))
+    assert delivery.watch == vllm

@@ -17,7 +17,7 @@ from dash.ui.widgets.gpus import GpuTable
 from dash.ui.widgets.help import HelpScreen
 from dash.ui.widgets.log_pane import LogPane, LogView
 from dash.ui.widgets.partitions import PartitionTable
-from ui.fake_run import CLIENT_LINES, SERVER_LINES, FrozenState, screen_text, snapshot
+from ui.fake_run import CLIENT_LINES, SERVER_LINES, FrozenState, screen_text, settled, snapshot
 
 SIZE = (160, 45)
 MakeApp = Callable[..., DashApp]
@@ -337,3 +337,17 @@ async def test_each_notice_is_shown_once(make_app: MakeApp) -> None:
         app.refresh_state()
         await pilot.pause()
     assert shown == [notice]
+
+
+async def test_an_output_file_gone_and_a_log_gone_say_so(make_app: MakeApp) -> None:
+    full = snapshot()
+    parts = list(full.partitions)
+    parts[0] = dataclasses.replace(parts[0], status="missing", rate_per_min=None, eta_s=None)
+    server = dataclasses.replace(full.server, status="waiting", status_message="gone")
+    snap = settled(dataclasses.replace(full, partitions=tuple(parts), server=server))
+    app = make_app(snap)
+    async with app.run_test(size=SIZE):
+        text = screen_text(app)
+        assert "missing" in text and f"not there any more (deleted or moved): {parts[0].done:,}" \
+            in text
+        assert "log not there any more" in text

@@ -36,15 +36,20 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def entries_from_lines(lines: Iterable[Mapping[str, Any]]) -> list[HistoryEntry]:
+def entries_from_lines(lines: Iterable[Mapping[str, Any]],
+                       watch: str | None = None) -> list[HistoryEntry]:
     """Pair the "fired" and "cleared" lines of the history file, oldest first.
 
     A fired alert with no cleared line was still active when its kdash ended; a cleared line
     whose fired line was cut off (the file's end is read) still counts, from its `since`.
+    `watch`: only the lines of sessions that watched the same (their `watch` field); another
+    server's OOM is not this one's history.
     """
     out: list[HistoryEntry] = []
     open_at: dict[tuple[Any, str], int] = {}
     for doc in lines:
+        if watch is not None and doc.get("watch") != watch:
+            continue
         alert = alert_from_json(doc)
         at = doc.get("at")
         if alert is None or isinstance(at, bool) or not isinstance(at, (int, float)):

@@ -27,7 +27,8 @@ STALL_AFTER_S = 300.0
 RECENT_COUNTS = 16
 """Growth points a partition's snapshot carries: enough to tell what was written after a
 moment a minute or so ago (the silence rule asks whether a quiet server's requests ended)."""
-Status = Literal["counting", "pending", "running", "stalled", "idle", "done", "unreadable"]
+Status = Literal["counting", "pending", "running", "stalled", "idle", "done", "unreadable",
+                 "missing"]
 
 MIN_SPAN_S = 20.0
 """A rate over less time than this is noise."""
@@ -50,8 +51,8 @@ class OutputCount:
 
 
 class _Part:
-    __slots__ = ("at_start", "base_t", "counting", "done", "history", "last_write", "path",
-                 "progress")
+    __slots__ = ("at_start", "base_t", "counting", "done", "history", "last_write", "missing",
+                 "path", "progress")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -62,6 +63,8 @@ class _Part:
         self.last_write: float | None = None
         self.counting = False
         self.progress: float | None = None
+        self.missing = False
+        """Counted before, and not there now (deleted or moved): its count is the last one."""
 
     def rebase(self, now: float) -> None:
         self.history.clear()
@@ -129,7 +132,10 @@ class PartitionsTracker:
             p.counting = c.counting
             p.progress = c.progress if c.counting else None
             if c.lines is not None:
+                p.missing = False
                 self._take(p, c, now)
+            elif not c.counting:
+                p.missing = p.done is not None
 
     def _take(self, p: _Part, c: OutputCount, now: float) -> None:
         n = c.lines
@@ -214,8 +220,9 @@ class PartitionsTracker:
     def _snap(self, name: str, p: _Part, now: float) -> PartitionSnapshot:
         total = self.total_of(name)
         done = p.done or 0
-        rate = p.rate_per_min(now, self._window, self._min_span)
-        recent = p.rate_per_min(now, self._recent, self._min_span)
+        # A file that is not there any more grows at no rate that can be told.
+        rate = None if p.missing else p.rate_per_min(now, self._window, self._min_span)
+        recent = None if p.missing else p.rate_per_min(now, self._recent, self._min_span)
         eta = low = high = None
         if total is not None and rate:
             remaining = max(0, total - done)
@@ -235,6 +242,8 @@ class PartitionsTracker:
         )
 
     def _status(self, p: _Part, total: int | None, now: float) -> Status:
+        if p.missing:
+            return "missing"
         if p.done is None:
             return "counting" if p.counting else "pending"
         if total is not None and p.done >= total:

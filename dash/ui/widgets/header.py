@@ -47,7 +47,7 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
             label += f" ({fmt.clean(http.reason, 40)})"
         return label, level, seen
     if live.log == "waiting":
-        return "log not found yet", "warn", None
+        return _not_there(snap), "warn", None
     if live.log == "error":
         return "log unreadable", "crit", None
     if live.log_age_s is None:
@@ -64,9 +64,14 @@ def http_note(snap: RunSnapshot) -> tuple[str, str] | None:
         return f"no answer at {url}", "warn"
     if http.state == "up" and live.log in ("quiet", "waiting", "error"):
         age = f" {fmt.dur(live.log_age_s)}" if live.log_age_s is not None else ""
-        return {"quiet": f"log quiet{age}", "waiting": "log not found yet",
+        return {"quiet": f"log quiet{age}", "waiting": _not_there(snap),
                 "error": "log unreadable"}[live.log], "warn"
     return None
+
+
+def _not_there(snap: RunSnapshot) -> str:
+    """A log not there: not yet (a server still starting), or not any more (deleted, moved)."""
+    return "log not there any more" if snap.server.lines else "log not found yet"
 
 
 class HeaderBar(Panel):

@@ -13,7 +13,7 @@ from dash.ui.widgets.panel import Panel
 
 BAR_WIDTH = 8
 STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim",
-                "unreadable": "crit"}
+                "unreadable": "crit", "missing": "crit"}
 
 
 class PartitionTable(KeyedTable):
@@ -112,6 +112,9 @@ class PartitionDetails(Panel):
         if p.error:
             t.append(f"cannot read it: {fmt.clean(p.error, 120)} (counts from before: "
                      f"{p.done:,} done)", "bold")
+        elif p.status == "missing":
+            t.append(f"not there any more (deleted or moved): {p.done:,} done when last seen",
+                     "bold")
         else:
             t.append(f"at start {p.at_start:,}  written since {p.written:,}  done {p.done:,}")
         if p.total and not p.error:
