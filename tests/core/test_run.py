@@ -53,7 +53,7 @@ def test_a_server_restart_restarts_partition_rates() -> None:
 
 
 @pytest.mark.parametrize(("name", "rule", "line_has"), [
-    ("sglang-9780-crash-tail-sigquit-killed.log", "server_crash", "Received sigquit"),
+    ("sglang-9780-crash-tail-sigquit-killed.log", "server_crash", "AttributeError: module"),
     ("sglang-4547-cuda-error-oom-overlap-thread-traceback.log", "server_oom", "out of memory"),
     ("vllm-9290-oom-engine-error-traceback.log", "server_oom", "CUDA out of memory"),
 ])

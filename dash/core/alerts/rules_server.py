@@ -8,30 +8,10 @@ from typing import Any
 from dash.core.alerts.flags import SGLANG, EngineFlags, flags_for, mem_now
 from dash.core.alerts.incidents import rule_restarted
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration, text_of, where
+from dash.core.alerts.rules_crash import rule_crash
 from dash.core.linenums import line_order
 from dash.core.snapshot import Record, ServerLogSnapshot, Severity
 
-_CRASH_TEXT = {
-    "exception": "the scheduler hit an exception",
-    "watchdog": "watchdog timeout: the scheduler hung",
-    "sigquit": "a server process failed (SIGQUIT)",
-    "killed": "the server was killed (often the kernel's OOM killer)",
-    # the `reason` of the log's other failure families (dash.core.log.phrases)
-    "nccl_timeout": "a collective (NCCL) timed out: a rank hung or died",
-    "nccl_error": "a collective (NCCL) failed",
-    "device_assert": "a CUDA kernel's device-side assert fired (often an index out of range)",
-    "illegal_memory_access": "a CUDA kernel accessed memory out of bounds",
-    "cuda_error": "a CUDA error lost the GPU context",
-    "engine_dead": "the engine process died",
-    "init_failed": "the server failed to start",
-    "process_died": "a server process died",
-    "segfault": "a process crashed (segmentation fault)",
-    "abort": "a process aborted",
-    "bus_error": "a process crashed (bus error)",
-    "fpe": "a process crashed (floating point exception)",
-    "terminated": "a process was terminated (SIGTERM)",
-    "fatal_python_error": "a fatal Python error",
-}
 # OOM reasons that are a startup capacity problem, not a batch too large at run time
 _OOM_TITLE = {
     "gpu_memory_taken": "not enough free GPU memory at startup: another process holds it",
@@ -79,30 +59,6 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
         hint = first["hint"]
     yield Finding("server_oom", "crit", title, evidence, hint, line=text_of(first),
                   since=first.get("at"))
-
-
-def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
-    """`server_crash` (crit, at once): exception, watchdog timeout, SIGQUIT or Killed."""
-    crashes = ctx.events.since_start_of("crash")
-    if not crashes:
-        ctx.resolve("server_crash")
-        return
-    first = crashes[0]
-    what = "; ".join(dict.fromkeys(_crash_text(e) for e in crashes))
-    hint = ("Read the traceback above this line in the server log; restart the server "
-            "(the client resumes from its outputs). A watchdog timeout often follows a hang "
-            "after an OOM; `Killed` alone usually means host RAM ran out.")
-    yield Finding("server_crash", "crit", f"server crashed: {what}",
-                  f"{len(crashes)} crash line(s), first {where(first)}", hint,
-                  line=text_of(first), since=first.get("at"))
-
-
-def _crash_text(ev: Record) -> str:
-    """What a crash line says happened; an exception names the component that hit it."""
-    reason = str(ev.get("reason") or "exception")
-    if reason == "exception" and isinstance(ev.get("component"), str):
-        return f"{ev['component']} hit an exception"
-    return _CRASH_TEXT.get(reason, reason)
 
 
 _STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}

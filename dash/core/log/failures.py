@@ -86,6 +86,13 @@ def fatal_python(msg: str, _m: Match = None) -> Fields:
     return {"reason": "fatal_python_error"}
 
 
+def exception_type(_msg: str, m: Match) -> Fields:
+    """`AttributeError: module 'x' has no attribute 'y'`, `torch.AcceleratorError: ...`: the
+    exception's type as printed (`exception`)."""
+    assert m is not None
+    return {"exception": m.group(1)}
+
+
 def startup_free_memory(msg: str, _m: Match = None) -> Fields:
     """vLLM's `Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less than desired
     GPU memory utilization (0.9, 71.2 GiB)`: the GPU was already in use when it started."""

@@ -213,9 +213,11 @@ _ERRORS = (
            examples=("gpu-node:1187:1187 [3] NCCL WARN NET/IB : Got async event",)),
     Phrase("error", starts=("Traceback (most recent call last)", "ERROR:"),
            examples=("Traceback (most recent call last):",)),
-    Phrase("error", pattern=r"^[A-Za-z_][\w.]{0,200}(?:Error|Exception|Exit|Interrupt)(?::|$)",
-           needs=("Error", "Exception", "Exit", "Interrupt"),
-           examples=("ValueError: bad", "KeyboardInterrupt")),
+    # a Python exception line (a traceback's last): its type is what a crash after it died of
+    Phrase("error", pattern=r"^((?:[A-Za-z_][\w.]{0,200})?Exception|[A-Za-z_][\w.]{0,200}"
+                            r"(?:Error|Exit|Interrupt))(?::|$)",
+           needs=("Error", "Exception", "Exit", "Interrupt"), extract=fail.exception_type,
+           examples=("ValueError: bad", "KeyboardInterrupt", "Exception: bad")),
     Phrase("error", any=("Health check failed",), examples=("Health check failed",)),
     Phrase("error", levels=("ERROR", "CRITICAL", "FATAL"),
            examples=("engine died",)),  # after a prefix that prints ERROR

@@ -1,0 +1,133 @@
+"""The crash rule: what a server's crash lines say happened, and the exception it died of.
+
+A crash marker (`Received sigquit from a child process`, `Killed`, `EngineDeadError ... see
+stack trace above`) says that a process ended, seldom why: the why is the Python exception
+line the traceback ends with, printed just before (or after the `Scheduler hit an exception:`
+line that opens the traceback). The alert names that exception, quotes it, and says to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from dash.core.alerts.model import Finding, RuleContext, text_of, where
+from dash.core.linenums import line_order
+from dash.core.snapshot import Record
+
+_CRASH_TEXT = {
+    "exception": "the scheduler hit an exception",
+    "watchdog": "watchdog timeout: the scheduler hung",
+    "sigquit": "a server process failed (SIGQUIT)",
+    "killed": "the server was killed (often the kernel's OOM killer)",
+    # the `reason` of the log's other failure families (dash.core.log.phrases)
+    "nccl_timeout": "a collective (NCCL) timed out: a rank hung or died",
+    "nccl_error": "a collective (NCCL) failed",
+    "device_assert": "a CUDA kernel's device-side assert fired (often an index out of range)",
+    "illegal_memory_access": "a CUDA kernel accessed memory out of bounds",
+    "cuda_error": "a CUDA error lost the GPU context",
+    "engine_dead": "the engine process died",
+    "init_failed": "the server failed to start",
+    "process_died": "a server process died",
+    "segfault": "a process crashed (segmentation fault)",
+    "abort": "a process aborted",
+    "bus_error": "a process crashed (bus error)",
+    "fpe": "a process crashed (floating point exception)",
+    "terminated": "a process was terminated (SIGTERM)",
+    "fatal_python_error": "a fatal Python error",
+}
+# After an exception a kill is the server's own teardown, not a sign of the OOM killer
+_KILLED_AFTER_EXCEPTION = "the server was killed"
+_HINT = ("Read the traceback above this line in the server log; restart the server "
+         "(the client resumes from its outputs). A watchdog timeout often follows a hang "
+         "after an OOM; `Killed` alone usually means host RAM ran out.")
+_QUOTE_CAP = 100
+"""How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
+_VERSIONS = ("ImportError", "ModuleNotFoundError")
+
+
+def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
+    """`server_crash` (crit, at once): exception, watchdog timeout, SIGQUIT, Killed and the
+    other failure families; named after the exception line it came with, where there is one."""
+    crashes = ctx.events.since_start_of("crash")
+    if not crashes:
+        ctx.resolve("server_crash")
+        return
+    first = crashes[0]
+    s = ctx.snap.server
+    cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
+                        line_order(s.last_prefill or {}))
+    what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
+    evidence = f"{len(crashes)} crash line(s), first {where(first)}"
+    if cause is None:
+        yield Finding("server_crash", "crit", f"server crashed: {what}", evidence, _HINT,
+                      line=text_of(first), since=first.get("at"))
+        return
+    name = _short_type(cause)
+    yield Finding("server_crash", "crit", f"server crashed: {name}; {what}",
+                  f"{_quote(cause)} {where(cause)}; then {evidence}", _cause_hint(cause, name),
+                  line=text_of(cause), since=first.get("at"))
+
+
+def crash_cause(events: Sequence[Record], *stats_lines: int) -> Record | None:
+    """The exception line a crash came with: the last Python exception line of this launch
+    before the first crash line that follows one, or after a crash line that opens a
+    traceback (`Scheduler hit an exception:`). Not one the server worked on after (a stats
+    line later in the file, at `stats_lines`; a ready banner), nor one of the launch before
+    (a server_args line since). None where the launch had a CUDA OOM: that is its root cause,
+    with its own alert (the crash is one of its consequences).
+    """
+    if any(e.get("event") == "oom" for e in events):
+        return None
+    newest_stats = max(stats_lines, default=0)
+    cause: Record | None = None
+    opened = False
+    for e in events:
+        kind = e.get("event")
+        if kind in ("ready", "server_args"):
+            cause, opened = None, False
+        elif kind == "crash":
+            if cause is not None:
+                return cause
+            opened = e.get("reason") == "exception"
+        elif _is_exception(e) and not 0 < line_order(e) < newest_stats:
+            cause = e
+    return cause if opened else None
+
+
+def _is_exception(ev: Record) -> bool:
+    """A Python exception line; `SystemExit` and `KeyboardInterrupt` are stops, not faults."""
+    name = ev.get("exception")
+    return ev.get("event") == "error" and isinstance(name, str) \
+        and name.endswith(("Error", "Exception"))
+
+
+def _short_type(ev: Record) -> str:
+    """`torch.AcceleratorError` -> `AcceleratorError`: the type, without its module path."""
+    return str(ev["exception"]).rsplit(".", 1)[-1]
+
+
+def _quote(ev: Record) -> str:
+    text = str(ev.get("message") or ev["exception"])
+    return f"`{text}`" if len(text) <= _QUOTE_CAP else f"`{text[:_QUOTE_CAP - 1]}…`"
+
+
+def _cause_hint(ev: Record, name: str) -> str:
+    """Fix the exception the crash came with; an import that fails or a module without the
+    name its caller asks for is a package version mismatch far more often than a bug."""
+    msg = str(ev.get("message") or "")
+    versions = name in _VERSIONS or (name == "AttributeError" and msg.find("module '") >= 0)
+    why = (" A module that lacks a name, or an import that fails, usually means mismatched "
+           "package versions." if versions else "")
+    return (f"Fix the {name} {where(ev)}: the traceback above it in the server log shows "
+            "where it was raised. Then restart the server (the client resumes from its "
+            f"outputs).{why}")
+
+
+def _crash_text(ev: Record, explained: bool = False) -> str:
+    """What a crash line says happened; an exception names the component that hit it."""
+    reason = str(ev.get("reason") or "exception")
+    if reason == "exception" and isinstance(ev.get("component"), str):
+        return f"{ev['component']} hit an exception"
+    if reason == "killed" and explained:
+        return _KILLED_AFTER_EXCEPTION
+    return _CRASH_TEXT.get(reason, reason)
