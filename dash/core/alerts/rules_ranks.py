@@ -15,12 +15,10 @@ from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.alerts.rules_throughput import window_median
 from dash.core.snapshot import RankNow
 
-_HINT = ("Requests are not spread evenly over the data-parallel ranks, and the rank that "
-         "fills up first holds the whole server back (it queues and retracts while the others "
-         "idle). Check how requests are routed to the ranks: SGLang's --load-balance-method "
-         "(round_robin by default; a queue- or token-aware method where your version has one) "
-         "or the router in front of the servers, and whether a few very long requests all "
-         "landed on that rank.")
+_HINT = ("That rank fills first and holds the server back while the others idle. Check the "
+         "routing: SGLang's --load-balance-method (round_robin by default; a queue- or "
+         "token-aware one where your version has it), or the router in front; or a few very "
+         "long requests on that rank.")
 
 
 def _median_usage(rank: RankNow, window: float, end: float | None) -> float | None:
