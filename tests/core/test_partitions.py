@@ -222,3 +222,12 @@ def test_a_file_never_counted_is_pending_not_missing() -> None:
     t = PartitionsTracker({"B1": 2000})
     t.apply(_obs(None), 0.0)
     assert t.snapshot(0.0)[0].status == "pending"
+
+
+def test_a_truncated_file_has_no_lines_from_before_the_start() -> None:
+    t = PartitionsTracker({"B1": 1000})
+    t.apply(_obs(2), 0.0)  # two lines there when kdash started
+    t.apply(_obs(9), 10.0)
+    t.apply(_obs(1, reset=True), 20.0)  # `: > out/B1.jsonl`, then one line written
+    (s,) = t.snapshot(20.0)
+    assert (s.done, s.at_start, s.written) == (1, 0, 1)

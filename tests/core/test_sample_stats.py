@@ -71,3 +71,15 @@ def test_reasoning_seen_in_one_partition_is_expected_in_all() -> None:
     assert qa is not None and qb is not None
     assert qa.reasoning_expected and qa.reasoning_seen_in == "a"
     assert qb.reasoning_expected and qb.reasoning_seen_in == "a"
+
+
+def test_a_rewritten_file_never_reuses_a_version_a_snapshot_was_cached_at() -> None:
+    """The tracker caches a partition's window by the stats' version: a file rewritten after
+    one read must not find its old figures under the same number."""
+    tr = QualityTracker()
+    tr.apply([batch([s(100, "length")] * 10)], 0.0)
+    first = tr.snapshot("p", 0.0)
+    assert first is not None and first.window.truncated == 10
+    tr.apply([batch([s(100)], restart=True)], 1.0)
+    again = tr.snapshot("p", 1.0)
+    assert again is not None and again.window.samples == 1 and again.window.truncated == 0

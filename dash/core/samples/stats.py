@@ -122,7 +122,9 @@ class QualityStats:
         self.last_invalid: InvalidLine | None = None
         self.oversized = 0
         self.skipped_bytes = 0
-        self.version = 0
+        # Never back to a number used before: a snapshot cached at that number would be
+        # taken for the rewritten file's.
+        self.version = getattr(self, "version", 0) + 1
 
     def feed(self, batch: SampleBatch) -> None:
         """Take one read of the file (a batch that restarts reading restarts the figures)."""

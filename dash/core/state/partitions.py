@@ -148,8 +148,10 @@ class PartitionsTracker:
             p.rebase(now)
             return
         if c.reset or n < p.done:
+            # Truncated or replaced: the lines there at start are gone, what is there now was
+            # written since.
             p.done = n
-            p.at_start = min(p.at_start or 0, n)
+            p.at_start = 0
             p.rebase(now)
             return
         if n > p.done:
