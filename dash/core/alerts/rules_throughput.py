@@ -161,7 +161,7 @@ def _cause(ctx: RuleContext, peak: dict[str, Any], running: float | None,
     """(cause, why, hint): KV-bound, draining, client-bound, GPU, or unclear."""
     cfg, snap = ctx.cfg, ctx.snap
     if usage is not None and usage >= cfg.kv_bound_usage and queue:
-        return ("KV-bound", f"token usage {usage:.2f} with {queue:.0f} queued",
+        return ("KV-bound", f"the KV cache at or over {cfg.kv_bound_usage:.2f} with requests queued",
                 "The KV cache is full, so requests wait in the queue: " + kv_hint(snap))
     near_end = [p.name for p in snap.partitions
                 if p.status != "done" and (p.percent or 0.0) >= 95.0]
