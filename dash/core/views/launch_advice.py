@@ -151,7 +151,7 @@ def server_line(launches: Sequence[Launch]) -> str | None:
 
 def _steady_cell(x: Launch) -> str:
     note = x.figures.steady_note or ""
-    return "too short" if note.startswith("too short") else "unsettled"
+    return "too short" if note.startswith(("too short", "too few")) else "unsettled"
 
 
 def launches_json(launches: Sequence[Launch]) -> list[dict[str, Any]]:

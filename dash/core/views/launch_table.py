@@ -211,7 +211,7 @@ def _steady(x: Launch) -> str:
         return _int(f.steady)
     if not f.decode_lines:
         return "-"
-    if (f.steady_note or "").startswith("too short"):
+    if (f.steady_note or "").startswith(("too short", "too few")):
         return "not yet" if x.outcome == "running" else "too short"
     return "not yet" if x.outcome == "running" else "unsettled"
 
