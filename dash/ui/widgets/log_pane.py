@@ -310,9 +310,9 @@ class LogPane(Vertical):
         else:
             behind = max(0, view.count - int(view.scroll_y) - view.size.height)
             t.append(f"▲ scrolled back ({behind:,} lines below; end: follow)", self._st("back"))
-        t.append(f"  (c: {other}  /: filter  d: dim decode {'on' if self.dim_decode else 'off'}"
-                 "  ←→: long lines)", "dim")
-        if self.filter:
+        if self.filter:  # before the keys: a narrow pane cuts those, not what is filtered
             t.append("  filter: ")
             t.append(self.filter, self._st("match"))
+        t.append(f"  (c: {other}  /: filter  d: dim decode {'on' if self.dim_decode else 'off'}"
+                 "  ←→: long lines)", "dim")
         self.query_one("#log-title", Panel).show_text(t)
