@@ -155,11 +155,15 @@ class LogView(ScrollView, can_focus=True):
         finally:
             self._moving = False
 
+    def _side_step(self) -> int:
+        """Half the pane's width, as `less` moves a long line sideways."""
+        return max(4, self.size.width // 2)
+
     def action_scroll_left(self) -> None:
-        self.scroll_to(x=self.scroll_x - 4, animate=False, force=True)
+        self.scroll_to(x=self.scroll_x - self._side_step(), animate=False, force=True)
 
     def action_scroll_right(self) -> None:
-        self.scroll_to(x=self.scroll_x + 4, animate=False, force=True)
+        self.scroll_to(x=self.scroll_x + self._side_step(), animate=False, force=True)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
