@@ -1,0 +1,41 @@
+"""Every alert the simulated scenarios raise shows its whole fix at 80x24, alone on screen
+(the compact layout gives the top alert its message and its hint, nothing else)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_alert_scenarios import _sim_alerts
+
+from dash.core.snapshot import Alert
+from dash.ui.app import DashApp
+from ui.fake_run import screen_text, snapshot
+
+SMALL = (80, 24)
+SCENARIOS = {"oom-crash-restart": 420, "kv-saturation": 660, "dp-imbalance": 700,
+             "stalled-output": 900, "buffered-client-log": 200}
+
+
+def _last_words(hint: str) -> str:
+    """The hint's last words as the screen shows them (wrapping may break before any word)."""
+    return " ".join(hint.split()[-2:])[-18:]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+async def test_each_alerts_fix_fits_at_80x24(tmp_path: Path, scenario: str,
+                                             make_app: Callable[..., DashApp]) -> None:
+    fired = _sim_alerts(tmp_path, scenario, SCENARIOS[scenario], step=10.0)
+    alerts: dict[str, Alert] = {}
+    for _, a in fired:
+        alerts.setdefault(a.id, a)
+    assert alerts
+    for alert in alerts.values():
+        app = make_app(snapshot(alerts=(alert,)))
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.pause()
+            screen = screen_text(app)
+            text = " ".join(re.sub(r"[│┃]", " ", screen).split())  # rows joined, no borders
+            assert _last_words(alert.hint) in text, f"{alert.id}: fix cut at 80x24\n{screen}"
