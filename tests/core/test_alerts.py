@@ -345,6 +345,18 @@ def test_kv_saturated_with_a_growing_queue() -> None:
     assert "fp8" in alert.hint and "hierarchical" in alert.hint
 
 
+def test_kv_saturated_held_while_the_queue_shrinks_does_not_say_it_grew() -> None:
+    run = Run(kv_after_s=300, kv_window_s=120)
+    for i in range(300):
+        run.feed(dec(run.now, 800.0, running=120, queue=10 + i, usage=0.93))
+        run.tick(2)
+    for i in range(60):  # still full, the queue falling: held by the hysteresis
+        run.feed(dec(run.now, 800.0, running=120, queue=300 - 3 * i, usage=0.93))
+        run.tick(2)
+    message = run.active()["kv_saturated"].message
+    assert "grew" not in message and "queued (" in message and " before)" in message
+
+
 def test_kv_full_with_a_steady_queue_is_not_saturation() -> None:
     run = Run()
     for _ in range(300):

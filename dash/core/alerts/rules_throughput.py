@@ -233,9 +233,11 @@ def rule_kv_saturated(ctx: RuleContext) -> Iterator[Finding]:
     growing = q1 > q0 if ranks == 1 else q1 - q0 >= ranks
     if not (growing or (active and q1 > 0)):
         return
-    yield Finding("kv_saturated", "warn",
-                  f"KV cache {usage:.0%} full and the queue grew {q0:.0f} -> {q1:.0f} "
-                  f"in {fmt_duration(cfg.kv_window_s)}",
+    window = fmt_duration(cfg.kv_window_s)
+    # Held while it clears, the queue may be shrinking: say so rather than "grew 128 -> 92".
+    trend = (f"the queue grew {q0:.0f} -> {q1:.0f} in {window}" if q1 > q0
+             else f"{q1:.0f} queued ({q0:.0f} {window} before)")
+    yield Finding("kv_saturated", "warn", f"KV cache {usage:.0%} full and {trend}",
                   f"median token usage {usage:.2f}"
                   + (f" (the highest of {_ranks(ctx.snap)} ranks)" if _ranks(ctx.snap) > 1 else "")
                   + f"; max_total_num_tokens {s.facts.get('max_total_num_tokens', '?')}"
