@@ -357,6 +357,26 @@ def test_kv_saturated_held_while_the_queue_shrinks_does_not_say_it_grew() -> Non
     assert "grew" not in message and "queued (" in message and " before)" in message
 
 
+def test_an_alert_of_a_launch_that_ended_does_not_carry_on_into_the_next() -> None:
+    """A restart resolves the old launch's saturation; the new launch saturating at once is a
+    new alert, with a hold and a `since` of its own."""
+    run = Run(kv_after_s=300, kv_window_s=120)
+    for i in range(300):
+        run.feed(dec(run.now, 800.0, running=120, queue=10 + i, usage=0.93))
+        run.tick(2)
+    before = run.active()["kv_saturated"]
+    run.feed(ev("server_args", server_args={"tp_size": 8}))
+    for i in range(10):
+        run.feed(dec(run.now, 800.0, running=120, queue=310 + i, usage=0.93))
+        run.tick(2)
+    assert "kv_saturated" not in run.active() and "kv_saturated" in run.cleared
+    for i in range(160):
+        run.feed(dec(run.now, 800.0, running=120, queue=320 + i, usage=0.93))
+        run.tick(2)
+    after = run.active()["kv_saturated"]
+    assert before.since < T0 + 10 and after.since >= T0 + 600  # the new launch's own
+
+
 def test_kv_full_with_a_steady_queue_is_not_saturation() -> None:
     run = Run()
     for _ in range(300):

@@ -87,6 +87,13 @@ class AlertEngine:
         new: list[Alert] = []
         cleared: list[Alert] = []
         for f in findings.values():
+            if f.key in resolved:
+                # Its condition is over for certain (the launch it was about ended): a finding
+                # under the same key is the next launch's, a new alert with a hold of its own,
+                # not the old one carried on with the old `since`.
+                old = self._tracks.pop(f.key, None)
+                if old is not None and old.alert is not None:
+                    cleared.append(old.alert)
             fired, replaced = self._present(f, now)
             new += [fired] if fired is not None else []
             cleared += [replaced] if replaced is not None else []
