@@ -115,10 +115,12 @@ def ts_to_epoch(ts: str | None, ref: float) -> float | None:
         return full  # type: ignore[return-value]
     m = _MONTH_DAY.match(ts)
     if m:
-        year = _ref_parts(ref)[0]
+        year, ref_month, _ = _ref_parts(ref)
         mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 6))
-        # Newest first; 29 February looks back to the last leap year.
-        epoch = next((e for y in range(year + 1, year - 5, -1)
+        # Newest first; only a January stamp read in December can be the next year's, so the
+        # usual stamp costs one date. 29 February looks back to the last leap year.
+        first = year + 1 if (mo, ref_month) == (1, 12) else year
+        epoch = next((e for y in range(first, year - 5, -1)
                       if (e := _local_epoch(y, mo, d, h, mi, s)) is not None
                       and e - ref <= _YEAR_AHEAD_S), None)
         return None if epoch is None else epoch + _frac(m.group(6))
