@@ -69,7 +69,13 @@ class QuietLinuxDriver(LinuxDriver):
                     except BlockingIOError:
                         pass
                     continue
-                for event in parser.feed(decode(os.read(self.fileno, 1024 * 4))):
+                data = os.read(self.fileno, 1024 * 4)
+                if not data:
+                    # The end of input (stdin piped, or closed): nothing more can come, and a
+                    # file at its end is always readable, so it is no longer waited on.
+                    selector.unregister(self.fileno)
+                    continue
+                for event in parser.feed(decode(data)):
                     self.process_message(event)
             for event in parser.tick():
                 self.process_message(event)

@@ -105,3 +105,25 @@ def test_the_app_uses_it_where_textual_would_use_its_linux_driver(
     # A driver chosen through TEXTUAL_DRIVER (or any other) is left alone.
     monkeypatch.setattr(App, "get_driver_class", lambda self: driver_mod.LinuxDriver.__base__)
     assert WorkerApp.get_driver_class(object.__new__(WorkerApp)) is LinuxDriver.__base__
+
+
+async def test_input_at_its_end_is_no_longer_waited_on(
+        monkeypatch: pytest.MonkeyPatch, restore_signals: None) -> None:
+    # stdin piped from a finished command: always readable, never anything to read
+    monkeypatch.setattr(driver_mod, "SelectSelector", _CountingSelector)
+    _CountingSelector.waits = []
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    try:
+        drv = driver_mod.QuietLinuxDriver(App(), debug=False, mouse=False, size=(80, 24))
+        drv.fileno = read_end
+        thread = threading.Thread(target=drv.run_input_thread, daemon=True)
+        thread.start()
+        await asyncio.sleep(0.3)
+        assert thread.is_alive()
+        assert len(_CountingSelector.waits) == 2  # the end of input, then asleep
+        drv.exit_event.set()
+        thread.join(2.0)
+        assert not thread.is_alive()
+    finally:
+        os.close(read_end)
