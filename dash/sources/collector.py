@@ -279,10 +279,12 @@ def rewrites(read: FollowRead) -> tuple[int, ...]:
 
 def _apply_log(state: RunState, log: LogRead, now: float) -> None:
     s = log.follow
+    file_at = None if log.written_ago_s is None else now - log.written_ago_s
     # The file's end was reached: its newest line was written when the file last was.
-    written_at = None if log.written_ago_s is None or s.more else now - log.written_ago_s
+    written_at = None if s.more else file_at
     state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
-                      pattern=log.pattern, last_stamp=log.last_stamp, rewritten=rewrites(s))
+                      pattern=log.pattern, last_stamp=log.last_stamp, rewritten=rewrites(s),
+                      file_at=file_at)
     if log.window is not None:
         state.server(log.path).window_counted(log.window.base)
     message = s.message

@@ -111,19 +111,22 @@ class RunState:
     def feed_server(self, path: str, records: Sequence[Record | None], now: float, *,
                     lines: int | None = None, written_at: float | None = None,
                     pattern: str | None = None, last_stamp: str | None = None,
-                    rewritten: Sequence[int] = ()) -> None:
+                    rewritten: Sequence[int] = (), file_at: float | None = None) -> None:
         """Feed one server log's records as a follower read them (`written_at`: when the file
         was last written, `last_stamp` the last line's stamp: they teach the log's clock;
         `rewritten`: indexes into `records` where the log was rewritten, truncated or replaced,
-        before that record: a start after one ends the launch that was open)."""
+        before that record: a start after one ends the launch that was open; `file_at`: the
+        file's last write, the time of lines without a stamp)."""
         self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp,
-                   rewritten)
+                   rewritten, file_at)
 
     def _feed(self, tracker: ServerLogTracker, records: Sequence[Record | None], now: float,
               lines: int | None, written_at: float | None,
-              last_stamp: str | None = None, rewritten: Sequence[int] = ()) -> None:
+              last_stamp: str | None = None, rewritten: Sequence[int] = (),
+              file_at: float | None = None) -> None:
         before = tracker.restarts
-        tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp)
+        tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp,
+                     file_at=file_at)
         if tracker.restarts != before:
             self.partitions.note_restart(now)
         launches = self.launches_of(tracker)

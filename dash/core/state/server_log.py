@@ -87,6 +87,9 @@ class ServerLogTracker:
         self._last_stamp: tuple[float, str] | None = None
         """Time and text of the last timestamped record, for lines that carry none."""
         self._feeds = self._stamp_feed = 0
+        self._unstamped_at: float | None = None
+        """When this read's lines were written at the latest (the file's last write): the time
+        of a line with no stamp of its own, which a first read must not take as "now"."""
         self._engine: str | None = None
         self._lines = self._records = self._unparsed = self._restarts = 0
         self._records_stats = 0
@@ -99,7 +102,8 @@ class ServerLogTracker:
         self._status_message: str | None = None
 
     def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None, *,
-             written_at: float | None = None, last_stamp: str | None = None) -> None:
+             written_at: float | None = None, last_stamp: str | None = None,
+             file_at: float | None = None) -> None:
         """Apply records in file order. None items are lines of no interest (counted as lines).
 
         `lines`: the number of raw lines these records came from, when the caller counted them.
@@ -107,7 +111,11 @@ class ServerLogTracker:
         file's end as a follower read it: its last stamp was "now" on the log's clock then.
         `last_stamp`: that stamp, the last line's (of interest or not); without it, the last
         record's, when the last line is a stamped record.
+        `file_at`: when the file was last written, even for a read that has not reached its end:
+        no line read was written later, so a line without a stamp is placed there, not at `now`
+        (a log with no stamps, last written an hour ago, is an hour old).
         """
+        self._unstamped_at = None if file_at is None else min(file_at, now)
         if written_at is not None:
             records = records if isinstance(records, (list, tuple)) else list(records)
             self._learn_clock(records, written_at, now, last_stamp)
@@ -181,18 +189,19 @@ class ServerLogTracker:
         self._frozen_events = None
 
     def _time(self, rec: Mapping[str, Any], now: float) -> float:
-        """The record's own time on kdash's clock (the log's clock as learned), else `now`; an
-        event line without a stamp (a traceback's last line) takes the time of the stamped line
-        before it, which is when it happened."""
+        """The record's own time on kdash's clock (the log's clock as learned), else when the
+        file was last written (else `now`); an event line without a stamp (a traceback's last
+        line) takes the time of the stamped line before it, which is when it happened."""
         ts = rec.get("ts")
+        unstamped = now if self._unstamped_at is None else self._unstamped_at
         if not isinstance(ts, str) or not ts:
             if rec.get("kind") == "event" and self._stamp_fresh():
                 assert self._last_stamp is not None
                 return self._last_stamp[0]
-            return now
+            return unstamped
         t = self._times.time_of(ts, now)
         if t is None:
-            return now
+            return unstamped
         self._last_stamp = (t, ts)
         self._stamp_feed = self._feeds
         return t
