@@ -48,3 +48,47 @@ def test_a_log_without_stamps_is_as_old_as_its_last_write(
     doc = _once(capsys, "--log", str(crash))
     oom = next(a for a in doc["alerts"] if a["id"] == "server_oom")
     assert time.time() - oom["since"] == pytest.approx(2400, abs=60)
+
+
+def _decode(t: float, gen: float, running: int = 2) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    return (f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: 4078, token usage: "
+            f"0.00, gen throughput (token/s): {gen:.2f}, #queue-req: 0\n")
+
+
+def _fall(path: Path, end: float, seconds: float, every: float = 0.25) -> None:
+    """Decode lines at 450 tok/s, then 240 tok/s, over `seconds` ending at `end` (a 47% fall,
+    the way a request finishing halves a batch of two)."""
+    n = int(seconds / every)
+    path.write_text("".join(_decode(end - seconds + i * every, 450.0 if i < n // 3 else 240.0)
+                            for i in range(n + 1)))
+    os.utime(path, (end, end))
+
+
+@pytest.mark.parametrize("age", [0.0, 2400.0])
+def test_a_fall_over_seconds_of_lines_is_no_plateau_for_check_or_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        age: float) -> None:
+    """`check` and `--once` fire what holds without waiting, but a plateau is a fall that
+    stayed: seconds of lines (a live log, or one read 40 minutes later) show none, as `summary`
+    on the same file says."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    _fall(log, time.time() - age, seconds=3.0)
+    doc = _once(capsys, "--log", str(log))
+    assert "throughput_plateau" not in [a["id"] for a in doc["alerts"]]
+    assert main(["check", "--no-http", "--window", "0", "--log", str(log)]) in (0, 1)
+    assert "throughput_plateau" not in capsys.readouterr().out
+    assert main(["summary", "--json", str(log)]) == 0
+    assert "throughput_plateau" not in capsys.readouterr().out
+
+
+def test_a_plateau_the_lines_show_for_its_hold_is_reported_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    _fall(log, time.time(), seconds=1500.0, every=2.0)
+    doc = _once(capsys, "--log", str(log))
+    plateau = next(a for a in doc["alerts"] if a["id"] == "throughput_plateau")
+    assert "fell from peak 450 to plateau 240 tok/s" in plateau["message"]

@@ -306,6 +306,24 @@ def test_plateau_started_after_the_peak_judges_the_fall_from_the_lines_it_read()
     assert a.message == b.message  # the same peak, plateau and fall duration
 
 
+def test_a_log_that_stopped_before_its_fall_held_shows_no_plateau() -> None:
+    # An old log read by the dashboard: its lines fell, then stopped a few seconds later.
+    # However long kdash watches it, nothing says the low figure lasted.
+    run, rng = Run(plateau_after_s=600), random.Random(6)
+    _backfill_phase(run, 600, 1300.0, 0.05, rng, running=120)
+    _backfill_phase(run, 200, 500.0, 0.05, rng, running=120)
+    for _ in range(40):
+        run.tick(30)
+    assert "throughput_plateau" not in run.fired
+    # ... while a log whose plateau held in its own lines before it stopped still tells it.
+    held, rng = Run(plateau_after_s=600), random.Random(6)
+    _backfill_phase(held, 600, 1300.0, 0.05, rng, running=120)
+    _backfill_phase(held, 900, 500.0, 0.05, rng, running=120)
+    for _ in range(40):
+        held.tick(30)
+    assert "throughput_plateau" in held.fired
+
+
 def test_a_peak_before_a_restart_is_not_the_new_launchs_peak() -> None:
     # Read at once: a launch at 1300 tok/s, a restart, a launch at 600 (a new setting, slower
     # but steady). The new launch never fell from anything.

@@ -9,7 +9,8 @@ reads a clock or does I/O; delivery (command, webhook, history) is `dash.sources
 A rule may also say that an alert's condition is over for certain (`RuleContext.resolve`: the
 server answers again, a stats line arrived): that alert clears at once, since hysteresis is for
 conditions that flap, not for a confirmed recovery. `immediate=True` (for `--once` and `check`,
-which sample for seconds) fires every finding at once instead of after its duration.
+which sample for seconds) fires every finding at once instead of after its duration, unless the
+finding says how long the log shows it holding (`held_s`) and that is shorter.
 
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
 http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
@@ -124,7 +125,10 @@ class AlertEngine:
             # Keep `since` and the acknowledgement; refresh the numbers.
             track.alert = _alert(f, track.alert.since, track.alert.acknowledged)
             return None, None
-        if now - track.first_seen < f.fire_after and not self.immediate:
+        if self.immediate:
+            if f.held_s is not None and f.held_s < f.fire_after:
+                return None, replaced
+        elif now - track.first_seen < f.fire_after:
             return None, replaced
         track.alert = _alert(f, since, False)
         return track.alert, replaced

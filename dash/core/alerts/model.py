@@ -40,6 +40,10 @@ class Finding:
     fire_after: float = 0.0
     since: float | None = None
     """When the condition really began (an event's time); default: when first seen."""
+    held_s: float | None = None
+    """How long the log itself shows the condition holding (None: it cannot say). A sample
+    of seconds (`immediate`) fires a finding with a hold only once the lines show that hold:
+    a fall seen over one second of a log is no plateau."""
     per_event: bool = False
     """The finding stands for one event (a restart) and `since` is that event's time: a new
     `since` under the same key is the next event, so the alert fired for the one before clears

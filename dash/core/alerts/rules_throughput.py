@@ -103,10 +103,16 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
     if peak["value"] < cfg.plateau_min_peak or cur > peak["value"] * (1 - drop):
         mem.pop("low", None)
         return
+    if "low" not in mem:
+        mem["fell_at"] = end  # below the drop since: how long the fall has held
     if "low" not in mem or cur < 0.97 * mem["low"]:
         mem["low"], mem["low_at"] = cur, end  # still falling: the plateau starts later
     if running is not None and running <= 0:
         return  # idle, not slow: nothing is running
+    held = end - mem["fell_at"]
+    if (held < cfg.plateau_after_s and ctx.now - end > cfg.log_live_s
+            and not ctx.is_active("throughput_plateau")):
+        return  # the lines stopped before the plateau lasted: nothing says it stayed there
     cause, why, hint = _cause(ctx, peak, running, queue, usage, util)
     # Decided on medians; told with the peak the screen shows (the highest line), as users read it.
     shown = max(peak["value"], s.peak.gen_throughput if s.peak else 0.0)
@@ -118,7 +124,7 @@ def rule_plateau(ctx: RuleContext) -> Iterator[Finding]:
                 f"{_g(running)} (peak {_g(peak['running'])}), queue {_g(queue)}, token usage "
                 f"{_g(usage, '.2f')}; {why}")
     yield Finding("throughput_plateau", "warn", message, evidence, hint,
-                  fire_after=cfg.plateau_after_s)
+                  fire_after=cfg.plateau_after_s, held_s=held)
 
 
 def _started(ctx: RuleContext) -> float | None:
@@ -147,8 +153,11 @@ def _peak_from_history(mem: dict[str, Any], s: ServerLogSnapshot, window: float,
             mem["high_at"] = end
         if median > value * (1 - drop):
             mem.pop("low", None)
-        elif "low" not in mem or median < 0.97 * mem["low"]:
-            mem["low"], mem["low_at"] = median, end
+        else:
+            if "low" not in mem:
+                mem["fell_at"] = end
+            if "low" not in mem or median < 0.97 * mem["low"]:
+                mem["low"], mem["low_at"] = median, end
 
 
 def _g(value: float | None, spec: str = ".0f") -> str:
