@@ -92,3 +92,41 @@ def test_a_plateau_the_lines_show_for_its_hold_is_reported_at_once(
     doc = _once(capsys, "--log", str(log))
     plateau = next(a for a in doc["alerts"] if a["id"] == "throughput_plateau")
     assert "fell from peak 450 to plateau 240 tok/s" in plateau["message"]
+
+
+def _vllm(t: float, msg: str, level: str = "INFO", src: str = "loggers.py:127") -> str:
+    return f"(APIServer pid=4021) {level} {time.strftime('%m-%d %H:%M:%S', time.localtime(t))} [{src}] {msg}\n"
+
+
+def _vllm_stats(t: float) -> str:
+    return _vllm(t, "Engine 000: Avg prompt throughput: 300.0 tokens/s, Avg generation throughput: "
+                    "900.0 tokens/s, Running: 40 reqs, Waiting: 2 reqs, GPU KV cache usage: 30.0%, "
+                    "Prefix cache hit rate: 41.0%")
+
+
+def test_an_oom_whose_traceback_line_has_no_stamp_is_an_oom_in_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's engine dies with a stamped `EngineCore encountered a fatal error`, then the
+    traceback whose last line, unstamped, names the OOM; the server is started again. Read
+    minutes later, `--once` said that launch crashed, `kdash launches` that it died of OOM."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    t0 = time.time() - 900
+    args = "non-default args: {{'model': 'Qwen/Qwen3-32B', 'gpu_memory_utilization': {m}}}"
+    lines = [_vllm(t0, args.format(m=0.9), src="utils.py:326")]
+    lines += [_vllm_stats(t0 + 10 * i) for i in range(1, 20)]
+    lines += [_vllm(t0 + 200, "EngineCore encountered a fatal error.", "ERROR", "core.py:700"),
+              "(EngineCore_DP0 pid=4101) Traceback (most recent call last):\n",
+              "(EngineCore_DP0 pid=4101) torch.OutOfMemoryError: CUDA out of memory. Tried to "
+              "allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.10 GiB is free.\n",
+              _vllm(t0 + 300, args.format(m=0.85), src="utils.py:326")]
+    lines += [_vllm_stats(t0 + 300 + 10 * i) for i in range(1, 20)]
+    log = tmp_path / "server.log"
+    log.write_text("".join(lines))
+    _aged(log, 900 - 490)
+    doc = _once(capsys, "--log", str(log))
+    assert [launch["outcome"] for launch in doc["launches"]] == ["oom", "running"]
+    assert main(["launches", "--json", str(log)]) == 0
+    offline = json.loads(capsys.readouterr().out)
+    rows = offline["launches"] if isinstance(offline, dict) else offline
+    assert rows[0]["outcome"] == "oom"

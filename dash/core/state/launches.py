@@ -127,6 +127,7 @@ class LaunchTracker:
         self._frozen: tuple[Launch, ...] | None = None
         self._stamp: tuple[str, float | None, float | None] | None = None
         """The last stamp read and its time: the lines of one second share one."""
+        self._feeds = self._stamp_feed = 0
         self.version = 0
         """Bumped by every record that changed something (what a saver watches)."""
         self.boundaries = 0
@@ -144,6 +145,7 @@ class LaunchTracker:
         """Records in file order. `now`: the time of unstamped records (None offline);
         `ref`: the date a time-only stamp lacks (default `now`)."""
         ref = ref if ref is not None else now
+        self._feeds += 1
         for rec in records:
             if rec is not None:
                 kind = rec.get("kind")
@@ -173,9 +175,17 @@ class LaunchTracker:
 
     def _time(self, rec: Mapping[str, Any], now: float | None, ref: float | None) -> float | None:
         ts = rec.get("ts")
-        if not isinstance(ts, str) or not ts:
-            return now
         held = self._stamp
+        if not isinstance(ts, str) or not ts:
+            # A traceback's last line (`torch.OutOfMemoryError: ...`) carries no stamp: it
+            # happened with the stamped line before it in the same read, not when kdash read
+            # it; else a first read places it at `now`, past the death it belongs to, and an
+            # OOM reads as a plain crash.
+            if (rec.get("kind") == "event" and now is not None and held is not None
+                    and held[2] is not None and self._stamp_feed == self._feeds):
+                return held[2]
+            return now
+        self._stamp_feed = self._feeds
         if held is not None and held[0] == ts and held[1] == ref:
             t = held[2]
         else:
