@@ -130,3 +130,22 @@ def test_an_oom_whose_traceback_line_has_no_stamp_is_an_oom_in_every_command(
     offline = json.loads(capsys.readouterr().out)
     rows = offline["launches"] if isinstance(offline, dict) else offline
     assert rows[0]["outcome"] == "oom"
+
+
+@pytest.mark.parametrize(("engine", "probe"), [
+    ("vllm", "a one-token request to `<url>/v1/completions`"),
+    ("sglang", "`curl <url>/health_generate` (a one-token generation)"),
+])
+def test_the_silent_servers_hint_names_a_probe_that_generates_on_its_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        engine: str, probe: str) -> None:
+    """`/health` tells no hang apart: vLLM's answers while the engine process lives, SGLang's
+    before 0.4.10 always answers. The hint names a request that needs a generation."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    t = time.time() - 900
+    log.write_text(_vllm_stats(t) if engine == "vllm" else _decode(t, 400.0))
+    _aged(log, 900)
+    doc = _once(capsys, "--log", str(log))
+    silent = next(a for a in doc["alerts"] if a["id"] == "server_silent")
+    assert probe in silent["hint"] and "/health`" not in silent["hint"]

@@ -209,9 +209,19 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   f"last stats line {where(last)}{cause}",
                   "Idle if those requests have finished since (a server's last stats line "
                   "always shows some running); hung if not, as after an OOM: then "
-                  f"`curl {http.url or '<url>'}/health` (a one-token generation) does not "
-                  "answer; restart it. --enable-metrics or --outputs let kdash tell.",
+                  f"{_probe(s.engine, http.url)} does not answer; restart it. "
+                  "--enable-metrics or --outputs let kdash tell.",
                   since=s.last_record_at)
+
+
+def _probe(engine: str | None, url: str | None) -> str:
+    """A request that only a server able to generate answers. Not `/health`: vLLM's says the
+    engine process is alive, and SGLang's before 0.4.10 always answers; `/health_generate`
+    runs a one-token generation on every SGLang version."""
+    base = (url or "<url>").rstrip("/")
+    if engine == "vllm":
+        return f"a one-token request to `{base}/v1/completions`"
+    return f"`curl {base}/health_generate` (a one-token generation)"
 
 
 def _launch_start(ctx: RuleContext) -> float:
