@@ -149,3 +149,37 @@ def test_the_silent_servers_hint_names_a_probe_that_generates_on_its_engine(
     doc = _once(capsys, "--log", str(log))
     silent = next(a for a in doc["alerts"] if a["id"] == "server_silent")
     assert probe in silent["hint"] and "/health`" not in silent["hint"]
+
+
+def test_a_log_copied_hours_after_its_last_line_is_as_old_as_its_stamps(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cp` or `scp` gives the copy a new mtime: its last line, 5 h 10 min old, looked written
+    now in a log clock of `UTC-5:15` (a zone no place has), placed a few minutes ahead, so its
+    age was unknown and nothing was said of a server silent for hours."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    end = time.time() - 5 * 3600 - 600
+    log.write_text("".join(_decode(end - 20 + 2 * i, 400.0, running=30) for i in range(11)))
+    doc = _once(capsys, "--log", str(log))
+    live = doc["server"]["liveness"]
+    assert live["log"] == "quiet" and live["log_age_s"] == pytest.approx(5 * 3600 + 600, abs=60)
+    assert doc["server"]["log_clock"]["offset_s"] == 0.0
+    assert "server_silent" in [a["id"] for a in doc["alerts"]]
+
+
+def test_stamps_later_than_the_files_last_write_are_at_least_as_old_as_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No line was written after the file's mtime: time-only stamps 40 minutes ahead of it (a
+    log copied from another zone or day) leave the age at least the file's, not unknown."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    written = time.time() - 3000
+    stamp = time.strftime("%H:%M:%S", time.localtime(written + 2400))
+    log.write_text(f"[{stamp} TP0] Decode batch. #running-req: 1, #token: 4142, token usage: "
+                   "0.00, gen throughput (token/s): 239.00, #queue-req: 0\n")
+    os.utime(log, (written, written))
+    doc = _once(capsys, "--log", str(log))
+    live = doc["server"]["liveness"]
+    assert live["log"] == "quiet" and live["log_age_s"] == pytest.approx(3000, abs=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -26,11 +27,41 @@ def test_a_zone_offset_is_learned_to_the_nearest_quarter_hour() -> None:
     assert clock.stamp_ref(W0) == W0 - 9 * H
 
 
-@pytest.mark.parametrize("offset", [5.75 * H, -7 * H, -9.5 * H, 14 * H, 0.0])
-def test_any_zone_difference(offset: float) -> None:
+@pytest.fixture
+def box_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Put the box in a zone (TZ), as a machine in Kathmandu or on Kiritimati is."""
+    def put(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+    yield put
+    monkeypatch.undo()
+    time.tzset()
+
+
+# A box in Nepal or on Kiritimati reading a UTC log, a UTC box reading logs stamped in Bangkok
+# or Adelaide (which is offset -9.5 h: the stamps are ahead), and the same zone.
+@pytest.mark.parametrize(("box", "offset"), [("Asia/Kathmandu", 5.75 * H), ("UTC", -7 * H),
+                                             ("UTC", -9.5 * H), ("Pacific/Kiritimati", 14 * H),
+                                             ("UTC", 0.0)])
+def test_any_zone_difference(box_zone: Callable[[str], None], box: str, offset: float) -> None:
+    box_zone(box)
     clock = LogClock()
     clock.observe(W0 - offset - 0.7, W0, DATED)
     assert clock.offset_s == offset
+
+
+@pytest.mark.parametrize("raw", [1.5 * H, -5.25 * H, 9 * H + 300])
+def test_a_difference_that_puts_the_log_in_no_zone_teaches_nothing(
+        box_zone: Callable[[str], None], raw: float) -> None:
+    # On a UTC box a log at UTC-1:30 or UTC+5:15 is in no zone there is (a log copied in an
+    # hour and a half after its last line), and one 9 h 05 min behind is a file whose last
+    # stamped line is older than its last write: a later read teaches the zone.
+    box_zone("UTC")
+    clock = LogClock()
+    clock.observe(W0 - raw, W0, DATED)
+    assert not clock.learned and clock.offset_s == 0.0
+    clock.observe(W0 + 10 - 9 * H, W0 + 10, DATED)
+    assert clock.offset_s == 9 * H
 
 
 def test_a_difference_no_zone_has_teaches_nothing() -> None:

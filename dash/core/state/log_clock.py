@@ -30,6 +30,17 @@ QUARTER_H_S = 900.0
 """Zones differ from UTC by whole quarter hours (Nepal's +5:45 included)."""
 MAX_ZONE_S = 15 * 3600.0
 """A larger difference is no zone: a log copied in, or old lines appended; it teaches nothing."""
+ZONES_MIN = frozenset(range(-12 * 60, 14 * 60 + 1, 60)) | frozenset(
+    (-570, -210, -150, 210, 270, 330, 345, 390, 525, 570, 630, 765, 825))
+"""The zones in use, in minutes east of UTC (whole hours, and the half and quarter hours of
+Newfoundland, Iran, Afghanistan, India, Nepal, Myanmar, Eucla, central Australia, Lord Howe
+and Chatham, with their summer times). A difference that would put the log in no zone is a
+log copied in, or read late: `UTC+1:30` taught from it made every age unknown. A constant, not
+`zoneinfo`: that reads the tz database from disk, and this module does no I/O."""
+ZONE_SLACK_S = 120.0
+"""The newest stamp of a file against its mtime differs from a zone by seconds (the line was
+written then); further off, the read teaches nothing (the last stamped line is older than the
+last write: a progress bar since, or a copy), and a later read teaches it."""
 AGREE = 3
 """Lines in a row that must agree on a new offset before it replaces the one in use."""
 MOVE_MIN_S = 30.0
@@ -161,7 +172,7 @@ class LogClock:
             self._map = _Map(rate=rate, anchor_stamp=stamp, anchor_clock=written_at)
             self.learned = True
         else:
-            self._learn_offset(written_at - stamp, stamp_is_dated(ts))
+            self._learn_offset(written_at - stamp, stamp_is_dated(ts), box_utc_offset(written_at))
         after = self._map
         if abs(after.to_clock(stamp) - before.to_clock(stamp)) < MOVE_MIN_S:
             return None
@@ -184,12 +195,14 @@ class LogClock:
         typical = steps[len(steps) // 2] if steps else 0.0
         return rate if typical > 0 and 0.5 <= typical / rate <= 2.0 else None
 
-    def _learn_offset(self, raw: float, dated: bool) -> None:
+    def _learn_offset(self, raw: float, dated: bool, box_s: float) -> None:
         if not dated:  # a time-only stamp says nothing of the day: the nearest one
             raw = (raw + DAY_S / 2) % DAY_S - DAY_S / 2
         if abs(raw) > MAX_ZONE_S:
             return
         offset = round(raw / QUARTER_H_S) * QUARTER_H_S + 0.0  # no -0.0
+        if abs(raw - offset) > ZONE_SLACK_S or round((box_s - offset) / 60) not in ZONES_MIN:
+            return  # the log in no zone there is: a copy, or lines read late
         if not self.learned or self._map.rate != 1.0:
             self._map, self.learned = _Map(offset=offset), True
             self._votes.clear()

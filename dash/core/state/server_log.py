@@ -87,7 +87,7 @@ class ServerLogTracker:
         self._last_stamp: tuple[float, str] | None = None
         """Time and text of the last timestamped record, for lines that carry none."""
         self._feeds = self._stamp_feed = 0
-        self._unstamped_at: float | None = None
+        self._file_at: float | None = None
         """When this read's lines were written at the latest (the file's last write): the time
         of a line with no stamp of its own, which a first read must not take as "now"."""
         self._engine: str | None = None
@@ -115,7 +115,7 @@ class ServerLogTracker:
         no line read was written later, so a line without a stamp is placed there, not at `now`
         (a log with no stamps, last written an hour ago, is an hour old).
         """
-        self._unstamped_at = None if file_at is None else min(file_at, now)
+        self._file_at = None if file_at is None else min(file_at, now)
         if written_at is not None:
             records = records if isinstance(records, (list, tuple)) else list(records)
             self._learn_clock(records, written_at, now, last_stamp)
@@ -193,7 +193,7 @@ class ServerLogTracker:
         file was last written (else `now`); an event line without a stamp (a traceback's last
         line) takes the time of the stamped line before it, which is when it happened."""
         ts = rec.get("ts")
-        unstamped = now if self._unstamped_at is None else self._unstamped_at
+        unstamped = now if self._file_at is None else self._file_at
         if not isinstance(ts, str) or not ts:
             if rec.get("kind") == "event" and self._stamp_fresh():
                 assert self._last_stamp is not None
@@ -243,9 +243,12 @@ class ServerLogTracker:
         else:
             self._last_prefill = record
         self._stats.add(rec, kind, t)
-        # A log stamped ahead of our clock (another time zone) must not look fresher than now.
-        self._last_record_at = min(t, now)
-        self._stamps_ahead = t > now + AHEAD_S
+        # A log stamped ahead of our clock (another time zone) must not look fresher than now,
+        # nor than the file's last write: no line in it was written later (a copy, or a zone
+        # the stamps cannot be put in, is at least that old).
+        written = self._file_at
+        self._last_record_at = min(t, now if written is None else written)
+        self._stamps_ahead = written is None and t > now + AHEAD_S
 
     def _apply_event(self, rec: Record, t: float) -> None:
         event = rec.get("event")
