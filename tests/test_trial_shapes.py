@@ -183,3 +183,25 @@ def test_stamps_later_than_the_files_last_write_are_at_least_as_old_as_it(
     doc = _once(capsys, "--log", str(log))
     live = doc["server"]["liveness"]
     assert live["log"] == "quiet" and live["log_age_s"] == pytest.approx(3000, abs=60)
+
+
+def test_a_vllm_oom_printed_raw_gets_vllms_flags(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vLLM engine process that dies prints Python's traceback raw (`Process EngineCore_0:`,
+    no log prefix); its last line named the engine SGLang, and the fix said
+    `--mem-fraction-static`, a flag vLLM does not have."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    t0 = time.time() - 100
+    lines = [_vllm(t0, "non-default args: {'model': 'm', 'gpu_memory_utilization': 0.95}",
+                   src="utils.py:326")]
+    lines += [_vllm_stats(t0 + 10 * i) for i in range(1, 8)]
+    lines += ["Process EngineCore_0:\n", "Traceback (most recent call last):\n",
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+              "total capacity of 79.19 GiB of which 1.10 GiB is free.\n"]
+    log = tmp_path / "server.log"
+    log.write_text("".join(lines))
+    doc = _once(capsys, "--log", str(log))
+    oom = next(a for a in doc["alerts"] if a["id"] == "server_oom")
+    assert "--gpu-memory-utilization (now 0.95" in oom["hint"]
+    assert "--mem-fraction-static" not in oom["hint"]

@@ -206,3 +206,38 @@ def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
     assert len(restarted) == 2
     assert sorted(since for _, since, _ in restarted.values()) == [_at("20:15:30"),
                                                                    _at("20:20:30")]
+
+
+def test_a_crash_loop_says_how_many_restarts_it_has_had_since_when() -> None:
+    # Two lines shown of four OOMs: the newest says the loop's length, or it reads as two.
+    s = Session()
+    s.feed("20:00:00", _args("20:00:00", 0.93), _ready("20:00:20"))
+    for n, minute in enumerate(("05", "10", "15", "20")):
+        s.feed(f"20:{minute}:00", f"[{DAY} 20:{minute}:00 TP0] Scheduler hit an exception: "
+               "Traceback (most recent call last):",
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
+        s.feed(f"20:{minute}:30", _args(f"20:{minute}:30", 0.93 - 0.01 * n),
+               _ready(f"20:{minute}:50"))
+    messages = sorted(_restarted(s.tick("20:21:00")).values(), key=lambda r: r[1])
+    assert "restarts after" not in messages[0][2]
+    assert messages[1][2].endswith("; 4 restarts after an OOM or crash since 20:05")
+
+
+def test_a_vllm_incident_line_names_its_memory_share() -> None:
+    # vLLM's share is --gpu-memory-utilization: the line said nothing of it.
+    s = Session()
+    stamp = "01-02 20:00:00"
+    s.feed("20:00:00", f"INFO {stamp} [utils.py:326] non-default args: {{'model': 'm', "
+           "'gpu_memory_utilization': 0.95}")
+    s.feed("20:00:10", "INFO 01-02 20:00:10 [loggers.py:127] Engine 000: Avg prompt throughput: "
+           "0.0 tokens/s, Avg generation throughput: 900.0 tokens/s, Running: 40 reqs, Waiting: "
+           "2 reqs, GPU KV cache usage: 30.0%, Prefix cache hit rate: 41.0%")
+    s.feed("20:05:00", "ERROR 01-02 20:05:00 [core.py:700] EngineCore encountered a fatal error.",
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    s.feed("20:06:00", "INFO 01-02 20:06:00 [utils.py:326] non-default args: {'model': 'm', "
+           "'gpu_memory_utilization': 0.9}")
+    snap = s.tick("20:06:10")
+    (_, _, message), = _restarted(snap).values()
+    assert message == "20:05 OOM (mem fraction 0.95) -> restarted 20:06 with 0.9"
+    hint = next(a.hint for a in snap.alerts if a.id == "server_restarted")
+    assert "--gpu-memory-utilization further (now 0.9)" in hint

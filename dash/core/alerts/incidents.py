@@ -69,15 +69,18 @@ def _cause(events: Sequence[Record], restart_at: int, start: int = -1) -> Record
                 next((e for e in life if e.get("event") == "crash"), None))
 
 
-def incident_line(cause: Record, restart: Record, facts: Mapping[str, Any]) -> str:
-    """`14:02 OOM (mem fraction 0.93, 0.82 GB after CUDA graph) -> restarted 14:05 with 0.88`."""
+def incident_line(cause: Record, restart: Record, facts: Mapping[str, Any],
+                  engine: str | None = None) -> str:
+    """`14:02 OOM (mem fraction 0.93, 0.82 GB after CUDA graph) -> restarted 14:05 with 0.88`;
+    the memory share is the engine's (vLLM's GPU memory utilization)."""
     before = restart.get("before") if isinstance(restart.get("before"), Mapping) else {}
     assert isinstance(before, Mapping)
+    mem = flags_for(engine).mem_fact
     if cause.get("event") == "oom":
         what = "OOM"
         parts = []
-        if before.get("mem_fraction_static") is not None:
-            parts.append(f"mem fraction {before['mem_fraction_static']}")
+        if before.get(mem) is not None:
+            parts.append(f"mem fraction {before[mem]}")
         if before.get("avail_mem_gb") is not None:
             parts.append(f"{before['avail_mem_gb']} GB after CUDA graph")
         if parts:
@@ -85,7 +88,7 @@ def incident_line(cause: Record, restart: Record, facts: Mapping[str, Any]) -> s
     else:
         what = f"crash ({cause.get('reason') or 'exception'})"
     line = f"{hhmm(cause)} {what}".strip() + f" -> restarted {hhmm(restart)}".rstrip()
-    old, new = before.get("mem_fraction_static"), facts.get("mem_fraction_static")
+    old, new = before.get(mem), facts.get(mem)
     if new is not None and new != old:
         line += f" with {new}" if old is not None else f" with mem fraction {new}"
     elif new is not None:
@@ -103,6 +106,7 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
     events = ctx.events.all
     shown = _shown_restarts(ctx)
     subjects = _subjects(ctx, [events[i]["at"] for i, _ in shown])
+    loop = _loop(ctx, sum(cause is not None for _, cause in shown))
     for i, cause in shown:
         ev = events[i]
         subject = subjects[ev["at"]]
@@ -114,9 +118,23 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
             continue
         after = _launch_facts(ctx, i)
         evidence += f"; before it: {cause.get('event')} {where(cause)}"
-        yield Finding("server_restarted", "warn", incident_line(cause, ev, after), evidence,
-                      _restart_hint(cause, ctx.snap.server.facts), subject=subject,
+        line = (incident_line(cause, ev, after, ctx.snap.server.engine)
+                + (loop if i == shown[-1][0] else ""))
+        yield Finding("server_restarted", "warn", line, evidence,
+                      _restart_hint(cause, ctx.snap.server.facts, ctx.snap.server.engine), subject=subject,
                       line=text_of(cause), since=ev["at"], per_event=True)
+
+
+def _loop(ctx: RuleContext, shown: int) -> str:
+    """`; 4 restarts after an OOM or crash since 03:55` when more came than the two lines shown
+    tell: a crash loop says how long it has gone on."""
+    events, restarts = ctx.events.all, ctx.events.restarts
+    causes = [c for k, i in enumerate(restarts)
+              if (c := _cause(events, i, restarts[k - 1] if k else -1)) is not None]
+    if len(causes) <= shown:
+        return ""
+    first = hhmm(causes[0])
+    return f"; {len(causes)} restarts after an OOM or crash" + (f" since {first}" if first else "")
 
 
 def _shown_restarts(ctx: RuleContext) -> list[tuple[int, Record | None]]:
@@ -180,10 +198,12 @@ def _launch_facts(ctx: RuleContext, restart_at: int) -> Mapping[str, Any]:
     return before if isinstance(before, Mapping) else ctx.snap.server.facts
 
 
-def _restart_hint(cause: Record, facts: Mapping[str, Any]) -> str:
+def _restart_hint(cause: Record, facts: Mapping[str, Any], engine: str | None = None) -> str:
     keep = "This line stays an hour, and after that until you acknowledge it (a)."
     if cause.get("event") == "oom":
-        flags = flags_for(cause.get("engine"))
+        # The server's engine: a traceback's last line, which names the OOM, often has no
+        # prefix to tell vLLM's from SGLang's.
+        flags = flags_for(engine or cause.get("engine"))
         mem = mem_now(flags, facts)
         now = f" (now {mem:g})" if mem is not None else ""
         return ("The server came back after an OOM. If it runs out again, lower "

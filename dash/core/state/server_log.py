@@ -54,8 +54,9 @@ _LAUNCH_FACTS = {*_MIN_FACTS, "mem_fraction_static", "gpu_memory_utilization",
                  "hicache_host_gb", "weights_mem_gb"}
 """Facts one launch measured or was sized with: a restart forgets them until the new start
 prints its own, so nothing quotes the old server's figures as the new one's."""
-_BEFORE_KEYS = {"mem_fraction_static", "avail_mem_gb", "max_total_num_tokens", "kv_dtype",
-                "max_running_requests", "context_length", "tp_size", "dp_size", "port"}
+_BEFORE_KEYS = {"mem_fraction_static", "gpu_memory_utilization", "avail_mem_gb",
+                "max_total_num_tokens", "kv_dtype", "max_running_requests", "context_length",
+                "tp_size", "dp_size", "port"}
 
 
 def _num(rec: Mapping[str, Any], key: str) -> float | None:
@@ -91,6 +92,10 @@ class ServerLogTracker:
         """When this read's lines were written at the latest (the file's last write): the time
         of a line with no stamp of its own, which a first read must not take as "now"."""
         self._engine: str | None = None
+        self._engines: dict[str, int] = {}
+        """Records per engine named: a line without a prefix (a traceback printed raw, its
+        `torch.OutOfMemoryError` among them) is read as SGLang's, so the engine is the one
+        most records name, or a vLLM server's OOM would be told SGLang's flags."""
         self._lines = self._records = self._unparsed = self._restarts = 0
         self._records_stats = 0
         self._started_at: float | None = None
@@ -217,8 +222,11 @@ class ServerLogTracker:
         if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
-        if isinstance(rec.get("engine"), str):
-            self._engine = rec["engine"]
+        engine = rec.get("engine")
+        if isinstance(engine, str):
+            n = self._engines[engine] = self._engines.get(engine, 0) + 1
+            if self._engine is None or n > self._engines.get(self._engine, 0):
+                self._engine = engine
         t = self._time(rec, now)
         if self._started_at is None:
             self._started_at = t
