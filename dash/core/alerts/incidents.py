@@ -107,6 +107,8 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
     shown = _shown_restarts(ctx)
     subjects = _subjects(ctx, [events[i]["at"] for i, _ in shown])
     loop = _loop(ctx, sum(cause is not None for _, cause in shown))
+    # On the first line shown: the top alert is the one the compact layout shows in full.
+    told = next((i for i, cause in shown if cause is not None), None)
     for i, cause in shown:
         ev = events[i]
         subject = subjects[ev["at"]]
@@ -119,7 +121,7 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
         after = _launch_facts(ctx, i)
         evidence += f"; before it: {cause.get('event')} {where(cause)}"
         line = (incident_line(cause, ev, after, ctx.snap.server.engine)
-                + (loop if i == shown[-1][0] else ""))
+                + (loop if i == told else ""))
         yield Finding("server_restarted", "warn", line, evidence,
                       _restart_hint(cause, ctx.snap.server.facts, ctx.snap.server.engine), subject=subject,
                       line=text_of(cause), since=ev["at"], per_event=True)
