@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from dash.core.mark import Mark
+from dash.core.mark import Mark, Span
 
 MAX_LINE_BYTES = 64 * 1024
 """Longer lines are cut to this length; the rest of the line is skipped, never buffered."""
@@ -164,7 +164,8 @@ def _first_break(data: bytes, *, cr: bool) -> int:
 class FollowState:
     """Offset, identity and partial line of one followed path."""
 
-    __slots__ = ("backfill", "ident", "mark", "offset", "seen_before", "skipping_head", "splitter")
+    __slots__ = ("backfill", "ident", "left", "mark", "offset", "seen_before", "skipping_head",
+                 "splitter")
 
     def __init__(
         self,
@@ -180,6 +181,10 @@ class FollowState:
         self.seen_before = False
         self.mark = Mark()
         """What vouches for the bytes read so far (its `end` is `offset`)."""
+        self.left: Mark | None = None
+        """The mark of the file that last left the path: a file that appears there holding the
+        same bytes up to that end (the same file moved back, an editor's or rsync's copy that
+        replaced it) is read on from there, not again from its start."""
         self.skipping_head = False
         """True while the backfill window's first, partial, line is being skipped."""
         self.splitter = LineSplitter(cr_breaks=cr_breaks, max_line=max_line)
@@ -222,6 +227,22 @@ class FollowState:
         self._restart_at(0)
         return 0
 
+    def resume_spans(self, ident: FileId) -> tuple[Span, Span] | None:
+        """The ranges to read from a file just opened to tell whether it holds the bytes read
+        of the one that left (`resume`); None when it cannot (it is shorter, or none left)."""
+        left = self.left
+        if left is None or not left.end or ident.size < left.end or self.offset:
+            return None
+        return left.spans()
+
+    def resume(self, head: bytes, tail: bytes) -> int:
+        """What `resume_spans` held: the offset to read the new file from (0: it is another)."""
+        left, self.left = self.left, None
+        if left is None or not left.holds(head, tail):
+            return 0
+        self.offset, self.mark = left.end, left
+        return left.end
+
     def marked(self, head: bytes, tail: bytes) -> None:
         """The bytes of `Mark.spans_at(offset)`, read when reading starts inside the file."""
         self.mark = Mark(self.offset, head, tail)
@@ -241,6 +262,7 @@ class FollowState:
         """The open file was drained and closed (rotated or deleted)."""
         tail = self.splitter.flush()
         self.ident = None
+        self.left = self.mark if tail is None else None  # a cut line: no clean place to go on
         self._restart_at(0)
         return [tail] if tail is not None else []
 

@@ -193,9 +193,15 @@ class FileFollower:
             os.close(fd)
             raise IsADirectoryError("not a regular file")
         self._fd = fd
-        offset = self.state.opened(FileId(st.st_dev, st.st_ino, st.st_size))
+        ident = FileId(st.st_dev, st.st_ino, st.st_size)
+        offset = self.state.opened(ident)
         if offset:
             self.state.marked(*read_spans(fd, Mark.spans_at(offset)))
+        spans = self.state.resume_spans(ident)
+        if spans is not None and (offset := self.state.resume(*read_spans(fd, spans))):
+            # The same bytes as the file that left: the same log (moved back, or copied over
+            # by an editor or rsync), read on from where it was; not a rewrite.
+            r.events[:] = [e for e in r.events if e not in ("rotated", "deleted")]
         r.events.append("opened")
         r.starts.append((len(r.lines), offset))
         return True

@@ -165,6 +165,40 @@ def test_rotation_without_a_poll_between_drains_the_old_file(tmp_path: Path) -> 
     assert r.events == ("rotated", "opened")
 
 
+def test_the_same_file_moved_back_is_read_on_not_again(tmp_path: Path) -> None:
+    # `mv server.log server.log.1; mv server.log.1 server.log`: reading it again from 0
+    # counted every start, OOM and event twice, and its old lines "arrived": a live server.
+    path, aside = tmp_path / "a.log", tmp_path / "a.log.1"
+    path.write_text("".join(f"line {i}{SUFFIX}\n" for i in range(50)))
+    f = FileFollower(path)
+    assert len(f.poll().lines) == 50
+    os.rename(path, aside)
+    assert f.poll().events == ("deleted",)
+    os.rename(aside, path)
+    with open(path, "a") as fh:
+        fh.write(f"line 50{SUFFIX}\n")
+    r = f.poll()
+    assert r.lines == (f"line 50{SUFFIX}",) and r.events == ("opened",)
+
+
+def test_a_copy_over_the_file_holding_its_bytes_is_read_on(tmp_path: Path) -> None:
+    # rsync (or an editor) writes a copy and renames it over the log: the same bytes up to
+    # where kdash read, and more; a copy whose bytes differ is another log, read from 0.
+    path, tmp = tmp_path / "a.log", tmp_path / ".a.log.tmp"
+    old = "".join(f"line {i}{SUFFIX}\n" for i in range(50))
+    path.write_text(old)
+    f = FileFollower(path)
+    assert len(f.poll().lines) == 50
+    tmp.write_text(old + f"line 50{SUFFIX}\n")
+    os.rename(tmp, path)
+    r = f.poll()
+    assert r.lines == (f"line 50{SUFFIX}",) and r.events == ("opened",)
+    tmp.write_text(old.replace("line 3", "line 9") + f"line 50{SUFFIX}\nline 51{SUFFIX}\n")
+    os.rename(tmp, path)
+    r = f.poll()
+    assert len(r.lines) == 52 and r.events == ("rotated", "opened")
+
+
 def test_rewrite_that_grew_past_the_offset_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "a.log"
     path.write_text("old server line one\n")
