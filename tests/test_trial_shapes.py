@@ -205,3 +205,18 @@ def test_a_vllm_oom_printed_raw_gets_vllms_flags(
     oom = next(a for a in doc["alerts"] if a["id"] == "server_oom")
     assert "--gpu-memory-utilization (now 0.95" in oom["hint"]
     assert "--mem-fraction-static" not in oom["hint"]
+
+
+def test_once_tells_a_prefill_servers_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefill server of a PD pair prints no decode line: `--once` said nothing of it but
+    `launch 1 of 1`, while the dashboard showed its running requests and KV usage."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "prefill.log"
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - 5))
+    log.write_text(f"[{stamp}] Prefill batch. #new-seq: 5, #new-token: 5, #cached-token: 20050, "
+                   "token usage: 0.34, #running-req: 34, #queue-req: 0\n")
+    assert main(["--once", "--no-http", "--window", "0", "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "last prefill 5 new seqs, 5 new tokens, 20050 cached, running 34, queue 0, " \
+           "token usage 0.34" in out

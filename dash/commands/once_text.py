@@ -84,6 +84,13 @@ def _one_server(snap: RunSnapshot) -> list[str]:
                      f"{d.get('running_req', '?')}, queue {d.get('queue_req', '?')}, "
                      f"token usage {_num(d.get('token_usage'), '{:.2f}')}  "
                      f"({d.get('ts') or '-'}{old})")
+    p = s.last_prefill
+    if p and not d:  # a prefill server (PD) prints no decode lines: its prefill ones tell
+        old = f", {_dur(live.log_age_s)} old" if live.stale else ""
+        lines.append(f"  last prefill {p.get('new_seq', '?')} new seqs, {p.get('new_token', '?')} "
+                     f"new tokens, {p.get('cached_token', '?')} cached, running "
+                     f"{p.get('running_req', '?')}, queue {p.get('queue_req', '?')}, token usage "
+                     f"{_num(p.get('token_usage'), '{:.2f}')}  ({p.get('ts') or '-'}{old})")
     lines += _rank_lines(s)
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
