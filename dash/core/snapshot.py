@@ -206,6 +206,8 @@ class HttpSnapshot:
     """Normalised metric names: running_req, queue_req, token_usage, gen_throughput, ..."""
     disagreement: str | None = None
     """Set when /metrics and the log disagree by a wide margin on running/queue/usage."""
+    generated_at: float | None = None
+    """When /metrics last showed the count of generated tokens growing (None: never seen)."""
 
 
 LogLiveness = Literal["live", "quiet", "crashed", "waiting", "error", "none"]

@@ -220,6 +220,30 @@ def test_silent_not_when_metrics_say_the_last_requests_finished() -> None:
     assert "3 running" in run.active()["server_silent"].message
 
 
+def test_a_silent_log_of_a_server_that_generates_is_not_its_log() -> None:
+    """The server answers and its count of generated tokens grows, yet the log kdash reads
+    has been quiet for minutes: a rotation the server did not reopen, or an old file. Saying
+    "hung, restart it" would stop a working server."""
+    from dash.core.state.http_state import HttpSample, HttpTracker
+    run = Run(silent_after_s=300)
+    run.feed(dec(0, 500.0, running=12))
+    http = HttpTracker("http://127.0.0.1:1")
+    for k, total in enumerate((1000.0, 1000.0, 1800.0)):
+        http.apply(HttpSample(at=0.0, reachable=True, latency_s=0.01, metrics={"generation_tokens_total": total,
+                                                      "running_req": 90.0}), T0 + 390 + k)
+    run.extra["http"] = http.snapshot(T0 + 400)
+    run.tick(400)
+    alert = run.active()["server_silent"]
+    assert "but the server at http://127.0.0.1:1 generates" in alert.message
+    assert alert.hint.startswith("Do not restart it")
+    for k in range(3):  # the count stands still: it may be hung after all
+        http.apply(HttpSample(at=0.0, reachable=True, latency_s=0.01, metrics={"generation_tokens_total": 1800.0,
+                                                      "running_req": 90.0}), T0 + 400 + 30 * k)
+    run.extra["http"] = http.snapshot(T0 + 470)
+    run.tick(70)
+    assert "hung if not" in run.active()["server_silent"].hint
+
+
 def _written(*points: tuple[float, int]) -> PartitionSnapshot:
     return PartitionSnapshot(name="B1", path="out/B1.jsonl", done=points[-1][1], total=None,
                              at_start=0, rate_per_min=None, eta_s=None, status="running",

@@ -199,6 +199,10 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
         return  # the last requests finished after the last stats line: idle, not hung
     if sum(p.written_after(s.last_record_at) for p in ctx.snap.partitions) >= running:
         return  # as many samples were written after it as it had running: they all finished
+    if http.state == "up" and http.generated_at is not None \
+            and ctx.now - http.generated_at <= ctx.cfg.log_live_s:
+        yield _not_its_log(ctx, quiet, last)
+        return
     after = ctx.events.since_start_of("oom", "crash")
     cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
     # A server prints its stats while requests run, so the last line before it goes idle
@@ -212,6 +216,26 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   f"{_probe(s.engine, http.url)} does not answer; restart it. "
                   "--enable-metrics or --outputs let kdash tell.",
                   since=s.last_record_at)
+
+
+def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:
+    """The log is silent while the server at the URL generates (its /metrics' count of
+    generated tokens grows): no hang, and no restart wanted; the log kdash reads is not the
+    one the server writes now (an old file, a rotation it did not follow, another server's)."""
+    s, http = ctx.snap.server, ctx.snap.http
+    return Finding(
+        "server_silent", "warn",
+        f"no decode/prefill line for {fmt_duration(quiet)}, but the server at {http.url} "
+        "generates: this log is not the one it writes now",
+        f"last stats line {where(last)}; /metrics: generated tokens growing, "
+        f"{_g(http.metrics.get('running_req'))} running",
+        "Do not restart it: pass the log it writes as --log (`ls -l /proc/<pid>/fd/1` of "
+        "the server names it; after a rotation it did not reopen, the renamed file).",
+        since=s.last_record_at)
+
+
+def _g(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
 
 
 def _probe(engine: str | None, url: str | None) -> str:

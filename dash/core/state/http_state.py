@@ -150,6 +150,8 @@ class HttpTracker:
         self._last_ok: float | None = None
         self._facts: dict[str, Any] = {}
         self._metrics: Mapping[str, float] = {}
+        self._generated: float | None = None
+        self._generated_at: float | None = None
 
     def apply(self, sample: HttpSample, now: float) -> None:
         """Fold one poll into the state; the time of a state change is `now`.
@@ -176,6 +178,15 @@ class HttpTracker:
         # /metrics is read every poll where it exists: no numbers this poll means none to show
         # (stale numbers from a dead or broken server would mislead).
         self._metrics = dict(sample.metrics) if sample.metrics is not None else {}
+        self._note_generated(self._metrics.get("generation_tokens_total"), now)
+
+    def _note_generated(self, total: float | None, now: float) -> None:
+        """When the server's count of generated tokens last grew: it generates then, whatever
+        the log kdash reads says (a gauge keeps its last value through a hang; a counter
+        that grows cannot)."""
+        if total is not None and self._generated is not None and total > self._generated:
+            self._generated_at = now
+        self._generated = total
 
     def _forget(self, url: str) -> None:
         self.url = url
@@ -183,6 +194,7 @@ class HttpTracker:
         self._since_seen = False
         self._failures, self._last_ok = 0, None
         self._metrics = {}
+        self._generated = self._generated_at = None
 
     def _merge_facts(self, sample: HttpSample) -> None:
         if sample.server_info is not None:
@@ -224,4 +236,5 @@ class HttpTracker:
             facts=dict(self._facts),
             metrics=dict(self._metrics),
             disagreement=disagree,
+            generated_at=self._generated_at,
         )
