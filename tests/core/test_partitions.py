@@ -75,6 +75,22 @@ def test_stalled_done_and_truncation() -> None:
     assert t.snapshot(500.0)[0].status == "done"
 
 
+def test_a_stalled_partition_has_no_eta_and_adds_no_rate_to_the_run() -> None:
+    # B wrote 14 lines in its first 15 s, then nothing: its window's rate (17/min) is of
+    # before, and an ETA of 57 min beside "stalled" said it was on its way.
+    t = PartitionsTracker({"A": 1000, "B": 1000}, stall_after_s=20.0)
+    t.apply([OutputCount("A", "out/A.jsonl", 0), OutputCount("B", "out/B.jsonl", 1)], 0.0)
+    for k in range(1, 50):
+        t.apply([OutputCount("A", "out/A.jsonl", k),
+                 OutputCount("B", "out/B.jsonl", min(15, 1 + k))], float(k))
+    a, b = t.snapshot(49.0)
+    assert b.status == "stalled" and b.rate_per_min and b.eta_s is None
+    assert b.eta_low_s is None and b.eta_high_s is None
+    totals = t.totals(49.0)
+    assert totals.rate_per_min == pytest.approx(a.rate_per_min)
+    assert totals.last_to_finish == "A"
+
+
 def test_restart_resets_rates_not_counts() -> None:
     t = PartitionsTracker()
     t.apply(_obs(0), 0.0)

@@ -225,8 +225,10 @@ class PartitionsTracker:
         # A file that is not there any more grows at no rate that can be told.
         rate = None if p.missing else p.rate_per_min(now, self._window, self._min_span)
         recent = None if p.missing else p.rate_per_min(now, self._recent, self._min_span)
+        status = "unreadable" if p.path in self._errors else self._status(p, total, now)
         eta = low = high = None
-        if total is not None and rate:
+        # A stalled partition is not on its way at any rate: its window's rate is of before.
+        if total is not None and rate and status != "stalled":
             remaining = max(0, total - done)
             eta = remaining * 60.0 / rate
             rates = [r for r in (rate, recent) if r is not None]
@@ -236,7 +238,7 @@ class PartitionsTracker:
         return PartitionSnapshot(
             name=name, path=p.path, done=done, total=total, at_start=p.at_start or 0,
             rate_per_min=rate, eta_s=eta, eta_low_s=low, eta_high_s=high,
-            status="unreadable" if p.path in self._errors else self._status(p, total, now),
+            status=status,
             error=self._errors.get(p.path), last_write=p.last_write,
             counting_progress=p.progress, recent_rate_per_min=recent,
             recent_counts=tuple(itertools.islice(p.history, max(0, len(p.history) - RECENT_COUNTS),
@@ -266,7 +268,8 @@ class PartitionsTracker:
         done = sum(s.done for s in snaps)
         totals = [s.total for s in snaps]
         total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
-        rates = [s.rate_per_min for s in snaps if s.rate_per_min is not None]
+        rates = [s.rate_per_min for s in snaps
+                 if s.rate_per_min is not None and s.status != "stalled"]
         rate = sum(rates) if rates else None
         eta = max(0, total - done) * 60.0 / rate if total is not None and rate else None
         pending = [s for s in snaps if s.status != "done" and s.eta_s is not None]
