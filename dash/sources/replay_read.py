@@ -47,4 +47,6 @@ def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAM
     except OSError as exc:
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     timeline.finish()
+    if not timeline.cut:
+        timeline.lines = done
     return timeline

@@ -281,3 +281,23 @@ def test_a_replay_counts_the_log_lines_not_only_its_stats(tmp_path: Path) -> Non
     run.advance(10_000.0)
     end = run.frame().snapshot.server
     assert end.lines == len(log.read_text().splitlines()) > 2 * end.records
+
+
+def test_a_replay_at_its_end_counts_the_lines_after_the_last_record(tmp_path: Path) -> None:
+    """A log that ends in lines of no interest (an access line, a traceback's frames): at the
+    end of the replay the server panel said `log 2 lines` of a 6-line log, where the
+    dashboard, `--once` and `summary` say 6."""
+    from dash.commands.replay import replay_config
+    from dash.core.config import Config
+    from dash.core.state.replay_run import ReplayRun
+    from dash.sources.replay_read import load_timeline
+
+    log = tmp_path / "server.log"
+    log.write_text("[2025-09-03 18:33:19 TP0] Decode batch. #running-req: 1, #token: 137, token "
+                   "usage: 0.00, gen throughput (token/s): 1.06, #queue-req: 0\n"
+                   'INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+                   "  a line of no interest\n\n")
+    run = ReplayRun(replay_config(log, (), base=Config()), load_timeline(log))
+    run.advance(3600.0)
+    frame = run.frame()
+    assert frame.at_end and frame.snapshot.server.lines == 4

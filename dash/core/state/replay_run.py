@@ -122,7 +122,11 @@ class ReplayRun:
         for i, j, t in runs(step, times, TICK_S):
             if j > i:
                 chunk = records[i:j]
-                self.state.feed_server_log(chunk, t, _lines(chunk, records[i - 1] if i else None))
+                lines = _lines(chunk, records[i - 1] if i else None)
+                if j == len(records) and lines is not None and self.timeline.lines is not None:
+                    # The last record is not the last line (an access line, a blank one).
+                    lines += max(0, self.timeline.lines - int(chunk[-1].get("line") or 0))
+                self.state.feed_server_log(chunk, t, lines)
             self.state.tick(t)
             if self.checkpoints.due(t):
                 self.checkpoints.add(t, j, pickle.dumps(self.state, pickle.HIGHEST_PROTOCOL))

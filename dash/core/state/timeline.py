@@ -47,6 +47,9 @@ class Timeline:
         self.cut = False
         """The log had more than `cap` records: the replay ends at the last one kept."""
         self._last: float | None = None
+        self.lines: int | None = None
+        """The log's lines, every one read (None: not counted, or the log was cut): the lines
+        after the last record count too, at the end of a replay."""
 
     def add(self, rec: Record) -> bool:
         """Keep one record; False once the cap is reached (the caller stops reading)."""
