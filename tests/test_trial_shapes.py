@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dash.commands.cli import main
+from dash.core.log import timestamps
 
 NO_STAMP = ("Decode batch. #running-req: 1010, #token: 55006, token usage: 0.93, "
             "gen throughput (token/s): 1397.13, #queue-req: 12279\n")
@@ -220,3 +221,26 @@ def test_once_tells_a_prefill_servers_figures(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "last prefill 5 new seqs, 5 new tokens, 20050 cached, running 34, queue 0, " \
            "token usage 0.34" in out
+
+
+def test_a_utc_log_loading_weights_on_a_tokyo_box_learns_its_clock(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server in a UTC container, kdash on a box in Tokyo, started while the server draws
+    its weight-loading bar (no stamps, minutes long): the zone is learned from the stamp before
+    the bar, not left unlearned (its startup nine hours old: no start in progress)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    timestamps._full_stamp_to_epoch.cache_clear()  # it keeps times of the zone before
+    try:
+        log = tmp_path / "server.log"
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - 240))
+        log.write_text(f"[{stamp} TP0] Load weight begin. avail mem=78.84 GB\n"
+                       "Loading safetensors checkpoint shards:  45% Completed | 9/20 [03:58<04:51]")
+        doc = _once(capsys, "--log", str(log))
+        assert doc["server"]["log_clock"]["offset_s"] == 9 * 3600
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+        timestamps._full_stamp_to_epoch.cache_clear()

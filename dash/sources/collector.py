@@ -284,7 +284,7 @@ def _apply_log(state: RunState, log: LogRead, now: float) -> None:
     written_at = None if s.more else file_at
     state.feed_server(log.path, log.records, now, lines=len(s.lines), written_at=written_at,
                       pattern=log.pattern, last_stamp=log.last_stamp, rewritten=rewrites(s),
-                      file_at=file_at)
+                      file_at=file_at, stamp_last=log.stamp_last)
     if log.window is not None:
         state.server(log.path).window_counted(log.window.base)
     message = s.message

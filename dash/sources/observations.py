@@ -45,6 +45,9 @@ class LogRead:
     last_stamp: str | None = None
     """The stamp of the last stamped line read (any line: an HTTP access line too), as a
     record's `ts` would carry it."""
+    stamp_last: bool = True
+    """That stamped line is the file's last: nothing without a stamp (a progress bar, a
+    traceback) was written after it, so the file's mtime is its stamp's moment."""
 
 
 @dataclass(frozen=True, slots=True)

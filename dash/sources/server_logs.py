@@ -115,19 +115,21 @@ class ServerLogs:
             follow = log.follower.poll()
             records = log.lines.parse(follow)
             ago = None if follow.mtime is None else max(0.0, time.time() - follow.mtime)
+            ts, last = self._last_stamp(follow.lines)
             out.append(LogRead(path, follow, records, ago, log.pattern, log.lines.counted(),
-                               self._last_stamp(follow.lines)))
+                               ts, last and not follow.partial))
         return tuple(out)
 
-    def _last_stamp(self, lines: tuple[str, ...]) -> str | None:
-        """The newest stamp among the last lines read: a line of no interest (an HTTP access
-        line) was written at its stamp as much as a stats line."""
+    def _last_stamp(self, lines: tuple[str, ...]) -> tuple[str | None, bool]:
+        """The newest stamp among the last lines read (a line of no interest, an HTTP access
+        line, was written at its stamp as much as a stats line), and whether its line is the
+        last one."""
         split = self._parser.prefixes.split
-        for line in reversed(lines[-STAMP_LOOKBACK:]):
+        for back, line in enumerate(reversed(lines[-STAMP_LOOKBACK:])):
             ts = split(clean(line[:MAX_STAMP_CHARS])).ts
             if ts:
-                return ts
-        return None
+                return ts, back == 0
+        return None, False
 
     @property
     def counting(self) -> bool:

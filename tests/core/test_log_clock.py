@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dash.core.log import timestamps
 from dash.core.snapshot import LogClockView
 from dash.core.state.log_clock import LogClock, clock_text, stamp_is_zoned, zone_text
 from dash.core.state.server_log import ServerLogTracker
@@ -33,9 +34,11 @@ def box_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
     def put(zone: str) -> None:
         monkeypatch.setenv("TZ", zone)
         time.tzset()
+        timestamps._full_stamp_to_epoch.cache_clear()  # it keeps times of the zone before
     yield put
     monkeypatch.undo()
     time.tzset()
+    timestamps._full_stamp_to_epoch.cache_clear()
 
 
 # A box in Nepal or on Kiritimati reading a UTC log, a UTC box reading logs stamped in Bangkok
@@ -185,3 +188,13 @@ def test_replays_and_summaries_keep_the_stamps_as_they_are() -> None:
     snap = tr.snapshot(W0)
     assert snap.clock.offset_s == 0.0 and not snap.clock.learned
     assert snap.gen_throughput.t == (W0 - 9 * H,)
+
+
+def test_a_stamp_that_unstamped_lines_followed_takes_the_nearest_quarter_hour(
+        box_zone: Callable[[str], None]) -> None:
+    # A server loading its weights draws a progress bar without stamps for minutes: its last
+    # stamp is older than the file's last write by that long, and the zone is still learned.
+    box_zone("Asia/Tokyo")
+    clock = LogClock()
+    clock.observe(W0 - 9 * H - 300, W0, DATED, exact=False)
+    assert clock.offset_s == 9 * H

@@ -38,9 +38,10 @@ and Chatham, with their summer times). A difference that would put the log in no
 log copied in, or read late: `UTC+1:30` taught from it made every age unknown. A constant, not
 `zoneinfo`: that reads the tz database from disk, and this module does no I/O."""
 ZONE_SLACK_S = 120.0
-"""The newest stamp of a file against its mtime differs from a zone by seconds (the line was
-written then); further off, the read teaches nothing (the last stamped line is older than the
-last write: a progress bar since, or a copy), and a later read teaches it."""
+"""The last line's stamp against the file's mtime differs from a zone by seconds (the line was
+written then); further off, the read teaches nothing (a copy), and a later read teaches it.
+When lines without a stamp came after the stamped one (a progress bar while weights load), the
+stamp is older than the write by their time, and the nearest quarter hour is taken."""
 AGREE = 3
 """Lines in a row that must agree on a new offset before it replaces the one in use."""
 MOVE_MIN_S = 30.0
@@ -153,8 +154,10 @@ class LogClock:
         """`now` on the log's clock: the reference that dates a stamp printing no date."""
         return self._map.to_stamp(now)
 
-    def observe(self, stamp: float, written_at: float, ts: str) -> Callable[[float], float] | None:
-        """A line stamped `ts` (read as `stamp`) was written at clock time `written_at`.
+    def observe(self, stamp: float, written_at: float, ts: str,
+                exact: bool = True) -> Callable[[float], float] | None:
+        """A line stamped `ts` (read as `stamp`) was written at clock time `written_at` (with
+        `exact` False: at or before it, lines without a stamp having followed it).
 
         Returns how clock times placed with the map before move to the new map, when it moved
         by `MOVE_MIN_S` or more; None when points already placed stay where they are.
@@ -172,7 +175,8 @@ class LogClock:
             self._map = _Map(rate=rate, anchor_stamp=stamp, anchor_clock=written_at)
             self.learned = True
         else:
-            self._learn_offset(written_at - stamp, stamp_is_dated(ts), box_utc_offset(written_at))
+            self._learn_offset(written_at - stamp, stamp_is_dated(ts), box_utc_offset(written_at),
+                               exact)
         after = self._map
         if abs(after.to_clock(stamp) - before.to_clock(stamp)) < MOVE_MIN_S:
             return None
@@ -195,13 +199,13 @@ class LogClock:
         typical = steps[len(steps) // 2] if steps else 0.0
         return rate if typical > 0 and 0.5 <= typical / rate <= 2.0 else None
 
-    def _learn_offset(self, raw: float, dated: bool, box_s: float) -> None:
+    def _learn_offset(self, raw: float, dated: bool, box_s: float, exact: bool = True) -> None:
         if not dated:  # a time-only stamp says nothing of the day: the nearest one
             raw = (raw + DAY_S / 2) % DAY_S - DAY_S / 2
         if abs(raw) > MAX_ZONE_S:
             return
         offset = round(raw / QUARTER_H_S) * QUARTER_H_S + 0.0  # no -0.0
-        if abs(raw - offset) > ZONE_SLACK_S or round((box_s - offset) / 60) not in ZONES_MIN:
+        if (exact and abs(raw - offset) > ZONE_SLACK_S) or round((box_s - offset) / 60) not in ZONES_MIN:
             return  # the log in no zone there is: a copy, or lines read late
         if not self.learned or self._map.rate != 1.0:
             self._map, self.learned = _Map(offset=offset), True
@@ -246,13 +250,14 @@ class LogTimes:
             self.saw(t)
         return t
 
-    def learn(self, ts: str, written_at: float, now: float) -> Callable[[float], float] | None:
+    def learn(self, ts: str, written_at: float, now: float,
+              exact: bool = True) -> Callable[[float], float] | None:
         """The file's last line, stamped `ts`, was written at clock time `written_at`; how the
         times placed so far move, when the clock learned moved them."""
         stamp = _epoch(ts, self.clock.stamp_ref(now))
         if stamp is None:
             return None
-        moved = self.clock.observe(stamp, written_at, ts)
+        moved = self.clock.observe(stamp, written_at, ts, exact)
         if moved is not None and self.last_line_at is not None:
             self.last_line_at = moved(self.last_line_at)
         self.saw(self.clock.to_clock(stamp))

@@ -111,22 +111,24 @@ class RunState:
     def feed_server(self, path: str, records: Sequence[Record | None], now: float, *,
                     lines: int | None = None, written_at: float | None = None,
                     pattern: str | None = None, last_stamp: str | None = None,
-                    rewritten: Sequence[int] = (), file_at: float | None = None) -> None:
+                    rewritten: Sequence[int] = (), file_at: float | None = None,
+                    stamp_last: bool = True) -> None:
         """Feed one server log's records as a follower read them (`written_at`: when the file
         was last written, `last_stamp` the last line's stamp: they teach the log's clock;
         `rewritten`: indexes into `records` where the log was rewritten, truncated or replaced,
         before that record: a start after one ends the launch that was open; `file_at`: the
-        file's last write, the time of lines without a stamp)."""
+        file's last write, the time of lines without a stamp; `stamp_last`: `last_stamp` is the
+        file's last line's)."""
         self._feed(self.server(path, pattern), records, now, lines, written_at, last_stamp,
-                   rewritten, file_at)
+                   rewritten, file_at, stamp_last)
 
     def _feed(self, tracker: ServerLogTracker, records: Sequence[Record | None], now: float,
               lines: int | None, written_at: float | None,
               last_stamp: str | None = None, rewritten: Sequence[int] = (),
-              file_at: float | None = None) -> None:
+              file_at: float | None = None, stamp_last: bool = True) -> None:
         before = tracker.restarts
         tracker.feed(records, now, lines, written_at=written_at, last_stamp=last_stamp,
-                     file_at=file_at)
+                     file_at=file_at, stamp_last=stamp_last)
         if tracker.restarts != before:
             self.partitions.note_restart(now)
         launches = self.launches_of(tracker)

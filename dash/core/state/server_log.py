@@ -108,7 +108,7 @@ class ServerLogTracker:
 
     def feed(self, records: Iterable[Record | None], now: float, lines: int | None = None, *,
              written_at: float | None = None, last_stamp: str | None = None,
-             file_at: float | None = None) -> None:
+             file_at: float | None = None, stamp_last: bool = True) -> None:
         """Apply records in file order. None items are lines of no interest (counted as lines).
 
         `lines`: the number of raw lines these records came from, when the caller counted them.
@@ -119,11 +119,13 @@ class ServerLogTracker:
         `file_at`: when the file was last written, even for a read that has not reached its end:
         no line read was written later, so a line without a stamp is placed there, not at `now`
         (a log with no stamps, last written an hour ago, is an hour old).
+        `stamp_last`: `last_stamp` is the last line's (else lines without a stamp, a progress
+        bar, came after it, and it was written some time before the file's last write).
         """
         self._file_at = None if file_at is None else min(file_at, now)
         if written_at is not None:
             records = records if isinstance(records, (list, tuple)) else list(records)
-            self._learn_clock(records, written_at, now, last_stamp)
+            self._learn_clock(records, written_at, now, last_stamp, stamp_last)
         count = 0
         self._feeds += 1
         stats_before = self._records_stats
@@ -167,7 +169,7 @@ class ServerLogTracker:
         self._stats.peak = None
 
     def _learn_clock(self, records: Sequence[Record | None], written_at: float,
-                     now: float, last_stamp: str | None) -> None:
+                     now: float, last_stamp: str | None, exact: bool = True) -> None:
         """The last stamp of a read against when the file was written: the log's clock.
 
         Only the last line's stamp will do: an idle server's log ends in HTTP access lines (a
@@ -176,7 +178,7 @@ class ServerLogTracker:
         if ts is None and records and isinstance(records[-1], Mapping):
             ts = records[-1].get("ts")
         if isinstance(ts, str) and ts:
-            moved = self._times.learn(ts, written_at, now)
+            moved = self._times.learn(ts, written_at, now, exact)
             if moved is not None:
                 self._remap(moved)
 
