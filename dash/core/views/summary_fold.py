@@ -39,11 +39,10 @@ def _sum_ints(texts: list[bytes] | None) -> int:
 
 
 class Stamps:
-    """Normalised stamps and their 10-second keys, each worked out once per distinct text."""
+    """Normalised stamps, each worked out once per distinct text, and their 10-second keys."""
 
     def __init__(self, texts: dict[bytes, str]) -> None:
         self.texts = texts
-        self.keys: dict[bytes, str | None] = {}
 
     def text(self, col: list[bytes]) -> list[str]:
         texts = self.texts
@@ -52,10 +51,10 @@ class Stamps:
         return list(map(texts.__getitem__, col))
 
     def text_and_key(self, col: list[bytes]) -> tuple[list[str], list[str | None]]:
-        keys = self.keys
-        fresh = list(set(col).difference(keys))
-        keys.update(zip(fresh, map(ts_key, self.text(fresh)), strict=True))
-        return self.text(col), list(map(keys.__getitem__, col))
+        # a key per row: a block's decode rows have a stamp each second, so a key per
+        # distinct stamp would only add the lookups
+        texts = self.text(col)
+        return texts, list(map(ts_key, texts))
 
 
 def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
