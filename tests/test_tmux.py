@@ -142,6 +142,12 @@ def test_panels_keys_and_q(tmux: Tmux) -> None:
     screen = tmux.wait_for(lambda s: "GPU 1 memory" in s and (_details(s) or "").startswith("B2"))
     assert _details_line(screen).startswith("B2_opencodeinstruct")
 
+    # A lone Escape is a key once no sequence follows it (the input thread's one timed wait).
+    tmux.keys("?")
+    tmux.wait_for(lambda s: "kdash keys" in s)
+    tmux.keys("Escape")
+    tmux.wait_for(lambda s: "kdash keys" not in s and _ready(s))
+
     tmux.keys("q")
     assert tmux.exit_status() == 0
     assert not tmux.alternate_screen()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,8 @@ from dash.ui.messages import (
 )
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from dash.core.launch import Launch
     from dash.core.state.run import RunState
     from dash.sources.alert_sinks import AlertDelivery
@@ -137,6 +140,19 @@ class WorkerApp(App[int]):
         self.launch_keepers = launch_keepers
         """Save the logs' launches to the state directory (none: they are not kept)."""
         self._launch_state: RunState | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal; on Linux and macOS one whose input thread sleeps
+        while no key is pressed (`dash.ui.driver`). A driver named in TEXTUAL_DRIVER is kept."""
+        chosen = super().get_driver_class()
+        if sys.platform != "win32":
+            from textual.drivers.linux_driver import LinuxDriver
+
+            if chosen is LinuxDriver:
+                from dash.ui.driver import QuietLinuxDriver
+
+                return QuietLinuxDriver
+        return chosen
 
     def start_sources(self) -> None:
         """Start one loop per configured source."""

@@ -120,6 +120,25 @@ async def test_hung_server_times_out_near_the_read_timeout() -> None:
     assert took < hang / 5  # the client gave up; it did not wait for the server
 
 
+async def test_closing_during_a_hung_poll_does_not_wait_for_it() -> None:
+    # A quit while the server hangs: the poll's thread runs on to its deadline, the quit does not.
+    routes = {p: Route(hang_s=10.0, body=r.body) for p, r in recorded("sglang-0.5.23").items()}
+    with FakeServer(routes) as srv:
+        poller = HttpPoller(srv.url, connect_timeout=1.0, read_timeout=3.0)
+        task = asyncio.ensure_future(poller.poll(NOW))
+        await asyncio.sleep(0.2)
+        start = time.monotonic()
+        await poller.aclose(timeout=0.3)
+        assert time.monotonic() - start < 1.5
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Once the cycle's deadline has passed, the closing thread has closed the client.
+        deadline = time.monotonic() + 8.0
+        while poller._client is not None and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert poller._client is None
+
+
 async def test_trickled_body_is_bounded_by_the_poll_deadline() -> None:
     body = (recorded("sglang-0.5.23")["/metrics"].body)[:3000]  # 3000 bytes x 10 ms = 30 s
     with FakeServer({"/metrics": Route(body=body, trickle_s=0.01, content_type="text/plain")}) as srv:
