@@ -70,8 +70,10 @@ class BlockReader:
         bracket = parser.prefixes.bracket
         self._bracket = bracket.pattern.encode() if bracket.groups == 2 else None
         plain = parser.prefixes.bracket_plain.encode()
+        # a grammar whose bracket is not (stamp, tags) has no bracket shapes: its stand-in
+        # matches nothing, with the two groups a prefix check reads
         self._vouch = re.compile(b"\n" + (self._bracket or b"(?!)()()"))
-        self._stub = re.compile(plain) if self._bracket else None
+        self._stub = re.compile(plain) if self._bracket else None  # a line of a prefix alone
         self._compile()
 
     def _captured(self, shape: Shape) -> tuple[int, ...]:
