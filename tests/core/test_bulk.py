@@ -282,13 +282,12 @@ def test_lines_the_parser_would_read_differently_are_left_to_it(bad: bytes) -> N
 
 
 def test_access_lines_that_name_a_stats_head_are_not_passed_over() -> None:
-    """The HTTP server's lines are passed over only while they hold no keyword of the
-    grammar: `GET /Prefill batch` is an unparsed line, as the parser says."""
+    """An HTTP server's line that holds a stats head is no row: `GET /Prefill batch` is an
+    unparsed line, as the parser says."""
     acc = [(TS.format(m=1, s=s % 60) + ACCESS.format(t=s)).encode() for s in range(900)]
     odd = (TS.format(m=2, s=0) + ACCESS.format(t=7).replace("POST", "GET /Prefill batch")).encode()
     block = b"\n".join([_dec(1), *acc[:450], odd, *acc[450:], _dec(2)]) + b"\n"
     reader, got = _read_twice(block)
-    assert reader._skips, "a block of access lines teaches a form to pass over"
     assert got == _naive_block(block, 1)
     assert [r["kind"] for r in got] == ["decode", "unparsed", "decode"]
 
@@ -306,14 +305,22 @@ def test_a_prefilter_that_is_no_plain_search_parses_every_line() -> None:
     seen: list[str] = []
     parse = parser.parse
     parser.parse = lambda text, n=0: seen.append(text) or parse(text, n)  # type: ignore[method-assign]
-    block = b"\n".join([_dec(1), b"Killed", b"hello", b"decode BATCH, x", _dec(2), b""]) + b"\n"
+    alone = TS.format(m=9, s=9).encode()  # a line of a stamp alone: the parser's to read
+    block = b"\n".join([_dec(1), b"Killed", b"hello", b"decode BATCH, x", _dec(2), b"", alone,
+                        _dec(3)]) + b"\n"
     reader = BlockReader(parser)
     buf = b"\n" + block
-    got = records(reader.read(buf, len(buf), 1), reader.stamps)
+    reader.read(buf, len(buf), 1)
+    seen.clear()
+    batch = reader.read(buf, len(buf), 1)
+    got = records(batch, reader.stamps)
     want = [r for n, line in enumerate(block.decode().split("\n")[:-1], 1)
             if (r := parse(line, n)) is not None]
-    assert got == want and [r["kind"] for r in got] == ["decode", "event", "decode"]
+    assert got == want and [r["kind"] for r in got] == ["decode", "event", "decode", "decode"]
     assert {"hello", "decode BATCH, x"} <= set(seen)
+    # what a row leaves of its line (its prefix) is not read; a line of a prefix alone is
+    assert batch.rows_total == 3 and seen.count(alone.decode()) == 1
+    assert not any(t.startswith("[2026-03-01 08:01:0") for t in seen)
 
 
 @settings(max_examples=200, deadline=None)
@@ -384,3 +391,62 @@ def test_export_of_a_log_with_more_stamps_than_a_writer_keeps(
     path.write_text("".join(f"[2026-03-01 0{i // 3600}:{i // 60 % 60:02d}:{i % 60:02d}] "
                             + DECODE.format(**f) + "\n" for i in range(400)), encoding="utf-8")
     assert export(path, monkeypatch, 4096, parallel=False) == naive_export(path)
+
+
+# -- rows by their literal: lines that look like a row but are not --------------------------
+
+def _look_alikes() -> list[bytes]:
+    body = DECODE.format(r=1, t=2, u=3, g="4.00", q=0)
+    return [
+        b"[2026-03-01 08:61:02] " + body.encode(),  # a bad stamp, of a row's width
+        b"[2026-03-01T08:01:02] " + body.encode(),  # no bracket stamp, of a row's width
+        b"abcdefghijklmnopqrstu " + body.encode(),  # no bracket at all, of a row's width
+        b"[2026-03-01 08:01:02] x" + body.encode(),  # the literal inside another line
+        b"[2026-03-01 08:01:02] " + body.replace(", cuda graph: True", "").encode(),  # short
+        b"[2026-03-01 08:01:02]  " + body.encode(),  # two spaces after the bracket
+        (ACCESS.format(t=1) + " " + body).encode(),  # the whole body inside an access line
+        body.encode(),  # the bare form, beside bracket rows
+    ]
+
+
+@pytest.mark.parametrize("odd", _look_alikes())
+def test_a_line_that_looks_like_a_row_is_the_parsers(odd: bytes) -> None:
+    block = b"\n".join([_dec(1), _dec(2), odd, _dec(3), odd, _dec(4)]) + b"\n"
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1)
+    buf = b"\n" + block
+    batch = reader.read(buf, len(buf), 1)
+    assert batch.count(0) == 4 and batch.shape_lines(0) == [1, 2, 4, 6]
+
+
+def test_rank_tags_and_stamp_forms_are_learned_as_prefix_widths() -> None:
+    """Prefixes of several widths (rank tags, a time alone, a fraction): each is learned from
+    the line the parser reads, and its rows are then rows."""
+    body = DECODE.format(r=1, t=2, u=3, g="4.00", q=0)
+    prefixes = ["[2026-03-01 08:00:0{s}] ", "[2026-03-01 08:00:0{s} TP0] ", "[08:00:0{s} TP1] ",
+                "[2026-03-01 08:00:0{s} DP1 TP3] ", "[2026-03-01 08:00:0{s}.123] ",
+                "[2026-03-01 08:00:0{s} DP10 TP3] "]
+    lines = [(p.format(s=s) + body).encode() for s in range(8) for p in prefixes]
+    block = b"\n".join(lines) + b"\n"
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1)
+    assert sorted(len(w) for w in reader._widths) == [4]  # at most MAX_WIDTHS: the rest parsed
+    buf = b"\n" + block
+    batch = reader.read(buf, len(buf), 1)
+    assert batch.rows_total == 8 * 5 and [r["rank"] for r in batch.others] == ["DP10 TP3"] * 8
+
+
+def test_a_reader_that_takes_some_values_reads_rows_whole_when_asked() -> None:
+    """A summary's reader takes a prefill row's token counts only; its records are still
+    whole, read from the block again."""
+    from dash.core.views.summary_fold import KEEP
+
+    pre = [(TS.format(m=1, s=s) + PREFILL.format(r=s, t=300 + s, c=100, u=5, q=7)).encode()
+           for s in range(5)]
+    block = b"\n".join([*pre[:2], _dec(1), *pre[2:], b"Killed", _dec(2)]) + b"\n"
+    reader = BlockReader(PARSER, KEEP)
+    buf = b"\n" + block
+    reader.read(buf, len(buf), 1)
+    batch = reader.read(buf, len(buf), 1)
+    assert batch.rows_total == 7
+    assert records(batch, reader.stamps) == _naive_block(block, 1)

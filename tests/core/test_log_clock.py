@@ -125,7 +125,10 @@ def test_old_lines_appended_in_a_burst_teach_no_rate() -> None:
 
 def test_a_rate_is_said_without_scientific_notation() -> None:
     assert clock_text(LogClockView(rate=1600.0)) == "log clock runs 1,600x the wall clock"
-    assert clock_text(LogClockView(rate=0.608)) == "log clock runs 0.608x the wall clock"
+    assert clock_text(LogClockView(rate=0.608)) == "log clock runs 0.61x the wall clock"
+    # A rate learned again as lines come keeps its text: no third figure to flicker.
+    assert {clock_text(LogClockView(rate=r)) for r in (7.996, 8.0, 8.013)} == {
+        "log clock runs 8x the wall clock"}
     assert clock_text(LogClockView(rate=0.004)) == "log clock runs 1/250x the wall clock"
 
 

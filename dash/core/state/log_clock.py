@@ -83,11 +83,12 @@ def zone_text(offset_s: float) -> str:
 
 
 def _times(rate: float) -> str:
-    """`8.02x`, `1,600x`, `1/250x`: never in scientific notation."""
+    """`8x`, `0.61x`, `1,600x`, `1/250x`: never in scientific notation. Two figures: the rate
+    is learned again as lines come, and a third figure flickers (`8.01x`, `8x`, `8.01x`)."""
     if rate >= 100:
         return f"{rate:,.0f}x"
     if rate >= 0.01:
-        return f"{rate:.3g}x"
+        return f"{rate:.2g}x"
     return f"1/{1 / rate:,.0f}x"
 
 

@@ -140,11 +140,9 @@ class SeriesPiece:
             ts = rec.get("ts")
             self.others.append(rec)
             self.other_ts.append(self._stamp(ts if isinstance(ts, str) and ts else None))
-        lines = batch.row_lines()
         for s, slot in enumerate(slots):
             if batch.count(s):
-                own = list(map(lines.__getitem__, batch.index(s)))
-                self._add_rows(self.rows[slot], batch.columns(s), own, stamps)
+                self._add_rows(self.rows[slot], batch.columns(s), batch.shape_lines(s), stamps)
 
     def _slot(self, shape: Shape) -> int:
         for i, s in enumerate(self.shapes):

@@ -95,13 +95,10 @@ def text(batch: Batch, stamps: dict[bytes, str], writers: dict[bytes, ShapeWrite
     """The JSON lines of the batch's records of `kinds`, in file order, with the line numbers
     the batch has (the file's own when the reader was handed its first line's)."""
     ws = [writers.setdefault(s.pattern, ShapeWriter(s)) for s in batch.shapes]
-    lines = batch.row_lines() if batch.rows_total else []
-    per_shape = []
-    for i, w in enumerate(ws):
-        own = lines if len(ws) == 1 else list(map(lines.__getitem__, batch.index(i)))
-        per_shape.append(w.rows(batch.columns(i), own, stamps) if batch.count(i) else [])
-    if not batch.others and len(per_shape) == 1:
-        return b"".join(per_shape[0])
+    per_shape = [w.rows(batch.columns(i), batch.shape_lines(i), stamps) if batch.count(i) else []
+                 for i, w in enumerate(ws)]
+    if not batch.others and sum(map(bool, per_shape)) <= 1:
+        return b"".join(next(filter(None, per_shape), []))
     # unparsed records are left out: an empty text in their place
     others = [dumps(rec).encode() + b"\n" if rec["kind"] in kinds else b""
               for rec in batch.others]

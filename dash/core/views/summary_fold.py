@@ -24,9 +24,9 @@ from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
-KEEP = frozenset({"new_token", "cached_token", "gen_throughput", "accept_len", "accept_rate",
-                  "engine_index"})
-"""The values the summary takes a column at a time (`BlockReader(keep=...)`)."""
+KEEP = frozenset({"new_token", "cached_token", "decode"})
+"""The values the summary takes a column at a time (`BlockReader(keep=...)`): a decode row's
+all (a few become whole records), a prefill row's token counts."""
 
 
 def _sum_ints(texts: list[bytes] | None) -> int:
@@ -39,11 +39,10 @@ def _sum_ints(texts: list[bytes] | None) -> int:
 
 
 class Stamps:
-    """Normalised stamps and their 10-second keys, each worked out once per distinct text."""
+    """Normalised stamps, each worked out once per distinct text, and their 10-second keys."""
 
     def __init__(self, texts: dict[bytes, str]) -> None:
         self.texts = texts
-        self.keys: dict[bytes, str | None] = {}
 
     def text(self, col: list[bytes]) -> list[str]:
         texts = self.texts
@@ -52,10 +51,10 @@ class Stamps:
         return list(map(texts.__getitem__, col))
 
     def text_and_key(self, col: list[bytes]) -> tuple[list[str], list[str | None]]:
-        keys = self.keys
-        fresh = list(set(col).difference(keys))
-        keys.update(zip(fresh, map(ts_key, self.text(fresh)), strict=True))
-        return self.text(col), list(map(keys.__getitem__, col))
+        # a key per row: a block's decode rows have a stamp each second, so a key per
+        # distinct stamp would only add the lookups
+        texts = self.text(col)
+        return texts, list(map(ts_key, texts))
 
 
 def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
@@ -116,7 +115,7 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
         else:
             _decode_rows(part, batch, s, marks)
     _first_last(part, batch, marks)
-    part.lines = batch.lines  # last: it counts on from the line numbers asked before
+    part.lines = batch.lines
     return part
 
 
@@ -132,15 +131,9 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     gens_col = batch.column(s, "gen_throughput")
     gens = list(map(float, gens_col)) if gens_col is not None else []
     top = gens.index(max(gens)) if gens else -1
-    index = batch.index(s)
-    if gens_col is not None:  # every sample's line (the ranks' merge orders by them)
-        every = batch.lines_of_rows(index)
-        lines = dict(enumerate(every))
-        picks = sorted({*heads, n - 1})
-    else:
-        picks = sorted({*heads, n - 1})
-        lines = dict(zip(picks, batch.lines_of_rows([index[j] for j in picks]), strict=True))
-    made = {j: shape_record(shape, lines[j], batch.row(index[j]), marks.texts) for j in picks}
+    lines = batch.shape_lines(s)
+    picks = sorted({*heads, n - 1})
+    made = {j: shape_record(shape, lines[j], batch.row_of(s, j), marks.texts) for j in picks}
     part.candidates = [Candidate(lines[j], keys[j], made[j], ranks[j] if ranks else None)
                        for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
@@ -150,24 +143,22 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     if gens_col is None:
         return
     part.gens = gens
-    part.gen_ts, part.gen_lines = ts, every
+    part.gen_ts, part.gen_lines = ts, lines
     if ranks is not None:
         part.gen_ranks = ranks
     part.peak = (top, lines[top])
 
 
 def _first_last(part: Part, batch: Batch, marks: Stamps) -> None:
-    """The first and last stamp of the block's records, in file order: a record's place is
-    (rows before it, 0, its index) for an other record, (its row, 1, 0) for a row."""
-    timed: list[tuple[tuple[int, int, int], str]] = []
+    """The first and last stamp of the block's records, in file order (by line number)."""
+    timed: list[tuple[int, str]] = []
     for s, shape in enumerate(batch.shapes):
         if shape.prefix_groups and batch.count(s):
-            first, last = batch.index(s)[0], batch.index(s)[-1]
-            timed.append(((first, 1, 0), marks.text([batch.row(first)[0]])[0]))
-            timed.append(((last, 1, 0), marks.text([batch.row(last)[0]])[0]))
-    stamped = [((k, 0, i), r["ts"]) for i, (k, r) in
-               enumerate(zip(batch.other_positions(), batch.others, strict=True))
-               if isinstance(r.get("ts"), str) and r["ts"]]
+            for j in (0, -1):
+                stamp = marks.text([batch.stamp_of(s, j)])[0]
+                timed.append((batch.row_line(s, j), stamp))
+    stamped = [(r["line"], r["ts"]) for r in batch.others if isinstance(r.get("ts"), str)
+               and r["ts"]]
     if stamped:
         timed += [stamped[0], stamped[-1]]
     if timed:
