@@ -193,7 +193,9 @@ def test_a_server_that_said_it_shut_down_is_not_at_a_wrong_address() -> None:
     assert "http_unreachable" not in {a.id for a in s.tick("20:10:08").alerts}
 
 
-def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
+def _oom_loop() -> Session:
+    """A server started at 20:00, dying of OOM every five minutes from 20:05, restarted each
+    time 30 s later with a lower mem fraction."""
     s = Session()
     s.feed("20:00:00", _args("20:00:00", 0.93), _ready("20:00:20"))
     for n, minute in enumerate(("05", "10", "15", "20")):
@@ -202,6 +204,11 @@ def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
         s.feed(f"20:{minute}:30", _args(f"20:{minute}:30", 0.93 - 0.01 * n),
                _ready(f"20:{minute}:50"))
+    return s
+
+
+def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
+    s = _oom_loop()
     restarted = _restarted(s.tick("20:21:00"))
     assert len(restarted) == 2
     assert sorted(since for _, since, _ in restarted.values()) == [_at("20:15:30"),
@@ -209,16 +216,8 @@ def test_a_crash_loop_shows_its_latest_two_restarts_not_one_line_each() -> None:
 
 
 def test_a_crash_loop_says_how_many_restarts_it_has_had_since_when() -> None:
-    # Two lines shown of four OOMs: the newest says the loop's length, or it reads as two.
-    s = Session()
-    s.feed("20:00:00", _args("20:00:00", 0.93), _ready("20:00:20"))
-    for n, minute in enumerate(("05", "10", "15", "20")):
-        s.feed(f"20:{minute}:00", f"[{DAY} 20:{minute}:00 TP0] Scheduler hit an exception: "
-               "Traceback (most recent call last):",
-               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.")
-        s.feed(f"20:{minute}:30", _args(f"20:{minute}:30", 0.93 - 0.01 * n),
-               _ready(f"20:{minute}:50"))
-    messages = sorted(_restarted(s.tick("20:21:00")).values(), key=lambda r: r[1])
+    # Two lines shown of four OOMs: one says the loop's length, or it reads as two.
+    messages = sorted(_restarted(_oom_loop().tick("20:21:00")).values(), key=lambda r: r[1])
     # on the first of the two, the one listed on top (shown in full at 80x24)
     assert messages[0][2].endswith("; 4 restarts after an OOM or crash since 20:05")
     assert "restarts after" not in messages[1][2]
