@@ -122,8 +122,8 @@ def rule_restarted(ctx: RuleContext) -> Iterator[Finding]:
         evidence += f"; before it: {cause.get('event')} {where(cause)}"
         line = (incident_line(cause, ev, after, ctx.snap.server.engine)
                 + (loop if i == told else ""))
-        yield Finding("server_restarted", "warn", line, evidence,
-                      _restart_hint(cause, ctx.snap.server.facts, ctx.snap.server.engine), subject=subject,
+        hint = _restart_hint(cause, ctx.snap.server.facts, ctx.snap.server.engine)
+        yield Finding("server_restarted", "warn", line, evidence, hint, subject=subject,
                       line=text_of(cause), since=ev["at"], per_event=True)
 
 

@@ -223,19 +223,16 @@ def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:
     generated tokens grows): no hang, and no restart wanted; the log kdash reads is not the
     one the server writes now (an old file, a rotation it did not follow, another server's)."""
     s, http = ctx.snap.server, ctx.snap.http
+    running = http.metrics.get("running_req")
     return Finding(
         "server_silent", "warn",
         f"no decode/prefill line for {fmt_duration(quiet)}, but the server at {http.url} "
         "generates: this log is not the one it writes now",
-        f"last stats line {where(last)}; /metrics: generated tokens growing, "
-        f"{_g(http.metrics.get('running_req'))} running",
+        f"last stats line {where(last)}; /metrics: generated tokens growing"
+        + (f", {running:g} running" if running is not None else ""),
         "Do not restart it: pass the log it writes as --log (`ls -l /proc/<pid>/fd/1` of "
         "the server names it; after a rotation it did not reopen, the renamed file).",
         since=s.last_record_at)
-
-
-def _g(value: float | None) -> str:
-    return "?" if value is None else f"{value:g}"
 
 
 def _probe(engine: str | None, url: str | None) -> str:
