@@ -150,6 +150,8 @@ def test_the_silent_servers_hint_names_a_probe_that_generates_on_its_engine(
     doc = _once(capsys, "--log", str(log))
     silent = next(a for a in doc["alerts"] if a["id"] == "server_silent")
     assert probe in silent["hint"] and "/health`" not in silent["hint"]
+    # vLLM serves /metrics always: --enable-metrics is SGLang's flag
+    assert ("--enable-metrics" in silent["hint"]) == (engine == "sglang")
 
 
 def test_a_log_copied_hours_after_its_last_line_is_as_old_as_its_stamps(

@@ -214,7 +214,8 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   "Idle if those requests have finished since (a server's last stats line "
                   "always shows some running); hung if not, as after an OOM: then "
                   f"{_probe(s.engine, http.url)} does not answer; restart it. "
-                  "--enable-metrics or --outputs let kdash tell.",
+                  + ("Its /metrics (HTTP on) or --outputs let kdash tell." if s.engine == "vllm"
+                     else "--enable-metrics or --outputs let kdash tell."),
                   since=s.last_record_at)
 
 
