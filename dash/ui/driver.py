@@ -27,16 +27,23 @@ class _WakingEvent(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self.wake_fd: int | None = None
+        self._fd_lock = threading.Lock()
+        self._wake_fd: int | None = None
+
+    def attach(self, fd: int | None) -> None:
+        """The pipe a `set` writes to (None: no thread waits); under the lock, so that a
+        descriptor is never written once its thread has let it go (its number may be reused)."""
+        with self._fd_lock:
+            self._wake_fd = fd
 
     def set(self) -> None:
         super().set()
-        fd = self.wake_fd
-        if fd is not None:
-            try:
-                os.write(fd, b"\0")
-            except OSError:  # full (a wake-up is already pending) or closed: nothing to wake
-                pass
+        with self._fd_lock:
+            if self._wake_fd is not None:
+                try:
+                    os.write(self._wake_fd, b"\0")
+                except OSError:  # full: a wake-up is already pending
+                    pass
 
 
 class QuietLinuxDriver(LinuxDriver):
@@ -50,13 +57,15 @@ class QuietLinuxDriver(LinuxDriver):
         """Wait for input (or the parser's timeout, or the app's end) and dispatch events."""
         exit_event = self.exit_event
         assert isinstance(exit_event, _WakingEvent)
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        wake_r, wake_w = os.pipe()  # not inherited by children (os.pipe2 is not on macOS)
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
         selector = SelectSelector()  # as Textual: macOS's kqueue cannot wait on a tty
         selector.register(self.fileno, EVENT_READ)
         selector.register(wake_r, EVENT_READ)
         # Published before the flag is first tested: a `set` from now on wakes the wait below,
         # and one from before is seen by the test.
-        exit_event.wake_fd = wake_w
+        exit_event.attach(wake_w)
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
 
@@ -85,7 +94,7 @@ class QuietLinuxDriver(LinuxDriver):
                 due = parser._timeout_time  # a partial sequence waits for its next byte
                 wait(None if due is None else max(0.0, due - get_time()))
         finally:
-            exit_event.wake_fd = None
+            exit_event.attach(None)
             selector.close()
             os.close(wake_r)
             os.close(wake_w)
