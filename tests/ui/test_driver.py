@@ -98,13 +98,14 @@ async def test_input_thread_sleeps_until_a_key_and_delivers_it(
 
 def test_the_app_uses_it_where_textual_would_use_its_linux_driver(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.drivers.headless_driver import HeadlessDriver
     from textual.drivers.linux_driver import LinuxDriver
 
     monkeypatch.setattr(App, "get_driver_class", lambda self: LinuxDriver)
     assert WorkerApp.get_driver_class(object.__new__(WorkerApp)) is driver_mod.QuietLinuxDriver
     # A driver chosen through TEXTUAL_DRIVER (or any other) is left alone.
-    monkeypatch.setattr(App, "get_driver_class", lambda self: driver_mod.LinuxDriver.__base__)
-    assert WorkerApp.get_driver_class(object.__new__(WorkerApp)) is LinuxDriver.__base__
+    monkeypatch.setattr(App, "get_driver_class", lambda self: HeadlessDriver)
+    assert WorkerApp.get_driver_class(object.__new__(WorkerApp)) is HeadlessDriver
 
 
 async def test_input_at_its_end_is_no_longer_waited_on(
