@@ -128,19 +128,16 @@ def _time(cmd: list[str], env: dict[str, str] | None = None) -> Run:
     return Run(elapsed, cpu, res.stdout)
 
 
-# The replay as `kdash replay` runs it (the reading processes' resource tracker started
-# before the app), headless: the time from the interpreter's start to the first frame drawn.
+# The replay as `kdash replay` starts it (`replay_app`: the reading started before the app),
+# headless: the time from the interpreter's start to the first frame drawn.
 _REPLAY = """
 import asyncio, json, resource, sys, time
 from pathlib import Path
-from dash.commands.replay import replay_config
-from dash.sources.logread import prepare_processes
-from dash.ui.replay_app import ReplayApp
+from dash.commands.replay import replay_app
 
 async def main():
     path = Path(sys.argv[1])
-    prepare_processes(path)
-    app = ReplayApp(replay_config(path, ()), speed=60.0)
+    app = replay_app(path, (), 60.0)
     async with app.run_test(size=(160, 45)) as pilot:
         while app.frame is None and app.load_error is None:
             await pilot.pause(0.01)

@@ -1,6 +1,7 @@
 """`kdash replay LOG [--outputs GLOB] [--speed X]`: a finished run through the dashboard.
 
-The log is read once, streaming, in a worker thread (`dash.sources.replay_read.load_timeline`): only its records are kept
+The log is read once, streaming (`dash.sources.replay_read.load_timeline`, on a thread of the
+app's; a large log's reading processes start before the app): only its records are kept
 (bounded, see `dash.core.state.timeline.MAX_RECORDS`), each with its time from the log's own stamps. The
 screen then runs on that log clock (`dash.ui.replay_app.ReplayApp`). A finished run's output files
 are complete, so they are counted once (`dash.sources.counts.count_outputs`) and shown with their final counts.
@@ -14,11 +15,15 @@ import dataclasses
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dash.core.config import Config
 from dash.core.errors import UsageError
 from dash.core.state.partitions import glob_error
 from dash.sources.config_files import build_config
+
+if TYPE_CHECKING:
+    from dash.ui.replay_app import ReplayApp
 
 REPLAY_REFRESH_S = 0.5
 """Screen refresh during a replay: at x60 the log clock moves 30 s a frame."""
@@ -54,13 +59,8 @@ def run_replay(ns: argparse.Namespace) -> int:
     problem = _problem(ns)
     if problem:
         raise UsageError(problem)
-    cfg = replay_config(Path(ns.path), tuple(ns.outputs or ()))
-    from dash.sources.logread import prepare_processes
-    from dash.ui.replay_app import ReplayApp
-
-    prepare_processes(Path(ns.path))  # before the app takes over standard error
-
-    app = ReplayApp(cfg, speed=float(ns.speed), handle_signals=True)
+    app = replay_app(Path(ns.path), tuple(ns.outputs or ()), float(ns.speed),
+                     handle_signals=True)
     result = app.run()
     if app.load_error:
         print(f"kdash: {app.load_error}", file=sys.stderr)
@@ -68,3 +68,18 @@ def run_replay(ns: argparse.Namespace) -> int:
     return result if isinstance(result, int) else (app.return_code or 0)
 
 
+def replay_app(path: Path, outputs: tuple[str, ...], speed: float, **kwargs: Any) -> ReplayApp:
+    """The replay's app, its log's reading already started: its processes (a large log's)
+    start here, before the app's threads, so that they are forked where fork is available,
+    and read while the screen's modules load and the app starts. Raises LogError."""
+    from dash.sources.replay_read import start_reading
+
+    cfg = replay_config(path, outputs)
+    pieces = start_reading(path)  # before the app takes over standard error, too
+    try:
+        from dash.ui.replay_app import ReplayApp
+
+        return ReplayApp(cfg, speed=speed, pieces=pieces, **kwargs)
+    except BaseException:
+        pieces.close()
+        raise

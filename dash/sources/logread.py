@@ -17,10 +17,11 @@ import gzip
 import io
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Generic, Protocol, TypeVar
 
@@ -39,6 +40,8 @@ _MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+Results = Generator[tuple[int, R], None, None]
+"""(lines, result) per piece, in file order."""
 
 
 class LogError(UsageError):
@@ -274,29 +277,38 @@ def _numbered(path: Path, tasks: list[_Task[R]]) -> Iterator[_Task[R]]:
         yield replace(task, first_line=first)
 
 
-def _pieces(path: Path, tasks: Iterable[_Task[R]], n: int) -> Iterator[tuple[int, R]]:
+def _pieces(path: Path, tasks: Iterable[_Task[R]], n: int) -> Results[R]:
     """Run the pieces in `n` processes; results in file order, a bounded number in flight.
-    A process that cannot start, or dies, is a LogError; an error a piece raises is raised
-    as it is."""
+    The processes start, and the first pieces are handed out, now (see `start_job`); the
+    results come as the iterator is read. A process that cannot start, or dies, is a
+    LogError; an error a piece raises is raised as it is."""
     cannot = f"{path}: could not start the processes that read it"
     try:
         pool = ProcessPoolExecutor(n, mp_context=_context())
     except (OSError, ValueError) as exc:
         raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one") from None
-    with pool:
-        window = 2 * n  # results in flight: bounded memory, and no worker waits on the parent
-        pending: list[Future[tuple[int, R]]] = []
+
+    def submit(task: _Task[R]) -> Future[tuple[int, R]]:
         try:
-            for task in tasks:
-                try:
-                    pending.append(pool.submit(_run, task))
-                except (OSError, ValueError) as exc:
-                    raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one"
-                                   ) from None
-                if len(pending) >= window:
-                    yield pending.pop(0).result()
-            for fut in pending:
-                yield fut.result()
+            return pool.submit(_run, task)
+        except (OSError, ValueError) as exc:
+            pool.shutdown(cancel_futures=True)
+            raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one") from None
+
+    todo = iter(tasks)
+    window = 2 * n  # results in flight: bounded memory, and no worker waits on the parent
+    pending = [submit(task) for task in islice(todo, window)]
+    return _results(path, pool, pending, map(submit, todo))
+
+
+def _results(path: Path, pool: ProcessPoolExecutor, pending: list[Future[tuple[int, R]]],
+             more: Iterator[Future[tuple[int, R]]]) -> Results[R]:
+    with pool:
+        try:
+            while pending:
+                got = pending.pop(0).result()
+                pending.extend(islice(more, 1))
+                yield got
         except BrokenProcessPool as exc:
             raise LogError(f"{path}: a process reading it died ({exc}); KDASH_PROCESSES=1 "
                            "reads it in one") from None
@@ -306,24 +318,38 @@ def run_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
             workers: int | None = None) -> Iterator[tuple[int, R]]:
     """(lines, result) per piece of the log in file order; lines count from 1 in each piece.
     A `.gz` is one piece; a small file, or one process, is read here, piece by piece."""
+    yield from start_job(path, job, grammar, workers)
+
+
+def start_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
+              workers: int | None = None) -> Results[R]:
+    """`run_job`, with the reading processes (where a large plain log has them) started now
+    and reading its first pieces while the caller goes on: called before the process starts
+    a thread, they are forked then (see `_context`), which spares each the interpreter's
+    start and imports a spawned process pays. Read the iterator to the end, or close it."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0
     n = processes() if workers is None else workers
     if path.suffix == ".gz" or size == 0:
-        yield _Task(job, grammar, path, 0, None)()
-        return
+        return _here(path, job, grammar, [(0, None)])
     bounds = cuts(path, size)
-    tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
     if size < PARALLEL_MIN or n < 2:
-        first = 1
-        for task in tasks:  # here, a piece at a time: what is held stays bounded
-            lines, result = replace(task, first_line=first)() if job.numbered else task()
-            first += lines
-            yield lines, result
-        return
-    yield from _pieces(path, _numbered(path, tasks) if job.numbered else tasks, n)
+        return _here(path, job, grammar, list(zip(bounds, bounds[1:], strict=False)))
+    tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return _pieces(path, _numbered(path, tasks) if job.numbered else tasks, n)
+
+
+def _here(path: Path, job: Job[R], grammar: Grammar,
+          ranges: list[tuple[int, int | None]]) -> Results[R]:
+    """The pieces read in this process, a piece at a time: what is held stays bounded."""
+    first = 1
+    for start, end in ranges:
+        task = _Task(job, grammar, path, start, end, first if job.numbered else 1)
+        lines, result = task()
+        first += lines
+        yield lines, result
 
 
 def ref_time(path: Path) -> float:

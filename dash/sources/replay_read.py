@@ -6,7 +6,8 @@ The reading is the one reader's (`dash.sources.logread`): a `SeriesJob` makes ea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import closing
 from pathlib import Path
 
 from dash.core.log.grammar import GRAMMAR
@@ -14,7 +15,7 @@ from dash.core.log.syntax import Grammar
 from dash.core.state.record_series import SeriesPiece
 from dash.core.state.stamp_times import stamp_epochs
 from dash.core.state.timeline import MAX_RECORDS, Timeline
-from dash.sources.logread import LogError, Scan, ref_time, run_job
+from dash.sources.logread import LogError, Scan, ref_time, start_job
 
 
 class SeriesJob:
@@ -31,19 +32,37 @@ class SeriesJob:
         return out
 
 
+Pieces = Generator[tuple[int, SeriesPiece], None, None]
+"""A log's pieces being read (`start_reading`): (lines, piece) in file order."""
+
+
+def start_reading(path: Path, grammar: Grammar = GRAMMAR) -> Pieces:
+    """Start reading the log for `load_timeline` (its processes start now: see
+    `dash.sources.logread.start_job`); raises LogError."""
+    try:
+        return start_job(path, SeriesJob(), grammar)
+    except OSError as exc:
+        raise LogError(f"{path}: {exc.strerror or exc}") from None
+
+
 def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAMMAR,
-                  progress: Callable[[int], None] | None = None) -> Timeline:
-    """Every record of the log (up to `cap`) with its epoch time; raises LogError."""
+                  progress: Callable[[int], None] | None = None,
+                  pieces: Pieces | None = None) -> Timeline:
+    """Every record of the log (up to `cap`) with its epoch time, read by `pieces` (started
+    by `start_reading`) or from the start here; raises LogError."""
     timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
     done = 0
     try:
-        for lines, piece in run_job(path, SeriesJob(), grammar):
-            more = timeline.add_piece(piece, done)
-            done += lines
-            if progress is not None:
-                progress(len(timeline.records))
-            if not more:
-                break
+        if pieces is None:
+            pieces = start_reading(path, grammar)
+        with closing(pieces):
+            for lines, piece in pieces:
+                more = timeline.add_piece(piece, done)
+                done += lines
+                if progress is not None:
+                    progress(len(timeline.records))
+                if not more:
+                    break
     except OSError as exc:
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     timeline.finish()

@@ -16,7 +16,7 @@ import asyncio
 import queue
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -41,6 +41,9 @@ from dash.ui.app import DashApp
 from dash.ui.widgets.help import HelpScreen, help_text
 from dash.ui.widgets.log_pane import LogPane
 from dash.ui.widgets.server import ServerPanel
+
+if TYPE_CHECKING:
+    from dash.sources.replay_read import Pieces
 
 JUMP_S = 60.0
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
@@ -103,13 +106,17 @@ class ReplayApp(DashApp):
 
     def __init__(self, cfg: Config, *, speed: float = 60.0, timeline: Timeline | None = None,
                  outputs: tuple[OutputCount, ...] = (), grammar: Grammar = GRAMMAR,
-                 pacer: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+                 pacer: Callable[[], float] = time.monotonic, pieces: Pieces | None = None,
+                 **kwargs: Any) -> None:
+        """`pieces`: the log's reading, started before the app (`start_reading`); else the
+        app's thread starts it."""
         self.replay_clock = FakeClock(0.0)
         super().__init__(cfg, state=_Shown(self, cfg), collector=None,
                          clock=self.replay_clock, extra_title="replay: reading log", **kwargs)
         self.speed = speed
         self.grammar = grammar
         self.timeline = timeline
+        self._pieces = pieces
         self.run_: ReplayRun | None = None
         """The replay, once the log is read (its thread's: read it only between frames)."""
         self.frame: ReplayFrame | None = None
@@ -147,8 +154,9 @@ class ReplayApp(DashApp):
         if timeline is None:
             assert self.cfg.log is not None
             try:
+                pieces, self._pieces = self._pieces, None
                 timeline = load_timeline(self.cfg.log, grammar=self.grammar,
-                                         progress=self._note_read)
+                                         progress=self._note_read, pieces=pieces)
             except LogError as exc:
                 self.post_message(ReplayFramed(None, 0, str(exc)))
                 return

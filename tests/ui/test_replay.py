@@ -299,6 +299,30 @@ async def test_a_log_read_by_several_processes_inside_the_app(
     assert methods == ["spawn"]
 
 
+async def test_kdash_replay_starts_its_reading_processes_before_the_app(
+        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`replay_app` (what `kdash replay` runs) starts the reading processes before the app
+    has a thread (forked where the platform has fork), and the app reads their pieces: the
+    records are the ones one process reads."""
+    from dash.commands.replay import replay_app
+    from dash.sources import logread
+
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    monkeypatch.delenv("KDASH_START", raising=False)
+    monkeypatch.setattr(logread, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(logread, "PIECE", 4096)
+    methods: list[str] = []
+    context = logread._context
+    monkeypatch.setattr(logread, "_context", lambda: methods.append(context()._name) or context())
+    app = replay_app(sim_log, (), 30.0, cpu_meter=lambda: 0.4)
+    assert len(methods) == 1  # started already, before the app runs
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.timeline is not None
+        assert list(app.timeline.records) == list(logread.Scan(sim_log))
+    assert len(methods) == 1  # the app's thread started none of its own
+
+
 async def test_a_failing_load_is_one_line_and_exit_2(
         sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading processes that cannot start end the replay with a one-line error."""
