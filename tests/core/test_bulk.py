@@ -450,3 +450,40 @@ def test_a_reader_that_takes_some_values_reads_rows_whole_when_asked() -> None:
     batch = reader.read(buf, len(buf), 1)
     assert batch.rows_total == 7
     assert records(batch, reader.stamps) == _naive_block(block, 1)
+
+
+def test_a_timeline_reads_as_the_list_of_its_records_across_its_pieces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces kept as they came (their values read into numbers when first asked for): any
+    index and slice, across pieces and a cap that cuts one, and two threads reading at once
+    give the records one process reads."""
+    import threading
+
+    path = tmp_path / "mixed.log"
+    _bench().generate(path, 1)
+    want = list(logread.Scan(path))
+    _settings(monkeypatch, 64 << 10, parallel=False)
+    monkeypatch.setattr(logread, "PIECE", 100_000)
+    got: list[list[Any]] = []
+
+    def read(timeline: Any) -> None:
+        got.append(list(timeline.records))
+
+    timeline = replay_read.load_timeline(path)
+    readers = [threading.Thread(target=read, args=(timeline,)) for _ in range(2)]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join()
+    assert got == [want, want]
+    cut = replay_read.load_timeline(path, cap=len(want) // 3)
+    records = cut.records
+    n = len(records)
+    assert n == len(want) // 3 and cut.cut
+    assert records[:] == want[:n] and records[-1] == want[n - 1] and records[0] == want[0]
+    for lo in range(0, n, n // 7):
+        for width in (0, 1, 997, n // 5):
+            assert records[lo:lo + width] == want[lo:min(n, lo + width)]
+    assert records[5:n:1000] == want[5:n:1000]
+    with pytest.raises(IndexError):
+        records[n]

@@ -3,21 +3,24 @@
 The rows of a learned shape (`dash.core.log.shapes`) are kept a column per value in typed
 arrays (ints in as few bytes as their largest value needs, floats in 8, bools in 1), their
 stamps as indexes into one byte string of the distinct stamp texts and their rank tags as
-indexes into the few distinct tags; every other record stays a dict. `RecordSeries` reads as
-a sequence of records: indexing or slicing it gives the very dicts the parser gives.
-`SeriesPiece` is what a reading process hands back for a piece of the log, with the epoch
-time of each of its distinct stamps, so that the replay's times are taken a column at a time.
-Every step over all the records runs in C (`map`, `itertools`, `array`), not a Python loop.
+indexes into the few distinct tags; every other record stays a dict. `SeriesPiece` is what a
+reading process hands back for a piece of the log, with the epoch time of each of its
+distinct stamps, so that the replay's times are taken a column at a time, and its values
+still as text: they are read into their typed columns when the replay first asks for the
+piece's records. `RecordSeries` keeps the pieces as they came and reads as a sequence of
+records: indexing or slicing it gives the very dicts the parser gives. Every step over all
+the records runs in C (`map`, `itertools`, `array`), not a Python loop.
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, count, islice, repeat
 from math import inf, isnan
-from operator import add
+from threading import Lock
 from typing import Any, overload
 
 from dash.core.log.batch import Batch
@@ -90,31 +93,69 @@ class _Index:
         return list(map(at.__getitem__, texts))
 
 
+class _Texts:
+    """Texts kept in one byte string; index 0 is None."""
+
+    def __init__(self) -> None:
+        self.blob = bytearray()
+        self.ends = array("Q", [0])
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def extend(self, texts: Iterable[str]) -> None:
+        coded = [t.encode() for t in texts]
+        self.blob += b"".join(coded)
+        self.ends.extend(islice(accumulate(map(len, coded), initial=self.ends[-1]), 1, None))
+
+    def __getitem__(self, i: int) -> str | None:
+        return self.blob[self.ends[i - 1]:self.ends[i]].decode() if i else None
+
+
 @dataclass
 class _Rows:
-    """One shape's rows: line numbers, stamp and rank indexes, one array per value."""
+    """One shape's rows: line numbers, stamp and rank indexes, and per value the texts of its
+    values (one per block read, joined into one by `SeriesPiece.finish`), read into a typed
+    array when the piece's records are first asked for (`SeriesPiece.opened`)."""
 
     shape: Shape
     lines: array[int] = field(default_factory=lambda: array("B"))
     ts: array[int] = field(default_factory=lambda: array("B"))
     rank: array[int] = field(default_factory=lambda: array("B"))
-    values: list[array[Any]] = field(default_factory=list)
+    texts: list[list[bytes]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not self.values:
-            self.values = [array(_CODES[k]) for k in self.shape.kinds]
+        if not self.texts:
+            self.texts = [[] for _ in self.shape.kinds]
 
     def __len__(self) -> int:
         return len(self.lines)
+
+    def columns(self) -> list[array[Any]]:
+        """Each value's typed column."""
+        if not len(self):
+            return [array(_CODES[k]) for k in self.shape.kinds]
+        return [extend_read(array(_CODES[k]), b"\n".join(t).split(b"\n"), _READ[k])
+                for k, t in zip(self.shape.kinds, self.texts, strict=True)]
+
+
+_Opened = tuple["array[int]", list[list["array[Any]"]]]
+"""Per record its index in its store (`SeriesPiece.opened`), and per shape its columns."""
 
 
 @dataclass
 class SeriesPiece:
     """The records of a piece in file order: `order[i]` names shape `shapes[order[i]]` or
-    -1 for the next of `others`; per shape the columns; stamps as indexes into `texts`
+    -1 for the next of `others`; per shape the columns; stamps as indexes into `stamps`
     (0: none), each other record's too (`other_ts`); rank tags into `ranks`. Line numbers
     count from the piece's first line. `epochs[i]`: the time of `texts[i]` where its date
-    is printed (-inf: no time), NaN where it depends on the stamps before (no date)."""
+    is printed (-inf: no time), NaN where it depends on the stamps before (no date).
+    What `finish` hands on is compact: the stamps in one byte string, each value column in
+    one text.
+
+    A reading process hands the values on as their texts: reading them into numbers (about
+    a quarter of its time) waits until the replay first asks for the piece's records, so
+    that a replay's first frame does not wait for the numbers of the whole log."""
 
     shapes: list[Shape] = field(default_factory=list)
     rows: list[_Rows] = field(default_factory=list)
@@ -122,6 +163,9 @@ class SeriesPiece:
     others: list[Record] = field(default_factory=list)
     other_ts: array[int] = field(default_factory=lambda: array("I"))
     texts: list[str | None] = field(default_factory=lambda: [None])
+    """The distinct stamp texts while the piece is read (`stamps` once finished)."""
+    stamps: _Texts = field(default_factory=_Texts)
+    """The distinct stamp texts in one byte string (`finish`): index 0 is None."""
     ranks: list[str | None] = field(default_factory=lambda: [None])
     epochs: array[float] = field(default_factory=lambda: array("d"))
     times: array[float] = field(default_factory=lambda: array("d"))
@@ -129,6 +173,7 @@ class SeriesPiece:
     yet), worked out here where every stamp's time is known (`finish`); empty otherwise."""
     _stamp: _Index = field(default_factory=_Index)
     _rank: _Index = field(default_factory=_Index)
+    _opened: _Opened | None = None
 
     def __post_init__(self) -> None:
         self.texts, self.ranks = self._stamp.texts, self._rank.texts
@@ -165,112 +210,128 @@ class SeriesPiece:
             store.ts = extend(store.ts, list(map(ids.__getitem__, cols[0])))
             rids = {b: self._rank(b.decode("ascii").strip() or None) for b in set(cols[1])}
             store.rank = extend(store.rank, list(map(rids.__getitem__, cols[1])))
-        for i, kind in enumerate(store.shape.kinds):
-            store.values[i] = extend_read(store.values[i], cols[base + i], _READ[kind])
+        for texts, col in zip(store.texts, cols[base:], strict=True):
+            texts.append(b"\n".join(col))  # a value's text holds no newline
 
     def finish(self, epoch_of: Any) -> None:
         """Work out the time of each distinct stamp (`epoch_of`: texts -> times), and each
-        record's running latest time where none depends on the stamps before it (NaN)."""
+        record's running latest time where none depends on the stamps before it (NaN); keep
+        what the piece hands on compact."""
         self.epochs = epochs = array("d", epoch_of(self.texts))
         if len(epochs) == len(self.texts) and not any(map(isnan, epochs)):
             own = map(epochs.__getitem__, piece_stamps(self, len(self.order)))
             self.times = array("d", islice(accumulate(own, max, initial=-inf), 1, None))
+        self.stamps.extend(self.texts[1:])  # type: ignore[arg-type]
+        self.texts, self._stamp, self._rank = [None], _Index(), _Index()
+        for rows in self.rows:
+            rows.texts = [[b"\n".join(t)] for t in rows.texts]
 
+    def opened(self) -> _Opened:
+        """Per record its index in its store, and each shape's values as typed columns: read
+        the first time they are asked for, then kept (and the texts dropped). One thread at a
+        time the first time (`RecordSeries` asks under its lock)."""
+        got = self._opened
+        if got is None:
+            counters = [*(count() for _ in self.rows), count()]  # the others' last (-1)
+            at = array("I", map(next, map(counters.__getitem__, self.order)))
+            got = self._opened = (at, [rows.columns() for rows in self.rows])
+            for rows in self.rows:
+                rows.texts = []
+        return got
 
-class _Texts:
-    """Texts kept in one byte string; index 0 is None."""
-
-    def __init__(self) -> None:
-        self.blob = bytearray()
-        self.ends = array("Q", [0])
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def extend(self, texts: Iterable[str]) -> None:
-        coded = [t.encode() for t in texts]
-        self.blob += b"".join(coded)
-        self.ends.extend(islice(accumulate(map(len, coded), initial=self.ends[-1]), 1, None))
-
-    def __getitem__(self, i: int) -> str | None:
-        return self.blob[self.ends[i - 1]:self.ends[i]].decode() if i else None
-
-
-class RecordSeries(Sequence[Record]):
-    """Records in file order, most of them as columns; reads as a list of record dicts."""
-
-    def __init__(self) -> None:
-        self._stamps = _Texts()
-        self._rank = _Index()
-        self._shapes: list[_Rows] = []
-        self._src = array("b")  # per record: a shape slot, or -1 for a dict in `_dicts`
-        self._at = array("I")  # and its index there
-        self._dicts: list[Record] = []
-
-    def __len__(self) -> int:
-        return len(self._src)
-
-    def append(self, rec: Record) -> None:
-        self._src.append(-1)
-        self._at.append(len(self._dicts))
-        self._dicts.append(rec)
-
-    def _slot(self, shape: Shape) -> int:
-        for i, r in enumerate(self._shapes):
-            if r.shape.pattern == shape.pattern:
-                return i
-        self._shapes.append(_Rows(shape))
-        return len(self._shapes) - 1
-
-    def extend_piece(self, piece: SeriesPiece, offset: int, room: int) -> int:
-        """Append the first `room` records of a piece, its line numbers moved by `offset`;
-        how many were taken."""
-        order = piece.order[:room]
-        slots = [self._slot(r.shape) for r in piece.rows]
-        taken = [order.count(s) for s in range(len(slots))]
-        others = len(order) - sum(taken)
-        # per record its index in its store: a counter per slot, the dicts' last (slot -1)
-        counters = [*(count(len(self._shapes[g])) for g in slots), count(len(self._dicts))]
-        self._at.extend(map(next, map(counters.__getitem__, order)))
-        self._src.extend(map([*slots, -1].__getitem__, order))
-        for rec in piece.others[:others]:
-            rec["line"] += offset  # the piece is ours: its dicts are moved in place
-            self._dicts.append(rec)
-        shift = len(self._stamps) - 1  # the piece's stamp i (> 0) is ours shift + i
-        self._stamps.extend(piece.texts[1:])  # type: ignore[arg-type]
-        ranks = [self._rank(t) for t in piece.ranks]
-        for rows, g, n in zip(piece.rows, slots, taken, strict=True):
-            if n:
-                self._extend_rows(self._shapes[g], rows, n, offset, shift, ranks)
-        return len(order)
-
-    @staticmethod
-    def _extend_rows(dst: _Rows, rows: _Rows, n: int, offset: int, shift: int,
-                     ranks: list[int]) -> None:
-        dst.lines = extend(dst.lines, list(map(add, rows.lines[:n], repeat(offset))))
-        if rows.shape.prefix_groups:
-            dst.ts = extend(dst.ts, list(map(add, rows.ts[:n], repeat(shift))))
-            dst.rank = extend(dst.rank, list(map(ranks.__getitem__, rows.rank[:n])))
-        for i, col in enumerate(rows.values):
-            dst.values[i] = extend(dst.values[i], col[:n])
-
-    def _record(self, i: int) -> Record:
-        s, k = self._src[i], self._at[i]
+    def record(self, k: int, offset: int, opened: _Opened) -> Record:
+        """The piece's record k, its line number moved by `offset` (the others' already are)."""
+        at, columns = opened
+        s, i = self.order[k], at[k]
         if s < 0:
-            return self._dicts[k]
-        rows = self._shapes[s]
+            return self.others[i]
+        rows = self.rows[s]
         shape = rows.shape
         fam = shape.family
         ts = rank = None
         if shape.prefix_groups:
-            ts, rank = self._stamps[rows.ts[k]], self._rank.texts[rows.rank[k]]
-        rec: Record = {"kind": fam.kind, "line": rows.lines[k], "ts": ts, "rank": rank,
+            ts, rank = self.stamps[rows.ts[i]], self.ranks[rows.rank[i]]
+        rec: Record = {"kind": fam.kind, "line": rows.lines[i] + offset, "ts": ts, "rank": rank,
                        "engine": fam.engine}
-        vals = [bool(col[k]) if kind == "bool" else col[k]
-                for kind, col in zip(shape.kinds, rows.values, strict=True)]
+        vals = [bool(col[i]) if kind == "bool" else col[i]
+                for kind, col in zip(shape.kinds, columns[s], strict=True)]
         for key, col in zip(shape.keys, shape.cols, strict=True):
             rec[key] = None if col is None else vals[col]
         return rec
+
+
+@dataclass
+class _Part:
+    """Records `start`.. of the series: the first `taken` of a piece, or appended dicts."""
+
+    start: int
+    piece: SeriesPiece | None
+    offset: int = 0
+    taken: int = 0
+    dicts: list[Record] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return self.taken if self.piece is not None else len(self.dicts)
+
+    def records(self, lo: int, hi: int, lock: Lock) -> list[Record]:
+        piece = self.piece
+        if piece is None:
+            return self.dicts[lo:hi]
+        opened = piece._opened
+        if opened is None:
+            with lock:
+                opened = piece.opened()
+        offset, record = self.offset, piece.record
+        return [record(k, offset, opened) for k in range(lo, hi)]
+
+
+_CHUNK = 4096  # records built at a time when iterating
+
+
+class RecordSeries(Sequence[Record]):
+    """Records in file order, most of them as columns; reads as a list of record dicts.
+    A reading process's piece is kept as it came (`extend_piece`): taking it costs next to
+    nothing, and its values are read into numbers once the replay first reaches it."""
+
+    def __init__(self) -> None:
+        self._parts: list[_Part] = []
+        self._starts: list[int] = []
+        self._len = 0
+        self._lock = Lock()  # the replay's thread reads records, and a test's may too
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _add(self, part: _Part) -> None:
+        self._parts.append(part)
+        self._starts.append(part.start)
+
+    def append(self, rec: Record) -> None:
+        if not self._parts or self._parts[-1].piece is not None:
+            self._add(_Part(self._len, None))
+        self._parts[-1].dicts.append(rec)
+        self._len += 1
+
+    def extend_piece(self, piece: SeriesPiece, offset: int, room: int) -> int:
+        """Append the first `room` records of a piece, its line numbers moved by `offset`;
+        how many were taken."""
+        taken = max(0, min(room, len(piece.order)))
+        if not taken:
+            return 0
+        for rec in piece.others[:piece.order[:taken].count(-1)]:
+            rec["line"] += offset  # the piece is ours: its dicts are moved in place
+        self._add(_Part(self._len, piece, offset, taken))
+        self._len += taken
+        return taken
+
+    def _span(self, lo: int, hi: int) -> Iterator[Record]:
+        """The records lo..hi-1 (0 <= lo <= hi <= len), a part at a time."""
+        p = bisect_right(self._starts, lo) - 1
+        while lo < hi:
+            part = self._parts[p]
+            stop = min(hi, part.start + len(part))
+            yield from part.records(lo - part.start, stop - part.start, self._lock)
+            lo, p = stop, p + 1
 
     @overload
     def __getitem__(self, i: int) -> Record: ...
@@ -279,14 +340,20 @@ class RecordSeries(Sequence[Record]):
 
     def __getitem__(self, i: int | slice) -> Record | list[Record]:
         if isinstance(i, slice):
-            return [self._record(j) for j in range(*i.indices(len(self)))]
-        n = len(self)
+            lo, hi, step = i.indices(self._len)
+            if step == 1:
+                return list(self._span(lo, hi)) if hi > lo else []
+            return [self[j] for j in range(lo, hi, step)]
+        n = self._len
         if not -n <= i < n:
             raise IndexError(i)
-        return self._record(i % n)
+        i %= n
+        part = self._parts[bisect_right(self._starts, i) - 1]
+        return part.records(i - part.start, i - part.start + 1, self._lock)[0]
 
     def __iter__(self) -> Iterator[Record]:
-        return (self._record(j) for j in range(len(self)))
+        for lo in range(0, self._len, _CHUNK):
+            yield from self._span(lo, min(self._len, lo + _CHUNK))
 
 
 def piece_stamps(piece: SeriesPiece, stop: int) -> Iterator[int]:

@@ -75,7 +75,7 @@ class Timeline:
             self._add_running(piece.times[:taken])
         else:  # a stamp without a date: its time depends on the ones before
             stamps = piece_stamps(piece, taken)
-            self._add_times_in_order(map(piece.texts.__getitem__, stamps))
+            self._add_times_in_order(map(piece.stamps.__getitem__, stamps))
         if taken < len(piece.order):
             self.cut = True
             return False
