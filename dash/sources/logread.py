@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import pickle
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -181,8 +182,13 @@ def _reader(grammar: Grammar, keep: frozenset[str] | None = None) -> BlockReader
     return reader
 
 
-def _run(task: _Task[R]) -> tuple[int, R]:
-    return task()
+def _run(task: _Task[R]) -> tuple[int, bytes]:
+    """A piece read in a worker process, its result pickled here: the thread that reads the
+    results unpickles it (`_results`), not the pool's own thread, so that the result's memory
+    comes from the reading thread's allocator arena (glibc keeps one per thread), where what
+    the result later frees (a replay's value texts, once read into numbers) is used again."""
+    lines, result = task()
+    return lines, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
 
 
 def processes() -> int:
@@ -288,7 +294,7 @@ def _pieces(path: Path, tasks: Iterable[_Task[R]], n: int) -> Results[R]:
     except (OSError, ValueError) as exc:
         raise LogError(f"{cannot} ({exc}); KDASH_PROCESSES=1 reads it in one") from None
 
-    def submit(task: _Task[R]) -> Future[tuple[int, R]]:
+    def submit(task: _Task[R]) -> Future[tuple[int, bytes]]:
         try:
             return pool.submit(_run, task)
         except (OSError, ValueError) as exc:
@@ -301,14 +307,14 @@ def _pieces(path: Path, tasks: Iterable[_Task[R]], n: int) -> Results[R]:
     return _results(path, pool, pending, map(submit, todo))
 
 
-def _results(path: Path, pool: ProcessPoolExecutor, pending: list[Future[tuple[int, R]]],
-             more: Iterator[Future[tuple[int, R]]]) -> Results[R]:
+def _results(path: Path, pool: ProcessPoolExecutor, pending: list[Future[tuple[int, bytes]]],
+             more: Iterator[Future[tuple[int, bytes]]]) -> Results[R]:
     with pool:
         try:
             while pending:
-                got = pending.pop(0).result()
+                lines, data = pending.pop(0).result()
                 pending.extend(islice(more, 1))
-                yield got
+                yield lines, pickle.loads(data)  # our own workers' bytes
         except BrokenProcessPool as exc:
             raise LogError(f"{path}: a process reading it died ({exc}); KDASH_PROCESSES=1 "
                            "reads it in one") from None

@@ -220,10 +220,15 @@ def test_int_columns_widen_to_what_their_largest_value_needs() -> None:
     col = extend(col, [7, 70_000, 3])
     col = extend(col, [2 ** 40])
     assert col.typecode == "Q" and list(col) == [1, 2, 200, 7, 70_000, 3, 2 ** 40]
-    from dash.core.state.record_series import extend_read
+    from dash.core.state.record_series import read_column
 
-    read = extend_read(array("B", [1]), [b"2", b"70000", b"3"], int)
-    assert read.typecode == "I" and list(read) == [1, 2, 70_000, 3]
+    read = read_column("int", b"2\n70000\n3")
+    assert read.typecode == "I" and list(read) == [2, 70_000, 3]
+    assert read_column("int", b"255").typecode == "B"
+    assert read_column("int", b"256\n0").typecode == "H"
+    assert list(read_column("int", b"%d" % 2 ** 40)) == [2 ** 40]
+    assert list(read_column("bool", b"True\nFalse")) == [1, 0]
+    assert list(read_column("float", b"0.5\n12.25")) == [0.5, 12.25]
     narrow = extend(array("B", [1]), array("H", [300]))
     assert narrow.typecode == "H" and list(narrow) == [1, 300]
     assert list(extend(array("I", [5]), array("B", [6]))) == [5, 6]

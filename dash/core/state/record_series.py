@@ -56,18 +56,19 @@ def extend(col: array[Any], values: Iterable[Any]) -> array[Any]:
             col = array(_WIDER[col.typecode], col)
 
 
-def extend_read(col: array[Any], texts: list[bytes], read: Any) -> array[Any]:
-    """`extend(col, map(read, texts))` without a list in between."""
-    start = len(col)
-    while True:
-        try:
-            col.extend(map(read, texts))
-            return col
-        except OverflowError:
-            if col.typecode not in _WIDER:
-                raise
-            del col[start:]
-            col = array(_WIDER[col.typecode], col)
+_FIT = ((1 << 8, "B"), (1 << 16, "H"), (1 << 32, "I"))
+
+
+def read_column(kind: str, text: bytes) -> array[Any]:
+    """A column's values read from their text (one a line) into an array of their kind, an
+    int one in as few bytes as its largest value needs. The array is made at its size: one
+    grown a value at a time leaves its growth behind as holes in the heap."""
+    values = list(map(_READ[kind], text.split(b"\n")))
+    code = _CODES[kind]
+    if code == "B":
+        top = max(values)
+        code = next((c for limit, c in _FIT if top < limit), "Q")
+    return array(code, values)
 
 
 class _Index:
@@ -135,8 +136,8 @@ class _Rows:
         """Each value's typed column."""
         if not len(self):
             return [array(_CODES[k]) for k in self.shape.kinds]
-        return [extend_read(array(_CODES[k]), b"\n".join(t).split(b"\n"), _READ[k])
-                for k, t in zip(self.shape.kinds, self.texts, strict=True)]
+        return [read_column(k, b"\n".join(t)) for k, t in zip(self.shape.kinds, self.texts,
+                                                               strict=True)]
 
 
 _Opened = tuple["array[int]", list[list["array[Any]"]]]
