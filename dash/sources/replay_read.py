@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.syntax import Grammar
-from dash.core.state.record_series import SeriesPiece
+from dash.core.state.series_piece import SeriesPiece
 from dash.core.state.stamp_times import stamp_epochs
 from dash.core.state.timeline import MAX_RECORDS, Timeline
 from dash.sources.logread import LogError, Scan, ref_time, start_job

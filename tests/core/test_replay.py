@@ -213,14 +213,14 @@ def test_stamp_times_equal_ts_to_epoch_across_clock_changes(
 def test_int_columns_widen_to_what_their_largest_value_needs() -> None:
     from array import array
 
-    from dash.core.state.record_series import extend
+    from dash.core.state.series_piece import extend
 
     col = extend(array("B"), [1, 2, 200])
     assert col.typecode == "B"
     col = extend(col, [7, 70_000, 3])
     col = extend(col, [2 ** 40])
     assert col.typecode == "Q" and list(col) == [1, 2, 200, 7, 70_000, 3, 2 ** 40]
-    from dash.core.state.record_series import read_column
+    from dash.core.state.series_piece import read_column
 
     read = read_column("int", b"2\n70000\n3")
     assert read.typecode == "I" and list(read) == [2, 70_000, 3]

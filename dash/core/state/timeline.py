@@ -17,7 +17,8 @@ from itertools import repeat
 from math import inf
 
 from dash.core.snapshot import Record
-from dash.core.state.record_series import RecordSeries, SeriesPiece, piece_stamps
+from dash.core.state.record_series import RecordSeries
+from dash.core.state.series_piece import SeriesPiece, piece_stamps
 from dash.core.state.stamp_times import epoch as _epoch
 
 MAX_RECORDS = 3_000_000
