@@ -214,8 +214,10 @@ def _line_start_after(fh: IO[bytes], pos: int) -> int:
             return fh.tell() - len(piece) + nl + 1
 
 
-def cuts(path: Path, size: int, piece: int = PIECE) -> list[int]:
-    """Piece boundaries of a plain file, each at a line start."""
+def cuts(path: Path, size: int, piece: int | None = None) -> list[int]:
+    """Piece boundaries of a plain file, each at a line start, about `piece` bytes apart
+    (`PIECE`, read when called)."""
+    piece = PIECE if piece is None else piece
     out = [0]
     with path.open("rb") as fh:
         while out[-1] < size:
