@@ -62,6 +62,10 @@ class ReplayFramed(Message):
         self.error = error
 
 
+class _Closing(Exception):
+    """The app closed while its log was being read."""
+
+
 class ReplayHelpScreen(HelpScreen):
     """The dashboard's keys, and the replay's."""
 
@@ -129,6 +133,7 @@ class ReplayApp(DashApp):
         self._done = 0
         self._keyed = True  # the next frame answers a key (or is the first): all panels
         self._read = 0
+        self._closing = False  # the app is closing: a reading under way stops
         self._keys_text = ""
 
     # Textual calls the `on_mount` / `on_unmount` of every class of the app (this one's
@@ -139,6 +144,7 @@ class ReplayApp(DashApp):
         self._show_status()
 
     async def on_unmount(self) -> None:
+        self._closing = True
         self._commands.put(("stop",))
 
     # -- the replay thread --------------------------------------------------------------------
@@ -150,21 +156,29 @@ class ReplayApp(DashApp):
         from dash.sources.logread import LogError
         from dash.sources.replay_read import load_timeline
 
+        worker = get_current_worker()
         timeline, outputs = self.timeline, self._outputs
         if timeline is None:
             assert self.cfg.log is not None
+
+            def note(records: int) -> None:
+                self._read = records  # an int read by the main thread for the status line
+                if self._closing or worker.is_cancelled:
+                    raise _Closing  # a long log is not read to its end for an app that quit
+
             try:
                 pieces, self._pieces = self._pieces, None
-                timeline = load_timeline(self.cfg.log, grammar=self.grammar,
-                                         progress=self._note_read, pieces=pieces)
+                timeline = load_timeline(self.cfg.log, grammar=self.grammar, progress=note,
+                                         pieces=pieces)
             except LogError as exc:
                 self.post_message(ReplayFramed(None, 0, str(exc)))
+                return
+            except _Closing:
                 return
             outputs = count_outputs(self.cfg.outputs)
         run = ReplayRun(self.cfg, timeline, outputs)
         self.timeline, self.run_ = timeline, run
         done, paced, paused = 0, self._pacer(), False
-        worker = get_current_worker()
         while True:
             self.post_message(ReplayFramed(run.frame(), done))
             command = self._next(worker)
@@ -185,9 +199,6 @@ class ReplayApp(DashApp):
             except queue.Empty:
                 if worker.is_cancelled:
                     return ("stop",)
-
-    def _note_read(self, records: int) -> None:
-        self._read = records  # an int read by the main thread for the status line
 
     def send(self, *command: Any) -> None:
         """Hand a command to the replay thread (answered by the next frame)."""

@@ -323,6 +323,33 @@ async def test_kdash_replay_starts_its_reading_processes_before_the_app(
     assert len(methods) == 1  # the app's thread started none of its own
 
 
+async def test_an_app_that_quits_while_reading_stops_reading(
+        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Quitting while a long log is read does not wait for the rest of it to be read."""
+    from dash.sources import logread, replay_read
+
+    monkeypatch.setenv("KDASH_PROCESSES", "1")
+    monkeypatch.setattr(logread, "PIECE", 4096)
+    total = len(logread.cuts(sim_log, sim_log.stat().st_size)) - 1
+    assert total > 20
+    read: list[int] = []
+    piece = replay_read.SeriesJob.piece
+    app, _ = make(sim_log)
+
+    def slow(job: replay_read.SeriesJob, scan: logread.Scan) -> object:
+        read.append(1)
+        if len(read) == 1:
+            app.call_from_thread(app.exit)
+        time.sleep(0.05)  # a slow disk: the log is read for longer than the app takes to quit
+        return piece(job, scan)
+
+    monkeypatch.setattr(replay_read.SeriesJob, "piece", slow)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.05)
+    assert app.frame is None and app.load_error is None
+    assert len(read) < total
+
+
 async def test_a_failing_load_is_one_line_and_exit_2(
         sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading processes that cannot start end the replay with a one-line error."""
