@@ -85,7 +85,6 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     rec = doc["records"]
     gen = doc["gen_throughput"]
     peak = gen["peak"] or {}
-    pre = doc["prefill"]
     out = [
         f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
         f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
@@ -98,7 +97,7 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines"
         + (f"; {len(doc['ranks'])} ranks summed ({', '.join(doc['ranks'][:8])}"
            f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else ""),
-        _prefix_hit(pre),
+        _prefix_hit(doc.get("prefix_hit")),
     ]
     spec = doc["spec"]
     if spec:
@@ -203,9 +202,13 @@ def _terminal_width() -> int:
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
 
 
-def _prefix_hit(pre: dict[str, Any]) -> str:
-    """`prefix hit  38% of 1,204,880 prefill tokens`; a log without prefill lines says so."""
-    tokens = pre["cached_tokens"] + pre["new_tokens"]
-    if pre["cache_hit_ratio"] is None or not tokens:
-        return "  prefix hit  - (no prefill lines with token counts)"
-    return f"  prefix hit  {_fmt(pre['cache_hit_ratio'] * 100)}% of {tokens:,} prefill tokens"
+def _prefix_hit(hit: dict[str, Any] | None) -> str:
+    """`prefix hit  38.00% of 1,204,880 prefill tokens`, or vLLM's printed rate; a log with
+    neither says so."""
+    if hit is None:
+        return "  prefix hit  - (no prefill token counts or printed hit rates)"
+    pct = _fmt(hit["ratio"] * 100)
+    if hit["source"] == "prefill_tokens":
+        return f"  prefix hit  {pct}% of {hit['tokens']:,} prefill tokens"
+    return (f"  prefix hit  {pct}% (the rate the stats lines print: mean of {hit['lines']:,}, "
+            f"last {_fmt(hit['last'] * 100)}%)")

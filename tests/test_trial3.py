@@ -1,0 +1,51 @@
+"""What a new user saw wrong, end to end through the CLI: each test is one class of input (a
+log's printed rates, a config key, an output record's shape) and what every command must say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dash.commands.cli import main
+
+
+def _vllm_stats(n: int, rate: float, engine: int | None = None) -> str:
+    head = "" if engine is None else f"Engine {engine:03d}: "
+    return (f"INFO 03-01 08:{n // 60:02d}:{n % 60:02d} [loggers.py:123] {head}Avg prompt throughput: "
+            f"120.0 tokens/s, Avg generation throughput: 181.0 tokens/s, Running: 4 reqs, "
+            f"Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: {rate:.1f}%\n")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_summary_shows_the_prefix_hit_rate_vllm_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM prints no prefill lines: its prefix cache's hit rate is the `Prefix cache hit rate`
+    of its stats lines. `summary` shows it as `launches` does (a fraction in JSON, a percentage
+    on screen), not `-`."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    log.write_text("".join(_vllm_stats(n * 10, rate) for n, rate in enumerate((40.0, 50.4))))
+    doc = json.loads(_run(capsys, "summary", "--json", str(log)))
+    assert doc["prefix_hit"]["ratio"] == pytest.approx(0.452)
+    assert doc["prefix_hit"]["source"] == "printed_rate"
+    text = _run(capsys, "summary", str(log))
+    assert "prefix hit  45.20%" in text
+    launches = json.loads(_run(capsys, "launches", "--json", str(log)))
+    assert launches["launches"][0]["figures"]["prefix_hit"] == pytest.approx(doc["prefix_hit"]["ratio"])
+
+
+def test_summary_prefix_hit_of_prefill_tokens_is_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-03-01 08:01:00] Prefill batch, #new-seq: 1, #new-token: 300, "
+                   "#cached-token: 100, token usage: 0.10, #running-req: 0, #queue-req: 0\n")
+    doc = json.loads(_run(capsys, "summary", "--json", str(log)))
+    assert doc["prefix_hit"] == {"ratio": 0.25, "source": "prefill_tokens", "tokens": 400}
+    assert "prefix hit  25.00% of 400 prefill tokens" in _run(capsys, "summary", str(log))
