@@ -4,6 +4,8 @@ log's printed rates, a config key, an output record's shape) and what every comm
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,26 @@ def test_summary_prefix_hit_of_prefill_tokens_is_unchanged(
     doc = json.loads(_run(capsys, "summary", "--json", str(log)))
     assert doc["prefix_hit"] == {"ratio": 0.25, "source": "prefill_tokens", "tokens": 400}
     assert "prefix hit  25.00% of 400 prefill tokens" in _run(capsys, "summary", str(log))
+
+
+def _sglang_decode(t: float) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    return (f"[{stamp} TP0] Decode batch. #running-req: 509, #token: 180776, token usage: 0.43, "
+            f"gen throughput (token/s): 7897.87, #queue-req: 0\n")
+
+
+def test_a_big_log_of_a_server_gone_an_hour_is_not_live(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log larger than one read (2 MB: any long run's) is backfilled in several reads; the
+    second is the log's history too, not lines written while kdash watched. A server gone an
+    hour is `quiet` and down, not `live` with `http_unreachable` ("the server works")."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    end = time.time() - 3600
+    n = 3_000_000 // len(_sglang_decode(end))
+    log.write_text("".join(_sglang_decode(end - n + i) for i in range(n)))
+    os.utime(log, (end, end))
+    assert main(["--once", "--json", "--no-http", "--window", "0", "--log", str(log)]) == 0
+    live = json.loads(capsys.readouterr().out)["server"]["liveness"]
+    assert live["log"] == "quiet" and live["log_age_s"] == pytest.approx(3600, abs=60)
