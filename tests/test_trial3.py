@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,3 +76,20 @@ def test_a_big_log_of_a_server_gone_an_hour_is_not_live(
     assert main(["--once", "--json", "--no-http", "--window", "0", "--log", str(log)]) == 0
     live = json.loads(capsys.readouterr().out)["server"]["liveness"]
     assert live["log"] == "quiet" and live["log_age_s"] == pytest.approx(3600, abs=60)
+
+
+def test_once_returns_with_a_backfill_smaller_than_the_log(tmp_path: Path) -> None:
+    """`backfill_bytes` below the log's size: the lines before the window are counted in the
+    background, and `--once` waits for that count; it must not wait for the next read to adopt
+    a count that has finished (it hung forever)."""
+    log = tmp_path / "server.log"
+    now = time.time()
+    log.write_text("".join(_sglang_decode(now - 100 + i) for i in range(100)))
+    (tmp_path / "kdash.toml").write_text("backfill_bytes = 1000\n")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run([sys.executable, "-m", "dash", "--once", "--json", "--no-http",
+                           "--window", "0", "--log", str(log)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["server"]["last_decode"]["line"] == 100
