@@ -93,3 +93,29 @@ def test_once_returns_with_a_backfill_smaller_than_the_log(tmp_path: Path) -> No
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["server"]["last_decode"]["line"] == 100
+
+
+def _vllm_start(util: float) -> str:
+    return (f"INFO 03-01 08:00:00 [utils.py:326] non-default args: {{'model': 'Qwen/Qwen3-8B', "
+            f"'gpu_memory_utilization': {util}}}\n"
+            "INFO 03-01 08:00:05 [kv_cache_utils.py:716] GPU KV cache size: 270,000 tokens\n")
+
+
+def test_launches_shows_the_starts_a_rewritten_log_no_longer_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each restart rewrote the log (`nohup ... > server.log`): the dashboard and `--once` kept
+    the earlier starts and show them; `kdash launches` showed only the last one."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "server.log"
+    log.write_text(_vllm_start(0.90) + _vllm_stats(10, 40.0))
+    assert main(["--once", "--json", "--no-http", "--window", "0", "--log", str(log)]) == 0
+    capsys.readouterr()
+    log.write_text(_vllm_start(0.85).replace("08:00:0", "09:00:0") + _vllm_stats(3610, 50.0))
+    doc = json.loads(_run(capsys, "launches", "--json", str(log)))
+    assert [(x["args"]["gpu_memory_utilization"], x["earlier"]) for x in doc["launches"]] == [
+        (0.90, True), (0.85, False)]
+    text = _run(capsys, "launches", str(log))
+    assert text.startswith("2 launches in 1 log") and "#1: kept by an earlier kdash" in text
