@@ -119,3 +119,35 @@ def test_launches_shows_the_starts_a_rewritten_log_no_longer_holds(
         (0.90, True), (0.85, False)]
     text = _run(capsys, "launches", str(log))
     assert text.startswith("2 launches in 1 log") and "#1: kept by an earlier kdash" in text
+
+
+@pytest.mark.parametrize("name", ["truncated_share", "errors_share", "empty_share",
+                                  "reasoning_missing_share", "rank_imbalance_usage",
+                                  "rank_imbalance_gap", "kv_usage", "plateau_drop"])
+def test_every_share_and_usage_threshold_refuses_a_percentage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """`truncated_share = 10` (meant as 10 %) can never be reached by a share 0..1: it turned
+    the alert off in silence. Every ratio threshold says so in one line, as `kv_usage` did."""
+    cfg = tmp_path / "k.toml"
+    cfg.write_text(f"[alerts]\n{name} = 10\n")
+    assert main(["--once", "--config", str(cfg), "--no-http", "--log", str(tmp_path / "x")]) == 2
+    assert f"{name} = 10: a ratio 0..1; did you mean 0.10?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["invalid_lines", "outputs_min_samples"])
+def test_count_thresholds_of_the_outputs_are_whole_numbers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    cfg = tmp_path / "k.toml"
+    cfg.write_text(f"[alerts]\n{name} = 0.5\n")
+    assert main(["--once", "--config", str(cfg), "--no-http", "--log", str(tmp_path / "x")]) == 2
+    assert "a count, a whole number of at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["log", "client_log", "state_dir"])
+def test_an_empty_path_in_the_config_is_named_as_such(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str) -> None:
+    """`log = ""` was taken as the working directory (`--log .: is a directory`)."""
+    cfg = tmp_path / "k.toml"
+    cfg.write_text(f'{key} = ""\n')
+    assert main(["--once", "--config", str(cfg), "--no-http", "--outputs", "x/*.jsonl"]) == 2
+    assert f"{key} must be a path, got ''" in capsys.readouterr().err
