@@ -151,3 +151,13 @@ def test_an_empty_path_in_the_config_is_named_as_such(
     cfg.write_text(f'{key} = ""\n')
     assert main(["--once", "--config", str(cfg), "--no-http", "--outputs", "x/*.jsonl"]) == 2
     assert f"{key} must be a path, got ''" in capsys.readouterr().err
+
+
+def test_help_says_where_settings_come_from(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kdash --help` named `--config FILE` only: a new user could not learn that ./kdash.toml
+    and the user config file are read too (and can change what a plain `kdash` does)."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "config.toml, then ./kdash.toml, then --config FILE, then the flags" in text
+    assert "[alerts] (every threshold)" in text

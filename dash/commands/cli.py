@@ -32,11 +32,30 @@ SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "
                "outputs")
 
 
+_CONFIG_HELP = (
+    "Settings are also read from {user}, then ./kdash.toml, then --config FILE, then the "
+    "flags (later wins). Every flag has a TOML name (dashes become underscores: client_log = "
+    "\"client.log\"); more settings there: [expect] (partition totals), [outputs] (field "
+    "paths, max_tokens, expect_reasoning), [alerts] (every threshold), backfill_bytes, "
+    "http_interval, state_dir... (README: \"Point it at your run\", \"Alerts\"). An unknown "
+    "name or a bad value is one line and exit 2.")
+
+
+def _user_config() -> str:
+    from dash.sources.config_files import user_config_path
+
+    try:
+        return str(user_config_path())
+    except OSError:  # a home directory kdash may not enter: the help still prints
+        return "the user config file (~/.config/kdash/config.toml)"
+
+
 def _dashboard_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="kdash",
         description="A terminal dashboard for LLM inference runs. "
         f"Commands: {', '.join(SUBCOMMANDS)} (kdash COMMAND --help).",
+        epilog=_CONFIG_HELP.format(user=_user_config()),
     )
     p.add_argument("--version", action="version", version=f"kdash {__version__}")
     p.add_argument("--once", action="store_true", help="print the state once and exit")
