@@ -172,7 +172,8 @@ def _dist(label: str, d: Dist) -> str:
 
 
 def client_line(snap: RunSnapshot) -> Text:
-    """The client in one line: its processes, its log's size and growth, its last progress bar."""
+    """The client in one line: its processes, its log's size and growth, its last error, its
+    last progress bar."""
     c = snap.client
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("client ", "bold")
@@ -196,6 +197,10 @@ def client_line(snap: RunSnapshot) -> Text:
             grew = ("never grew" if c.log_last_growth is None
                     else f"grew {fmt.dur(snap.now - c.log_last_growth)} ago")
             t.append(f"log {_size(c.log_bytes)}, {grew}  ")
+    if c.events:  # a traceback's exception line, an `...Error:` line: why a client died
+        err = c.events[-1]
+        where = f" (line {err['line']:,})" if isinstance(err.get("line"), int) else ""
+        t.append(f"last error{where}: {fmt.clean(str(err.get('message', '')), 80)}  ", "bold")
     if c.last_progress is not None:
         t.append(fmt.clean(c.last_progress.text, 120), "dim")
     elif c.resuming is not None:
