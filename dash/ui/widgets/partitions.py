@@ -198,9 +198,9 @@ def client_line(snap: RunSnapshot) -> Text:
                     else f"grew {fmt.dur(snap.now - c.log_last_growth)} ago")
             t.append(f"log {_size(c.log_bytes)}, {grew}  ")
     if c.events:  # a traceback's exception line, an `...Error:` line: why a client died
-        err = c.events[-1]
-        where = f" (line {err['line']:,})" if isinstance(err.get("line"), int) else ""
-        t.append(f"last error{where}: {fmt.clean(str(err.get('message', '')), 80)}  ", "bold")
+        # no line number: the tracker counts the lines it read, not the file's (a backfill)
+        message = str(c.events[-1].get("message", ""))
+        t.append(f"last error: {fmt.clean(message, 80)}  ", "bold")
     if c.last_progress is not None:
         t.append(fmt.clean(c.last_progress.text, 120), "dim")
     elif c.resuming is not None:
