@@ -161,3 +161,16 @@ def test_help_says_where_settings_come_from(capsys: pytest.CaptureFixture[str]) 
     text = " ".join(capsys.readouterr().out.split())
     assert "config.toml, then ./kdash.toml, then --config FILE, then the flags" in text
     assert "[alerts] (every threshold)" in text
+
+
+def test_summary_lists_a_silence_in_the_middle_of_a_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Decode lines with 5 running, 20 minutes of nothing, decode lines again: what the
+    dashboard said then (`server_silent`), `summary` must list."""
+    t0 = time.mktime((2026, 3, 1, 8, 0, 0, 0, 0, -1))
+    times = [t0 + 2 * i for i in range(60)] + [t0 + 1320 + 2 * i for i in range(60)]
+    log = tmp_path / "server.log"
+    log.write_text("".join(_sglang_decode(t).replace("509", "5") for t in times))
+    doc = json.loads(_run(capsys, "summary", "--json", str(log)))
+    assert [a["id"] for a in doc["alerts"]] == ["server_silent"]
+    assert doc["alerts"][0]["message"].startswith("no decode/prefill line for 20 min")
