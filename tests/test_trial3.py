@@ -174,3 +174,8 @@ def test_summary_lists_a_silence_in_the_middle_of_a_log(
     doc = json.loads(_run(capsys, "summary", "--json", str(log)))
     assert [a["id"] for a in doc["alerts"]] == ["server_silent"]
     assert doc["alerts"][0]["message"].startswith("no decode/prefill line for 20 min")
+    # and with the thresholds the dashboard was given: a silence of an hour is the first
+    cfg = tmp_path / "k.toml"
+    cfg.write_text("[alerts]\nsilent_after_s = 3600\n")
+    doc = json.loads(_run(capsys, "summary", "--json", "--config", str(cfg), str(log)))
+    assert doc["alerts"] == []

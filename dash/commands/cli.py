@@ -94,6 +94,9 @@ def _sub_parser(name: str) -> argparse.ArgumentParser:
         p.description = "A headless report of a server log (with the alerts that would have fired)."
         p.add_argument("path", metavar="LOG")
         p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("--config", metavar="FILE",
+                       help="a TOML config file (its [alerts] thresholds; the user's config "
+                            "file and ./kdash.toml are read too)")
     elif name == "launches":
         p.description = ("The server starts of logs side by side: what changed between them, "
                          "how each ended, what each achieved.")
@@ -128,8 +131,10 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
     ns = _sub_parser(name).parse_args(argv)
     if name == "summary":
         from dash.commands.summary import run_summary
+        from dash.sources.config_files import build_config
 
-        return run_summary(Path(ns.path), as_json=ns.json)
+        cfg = build_config({}, config_file=Path(ns.config) if ns.config else None)
+        return run_summary(Path(ns.path), as_json=ns.json, alerts=cfg.alerts)
     if name == "launches":
         from dash.commands.launches import run_launches
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ class SummaryJob:
         return [part_of(batch, stamps) for batch in scan.batches()]
 
 
-def summarize(path: Path, grammar: Grammar = GRAMMAR) -> dict[str, Any]:
-    """The summary document of one log (raises LogError)."""
+def summarize(path: Path, grammar: Grammar = GRAMMAR,
+              alerts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The summary document of one log (raises LogError); `alerts`: the configured thresholds
+    (`[alerts]`), as the dashboard would have judged the log with them."""
     summary = LogSummary(ref=ref_time(path))
 
     def each(before: int, parts: list[Part]) -> None:
@@ -41,10 +44,11 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR) -> dict[str, Any]:
             summary.merge(part)
 
     fold(path, SummaryJob(), each, grammar)
-    return document(path, summary)
+    return document(path, summary, alerts)
 
 
-def document(path: Path, summary: LogSummary) -> dict[str, Any]:
+def document(path: Path, summary: LogSummary,
+             alerts: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The summary's document, alerts replayed on the log's own clock."""
     doc = summary.to_dict()
     doc["path"] = str(path)
@@ -56,8 +60,9 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
 
     # A long log is replayed thinned (dash.core.views.summary_feed.AlertFeed): gaps between the decode
     # records kept are no sign of a silent server until they exceed that thinning.
-    silent = max(AlertConfig().silent_after_s, summary.alerts.spacing_s() + 60.0)
-    cfg = Config(alerts={"silent_after_s": silent})
+    configured = AlertConfig.from_mapping(alerts or {})
+    silent = max(configured.silent_after_s, summary.alerts.spacing_s() + 60.0)
+    cfg = Config(alerts={**(alerts or {}), "silent_after_s": silent})
     replayed = summary.alerts.records()
     doc["alerts"] = [alert_to_json(a) for a in replay_alerts(replayed, cfg)]
     doc["launches"] = launches_json(replay_launches(path, replayed, summary))
@@ -174,9 +179,9 @@ def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
-def run_summary(path: Path, as_json: bool) -> int:
-    """`kdash summary LOG [--json]`."""
-    doc = summarize(path)  # a LogError is a usage error: one line from the CLI, exit 2
+def run_summary(path: Path, as_json: bool, alerts: Mapping[str, Any] | None = None) -> int:
+    """`kdash summary LOG [--json] [--config FILE]`."""
+    doc = summarize(path, alerts=alerts)  # a LogError is a usage error: one line, exit 2
     if as_json:
         doc.pop("throughput_series")
         _write(json.dumps(doc, indent=1) + "\n")
