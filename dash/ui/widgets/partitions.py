@@ -34,9 +34,11 @@ class PartitionTable(KeyedTable):
         ("n", "#", 1), ("name", "partition", 11), ("done", "done/total", 11),
         ("eta", "ETA", 6), ("status", "status", 7),
     )
+    BOX_TITLE = ("partitions", "up/down")
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"parts--{name}")
+
 
     def show(self, snap: RunSnapshot) -> None:
         """Update rows from the snapshot's partitions."""
