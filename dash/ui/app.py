@@ -23,6 +23,7 @@ from dash.core.clock import Clock, SystemClock
 from dash.core.config import Config
 from dash.core.recent import RecentSet
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.quality import LIVE_PERIOD_S
 from dash.core.state.run import RunState
 from dash.sources import collector
 from dash.sources.launch_store import LaunchKeeper, remembered
@@ -430,7 +431,7 @@ def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> RunState:
     from dash.core.alerts.history import entries_from_lines
     from dash.sources.alert_sinks import history_path, read_history, watch_key
 
-    state = RunState(cfg)
+    state = RunState(cfg, quality_period_s=LIVE_PERIOD_S)
     for text in notices:
         state.add_notice(text)
     if cfg.alert_history:

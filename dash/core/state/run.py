@@ -42,9 +42,12 @@ SHOWN_NOTICES = 20
 class RunState:
     """Composes the trackers and the alert engine for one Config."""
 
-    def __init__(self, cfg: Config, *, sample_s: float | None = None) -> None:
+    def __init__(self, cfg: Config, *, sample_s: float | None = None,
+                 quality_period_s: float = 0.0) -> None:
         """`sample_s`: the state of a short sample of this many seconds (`--once`, `check`):
-        alerts fire as soon as their condition holds, and rates are measured over the sample."""
+        alerts fire as soon as their condition holds, and rates are measured over the sample.
+        `quality_period_s`: how long the output-quality figures are kept while samples arrive
+        (`dash.core.state.quality.LIVE_PERIOD_S` on the live screen; 0: exact)."""
         self.cfg = cfg
         self.servers = Servers(str(p) for p in cfg.logs)
         self._no_log = ServerLogTracker(None)
@@ -53,7 +56,8 @@ class RunState:
         self.partitions = _make_partitions(cfg, sample_s)
         self.client = ClientTracker(cfg)
         self.quality = QualityTracker(cfg.output_fields,
-                                      min_span_s=_sample_span(MIN_RATE_SPAN_S, sample_s, 0.5))
+                                      min_span_s=_sample_span(MIN_RATE_SPAN_S, sample_s, 0.5),
+                                      period_s=quality_period_s)
         self.alert_config = AlertConfig.from_mapping(cfg.alerts)
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
