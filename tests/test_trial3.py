@@ -179,3 +179,20 @@ def test_summary_lists_a_silence_in_the_middle_of_a_log(
     cfg.write_text("[alerts]\nsilent_after_s = 3600\n")
     doc = json.loads(_run(capsys, "summary", "--json", "--config", str(cfg), str(log)))
     assert doc["alerts"] == []
+
+
+def test_once_text_says_what_the_tables_quality_columns_say(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The dashboard's table shows each partition's trunc, tok and err; `--once` (text) showed
+    none of them, so a cron mail of it said nothing of a run whose answers are cut off."""
+    out = tmp_path / "A.jsonl"
+    out.write_text("".join(json.dumps({
+        "id": f"c{i}", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
+                     "finish_reason": "length" if i % 4 == 0 else "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 100 + i, "total_tokens": 105 + i}})
+        + "\n" for i in range(40)) + "not json\n")
+    assert main(["--once", "--window", "0", "--no-http", "--outputs", str(out)]) in (0, 1)
+    text = capsys.readouterr().out
+    assert ("last 40 samples: 25% cut at the token limit, median 119 output tokens; "
+            "0 error records, 1 invalid lines") in text
