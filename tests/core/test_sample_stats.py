@@ -83,3 +83,38 @@ def test_a_rewritten_file_never_reuses_a_version_a_snapshot_was_cached_at() -> N
     tr.apply([batch([s(100)], restart=True)], 1.0)
     again = tr.snapshot("p", 1.0)
     assert again is not None and again.window.samples == 1 and again.window.truncated == 0
+
+
+def test_live_figures_are_kept_for_a_period_while_samples_arrive() -> None:
+    """The live screen's tracker works its figures out at most every period: a moving window
+    would otherwise change the table and each quality alert's evidence every refresh."""
+    tr = QualityTracker(period_s=5.0)
+    tr.apply([batch([s(100)] * 10)], 0.0)
+    first = tr.snapshot("p", 0.0)
+    assert first is not None and first.window.samples == 10  # the first figures at once
+    tr.apply([batch([s(100, "length")] * 10)], 1.0)
+    kept = tr.snapshot("p", 4.0)
+    assert kept is not None and kept.window == first.window and kept.total == first.total
+    later = tr.snapshot("p", 5.0)
+    assert later is not None and later.window.samples == 20 and later.window.truncated == 10
+    exact = QualityTracker()  # the headless commands' tracker: every snapshot exact
+    exact.apply([batch([s(100)] * 10)], 0.0)
+    exact.snapshot("p", 0.0)
+    exact.apply([batch([s(100, "length")] * 10)], 1.0)
+    now = exact.snapshot("p", 1.0)
+    assert now is not None and now.window.truncated == 10
+
+
+def test_a_rewritten_file_and_a_first_invalid_line_show_at_once() -> None:
+    tr = QualityTracker(period_s=5.0)
+    tr.apply([batch([s(100, "length")] * 10)], 0.0)
+    tr.snapshot("p", 0.0)
+    tr.apply([batch([s(100)], restart=True)], 1.0)
+    again = tr.snapshot("p", 1.0)
+    assert again is not None and again.window.samples == 1 and again.window.truncated == 0
+    tr.apply([batch([s(100)], invalid_count=1, extra_lines=1)], 2.0)
+    bad = tr.snapshot("p", 2.0)
+    assert bad is not None and bad.total.invalid == 1
+    tr.apply([batch([s(100)], invalid_count=1, extra_lines=1)], 3.0)
+    kept = tr.snapshot("p", 3.0)  # later ones wait for the period like the rest
+    assert kept is not None and kept.total.invalid == 1

@@ -165,6 +165,11 @@ class QualityStats:
         return self._total.lines
 
     @property
+    def invalid_lines(self) -> int:
+        """Lines read since start that are not JSON."""
+        return self._total.invalid
+
+    @property
     def tokens_seen(self) -> int:
         """Samples read since start whose record had a completion-token count."""
         return self._total.tokens.n

@@ -25,6 +25,10 @@ MIN_RATE_SPAN_S = 10.0
 """A tokens/s figure over less time than this is noise."""
 UNMATCHED_AFTER = 20
 """Records a configured path must miss (with no hit) before it is a notice."""
+LIVE_PERIOD_S = 5.0
+"""The live screen's figures are worked out at most this often while samples arrive: a window
+of 200 samples moves a little with every read, and redoing it each refresh only makes the
+partition table and every quality alert's evidence jitter (and redraw) each second."""
 REASONING_SEEN = 20
 """Samples with reasoning after which the run's records are expected to carry it: one client
 and one model write every partition, so reasoning seen in one partition is expected in all."""
@@ -42,7 +46,8 @@ class _Part:
         self.arrivals: deque[tuple[float, int]] = deque()
         self.first_live: float | None = None
         self.reasoning_seen = 0
-        self.cache: tuple[int, QualityFigures, QualityFigures] | None = None
+        self.cache: tuple[int, float, QualityFigures, QualityFigures] | None = None
+        """The figures at a version of the stats, and when they were worked out."""
 
     def keep(self, raws: Iterable[RawSample]) -> None:
         for raw in raws:
@@ -58,11 +63,15 @@ class QualityTracker:
     """Every partition's output statistics."""
 
     def __init__(self, spec: OutputFields | None = None, *,
-                 min_span_s: float = MIN_RATE_SPAN_S) -> None:
+                 min_span_s: float = MIN_RATE_SPAN_S, period_s: float = 0.0) -> None:
         """`min_span_s`: the shortest time tokens/s is measured over (a sample of a few
-        seconds, `--once`, accepts its own length; infinite: never measured)."""
+        seconds, `--once`, accepts its own length; infinite: never measured). `period_s`: how
+        long figures are kept while new samples arrive (0: every snapshot is exact, as the
+        headless commands need; the live screen: `LIVE_PERIOD_S`); a file read anew, its
+        first samples and its first invalid line show at once."""
         self.spec = spec or OutputFields()
         self._min_span = min_span_s
+        self._period = period_s
         self._parts: dict[str, _Part] = {}
 
     def apply(self, batches: Iterable[SampleBatch], now: float) -> list[str]:
@@ -73,6 +82,8 @@ class QualityTracker:
             p = self._parts.get(b.name)
             if p is None:
                 p = self._parts[b.name] = _Part()
+            if b.restart or (b.invalid_count and not p.stats.invalid_lines):
+                p.cache = None  # shown at once, not at the next period
             if b.restart:
                 p.latest.clear()
                 p.latest_chars = 0
@@ -102,9 +113,9 @@ class QualityTracker:
         if p is None:
             return None
         s = p.stats
-        if p.cache is None or p.cache[0] != s.version:
-            p.cache = (s.version, s.window(), s.total())
-        _, window, total = p.cache
+        if p.cache is None or (p.cache[0] != s.version and now - p.cache[1] >= self._period):
+            p.cache = (s.version, now, s.window(), s.total())
+        _, _, window, total = p.cache
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
             (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
         expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
