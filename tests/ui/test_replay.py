@@ -323,6 +323,12 @@ async def test_kdash_replay_starts_its_reading_processes_before_the_app(
     assert len(methods) == 1  # the app's thread started none of its own
 
 
+def pieces_of(path: Path) -> int:
+    from dash.sources import logread
+
+    return len(logread.cuts(path, path.stat().st_size)) - 1
+
+
 async def test_an_app_that_quits_while_reading_stops_reading(
         sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Quitting while a long log is read does not wait for the rest of it to be read."""
@@ -330,7 +336,7 @@ async def test_an_app_that_quits_while_reading_stops_reading(
 
     monkeypatch.setenv("KDASH_PROCESSES", "1")
     monkeypatch.setattr(logread, "PIECE", 4096)
-    total = len(logread.cuts(sim_log, sim_log.stat().st_size)) - 1
+    total = pieces_of(sim_log)
     assert total > 20
     read: list[int] = []
     piece = replay_read.SeriesJob.piece
