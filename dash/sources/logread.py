@@ -228,9 +228,9 @@ def cuts(path: Path, size: int, piece: int | None = None) -> list[int]:
 
 def _context() -> Any:
     """How reading processes start: `fork` (quick) in a process that runs no other thread,
-    `spawn` where other threads run (the replay reads its log on a thread of its screen's
-    app: a forked copy of such a process may inherit locks those threads hold) or where fork
-    is unavailable. `KDASH_START` names one."""
+    `spawn` where other threads run (a replay app that starts its own reading does so on a
+    thread of the app: a forked copy of such a process may inherit locks those threads hold)
+    or where fork is unavailable. `KDASH_START` names one."""
     import multiprocessing
 
     wanted = os.environ.get("KDASH_START")

@@ -279,8 +279,8 @@ async def test_a_real_time_only_log_replays_on_its_own_clock(real_logs: Path) ->
 async def test_a_log_read_by_several_processes_inside_the_app(
         sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The app reads on a thread, so its reading processes are spawned (not forked); the
-    resource tracker spawn needs was started before the app (`prepare_processes`, as
-    `kdash replay` does), when standard error was still a real one."""
+    resource tracker spawn needs was started before the app (`prepare_processes`, as an app
+    that starts its own reading needs), when standard error was still a real one."""
     from dash.sources import logread
 
     monkeypatch.setenv("KDASH_PROCESSES", "2")
