@@ -276,11 +276,9 @@ async def test_a_real_time_only_log_replays_on_its_own_clock(real_logs: Path) ->
         assert app.snap.server.last_decode["line"] == app.timeline.records[-1]["line"]
 
 
-async def test_a_log_read_by_several_processes_inside_the_app(
-        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The app reads on a thread, so its reading processes are spawned (not forked); the
-    resource tracker spawn needs was started before the app (`prepare_processes`, as an app
-    that starts its own reading needs), when standard error was still a real one."""
+def two_processes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A small log read by two processes in pieces of 4 KB; the start method of each pool
+    (the list returned) as it is chosen."""
     from dash.sources import logread
 
     monkeypatch.setenv("KDASH_PROCESSES", "2")
@@ -290,6 +288,17 @@ async def test_a_log_read_by_several_processes_inside_the_app(
     methods: list[str] = []
     context = logread._context
     monkeypatch.setattr(logread, "_context", lambda: methods.append(context()._name) or context())
+    return methods
+
+
+async def test_a_log_read_by_several_processes_inside_the_app(
+        sim_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app reads on a thread, so its reading processes are spawned (not forked); the
+    resource tracker spawn needs was started before the app (`prepare_processes`, as an app
+    that starts its own reading needs), when standard error was still a real one."""
+    from dash.sources import logread
+
+    methods = two_processes(monkeypatch)
     logread.prepare_processes(sim_log)
     app, _ = make(sim_log)
     async with app.run_test(size=SIZE) as pilot:
@@ -307,13 +316,7 @@ async def test_kdash_replay_starts_its_reading_processes_before_the_app(
     from dash.commands.replay import replay_app
     from dash.sources import logread
 
-    monkeypatch.setenv("KDASH_PROCESSES", "2")
-    monkeypatch.delenv("KDASH_START", raising=False)
-    monkeypatch.setattr(logread, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(logread, "PIECE", 4096)
-    methods: list[str] = []
-    context = logread._context
-    monkeypatch.setattr(logread, "_context", lambda: methods.append(context()._name) or context())
+    methods = two_processes(monkeypatch)
     app = replay_app(sim_log, (), 30.0, cpu_meter=lambda: 0.4)
     assert len(methods) == 1  # started already, before the app runs
     async with app.run_test(size=SIZE) as pilot:
