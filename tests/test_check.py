@@ -109,3 +109,14 @@ def test_unknown_is_3_with_nothing_to_watch_and_for_usage_errors(
 def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--help"]) == 0
     assert "0 ok, 1 warn, 2 crit, 3 unknown" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_second_server_log_not_there_is_unknown(
+        healthy: SimRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A PD pair or two nodes: the decode server's log is missing while the first one is live;
+    # the check cannot vouch for that server, as it cannot for a single missing log.
+    missing = tmp_path / "decode" / "server.log"
+    assert main(["check", "--window", "0", "--no-http", "--log", str(healthy.server_log),
+                 "--log", str(missing)]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("UNKNOWN server_log[") and str(missing) in line for line in out)

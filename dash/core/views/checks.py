@@ -32,9 +32,14 @@ class Problem:
 def source_problems(snap: RunSnapshot) -> list[Problem]:
     """Sources that could not be read: the check cannot vouch for them."""
     out: list[Problem] = []
-    s, c = snap.server, snap.client
-    if s.path and s.status in ("waiting", "error"):
-        out.append(Problem("UNKNOWN", "server_log", s.status_message or f"{s.path}: {s.status}"))
+    c = snap.client
+    servers = snap.servers or (snap.server,)
+    for s in servers:
+        # Every server log counts, not only the primary's: a PD pair's missing decode log
+        # leaves half the run unwatched while the other log is live.
+        if s.path and s.status in ("waiting", "error"):
+            what = f"server_log[{s.name or s.path}]" if len(servers) > 1 else "server_log"
+            out.append(Problem("UNKNOWN", what, s.status_message or f"{s.path}: {s.status}"))
     if c.log_path and c.log_status in ("waiting", "error"):
         out.append(Problem("UNKNOWN", "client_log",
                            c.log_message or f"{c.log_path}: {c.log_status}"))
