@@ -1,4 +1,4 @@
-"""Alert rules about data-parallel ranks: `rank_imbalance`.
+"""Alert rules about data-parallel ranks: `rank_imbalance`, `rank_silent`.
 
 The server's figures sum its ranks, and its token usage is the highest rank's; a server whose
 load sits on one rank looks full while most of its KV cache is idle. Each rank's usage is a
@@ -86,4 +86,44 @@ def rule_rank_imbalance(ctx: RuleContext) -> Iterator[Finding]:
         held_s=_held_high(top, high, cfg.rank_window_s, now.at))
 
 
-RANK_RULES = (rule_rank_imbalance,)
+_SILENT_HINT = ("Hung if its requests never finish (the client waits on them): `py-spy dump "
+                "--pid` of that rank's {process} shows where it is stuck; restart the server "
+                "(the client resumes from its outputs). Idle if it gets no new requests: "
+                "check the routing: {routing}.")
+_PROCESS = {"sglang": "scheduler process (its name has `scheduler_DP<n>`)",
+            "vllm": "engine process (`EngineCore_DP<n>`)"}
+
+
+def rule_rank_silent(ctx: RuleContext) -> Iterator[Finding]:
+    """`rank_silent` (warn): a rank whose last line had requests running printed nothing for
+    `silent_after_s` while the other ranks print with requests queued. Measured against the
+    newest line of any rank: a log that stopped altogether is `server_silent`'s. Without a
+    queue elsewhere it is the run's tail (ranks finish their last requests at different
+    times), not a problem."""
+    cfg, now = ctx.cfg, ctx.snap.server.now
+    ctx.launch_ended("rank_silent")
+    if now is None or not now.multi or now.at is None:
+        return
+    printing = [r for r in now.ranks if r.live]
+    queued = sum(r.queue_req or 0 for r in printing)
+    quiet = [r for r in now.ranks if not r.live and r.at is not None
+             and (r.running_req or 0) > 0 and now.at - r.at >= cfg.silent_after_s]
+    if not printing or not quiet or queued <= 0:
+        return
+    names = ", ".join(str(r.rank) for r in quiet)
+    running = ", ".join(_fmt(r.running_req) for r in quiet)
+    gap = fmt_duration(now.at - max(r.at or 0.0 for r in quiet))
+    n = len(printing)
+    their = "its last line" if len(quiet) == 1 else "their last lines"
+    engine = ctx.snap.server.engine or ""
+    hint = _SILENT_HINT.format(process=_PROCESS.get(engine, _PROCESS["sglang"]),
+                               routing=_ROUTING.get(engine, _ROUTING["sglang"]))
+    yield Finding(
+        "rank_silent", "warn",
+        f"{names} printed no decode line for {gap} while the other {n} rank"
+        f"{'s' if n != 1 else ''} print with {queued:g} queued; {their} had {running} running",
+        f"{names}: last line at {', '.join(str(r.ts or '?') for r in quiet)}; the newest line of "
+        f"the others at {max((r.ts or '' for r in printing), default='?')}", hint)
+
+
+RANK_RULES = (rule_rank_imbalance, rule_rank_silent)
