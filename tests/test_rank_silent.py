@@ -54,6 +54,7 @@ def test_a_rank_quiet_for_minutes_while_the_others_have_a_queue_is_named(
                                    "ranks print with 9 queued")
     assert "52 running" in a["message"]
     assert "--load-balance-method" in a["hint"] and "py-spy" in a["hint"]
+    assert len(a["message"]) + len(a["hint"]) < 6 * 74  # message and fix fit the panel at 80x24
 
 
 @pytest.mark.parametrize(("stops", "queue"), [(420, 0), (120, 3)])

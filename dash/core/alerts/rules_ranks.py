@@ -86,12 +86,13 @@ def rule_rank_imbalance(ctx: RuleContext) -> Iterator[Finding]:
         held_s=_held_high(top, high, cfg.rank_window_s, now.at))
 
 
-_SILENT_HINT = ("Hung if its requests never finish (the client waits on them): `py-spy dump "
-                "--pid` of that rank's {process} shows where it is stuck; restart the server "
-                "(the client resumes from its outputs). Idle if it gets no new requests: "
-                "check the routing: {routing}.")
-_PROCESS = {"sglang": "scheduler process (its name has `scheduler_DP<n>`)",
-            "vllm": "engine process (`EngineCore_DP<n>`)"}
+_SILENT_HINT = ("Hung if its requests never finish: `py-spy dump --pid` of its {process} "
+                "shows where; restart the server. Idle if it gets no requests: check {routing}.")
+# Short: the whole fix must fit the alerts panel at 80x24.
+_PROCESS = {"sglang": "scheduler (`scheduler_DP<n>` in its name)",
+            "vllm": "engine (`EngineCore_DP<n>`)"}
+_SHORT_ROUTING = {"sglang": "--load-balance-method or the router in front",
+                  "vllm": "the router in front (--data-parallel-external-lb)"}
 
 
 def rule_rank_silent(ctx: RuleContext) -> Iterator[Finding]:
@@ -117,13 +118,14 @@ def rule_rank_silent(ctx: RuleContext) -> Iterator[Finding]:
     their = "its last line" if len(quiet) == 1 else "their last lines"
     engine = ctx.snap.server.engine or ""
     hint = _SILENT_HINT.format(process=_PROCESS.get(engine, _PROCESS["sglang"]),
-                               routing=_ROUTING.get(engine, _ROUTING["sglang"]))
+                               routing=_SHORT_ROUTING.get(engine, _SHORT_ROUTING["sglang"]))
     yield Finding(
         "rank_silent", "warn",
         f"{names} printed no decode line for {gap} while the other {n} rank"
         f"{'s' if n != 1 else ''} print with {queued:g} queued; {their} had {running} running",
         f"{names}: last line at {', '.join(str(r.ts or '?') for r in quiet)}; the newest line of "
-        f"the others at {max((r.ts or '' for r in printing), default='?')}", hint)
+        f"the others at {max((r.ts or '' for r in printing), default='?')}", hint,
+        since=max(r.at or 0.0 for r in quiet))
 
 
 RANK_RULES = (rule_rank_imbalance, rule_rank_silent)
