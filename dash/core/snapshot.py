@@ -49,6 +49,8 @@ class RankNow:
     queue_req: float | None = None
     token_usage: float | None = None
     tokens: float | None = None
+    input_throughput: float | None = None
+    """Its latest prefill line's input throughput (a PD prefill server's figure)."""
     interval_s: float | None = None
     """Its logging interval: the median gap between its decode lines (None: not known yet)."""
     live: bool = True
@@ -72,6 +74,9 @@ class ServerNow:
     token_usage: float | None = None
     token_usage_mean: float | None = None
     tokens: float | None = None
+    input_throughput: float | None = None
+    """The ranks' latest prefill lines' input throughput, summed: what a PD prefill server
+    does, which prints no decode lines."""
     ranks: tuple[RankNow, ...] = ()
     """Every rank seen since the server started, live or dropped, in rank order."""
 
@@ -88,7 +93,7 @@ class ServerNow:
         """The figures under a decode record's keys (what compares with /metrics)."""
         return {"gen_throughput": self.gen_throughput, "running_req": self.running_req,
                 "queue_req": self.queue_req, "token_usage": self.token_usage,
-                "tokens": self.tokens}
+                "tokens": self.tokens, "input_throughput": self.input_throughput}
 
 
 @dataclass(frozen=True, slots=True)
