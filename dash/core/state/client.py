@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from dash.core.log.prefix import clean
 from dash.core.snapshot import ClientProgress, ClientSnapshot, ProcessInfo, Record
 
 if TYPE_CHECKING:
@@ -40,8 +41,10 @@ def _num(text: str) -> float:
 
 
 def parse_progress(text: str) -> ClientProgress | None:
-    """A tqdm bar (`45%|####| 450/1000 [00:10<00:12, 40.1it/s]`) or None."""
-    text = text[:MAX_TEXT]
+    """A tqdm bar (`45%|####| 450/1000 [00:10<00:12, 40.1it/s]`) or None: the one a terminal
+    shows, after the last `\r` (tqdm redraws in place; with a bar per worker it moves the
+    cursor between them with `ESC [A`), its cursor codes dropped."""
+    text = clean(text[:MAX_TEXT])
     m = _TQDM.search(text)
     if m is None:
         return None
