@@ -86,8 +86,8 @@ def rule_rank_imbalance(ctx: RuleContext) -> Iterator[Finding]:
         held_s=_held_high(top, high, cfg.rank_window_s, now.at))
 
 
-_SILENT_HINT = ("Hung if its requests never finish: `py-spy dump --pid` of its {process} "
-                "shows where; restart the server. Idle if it gets no requests: check {routing}.")
+_SILENT_HINT = ("Hung if a rank's requests never finish: `py-spy dump --pid` of its {process} "
+                "shows where; restart the server. Idle if it gets none: check {routing}.")
 # Short: the whole fix must fit the alerts panel at 80x24.
 _PROCESS = {"sglang": "scheduler (`scheduler_DP<n>` in its name)",
             "vllm": "engine (`EngineCore_DP<n>`)"}
@@ -121,8 +121,9 @@ def rule_rank_silent(ctx: RuleContext) -> Iterator[Finding]:
                                routing=_SHORT_ROUTING.get(engine, _SHORT_ROUTING["sglang"]))
     yield Finding(
         "rank_silent", "warn",
-        f"{names} printed no decode line for {gap} while the other {n} rank"
-        f"{'s' if n != 1 else ''} print with {queued:g} queued; {their} had {running} running",
+        f"{names} printed no decode line for {gap} while "
+        f"{'the other rank prints' if n == 1 else f'the other {n} ranks print'} with "
+        f"{queued:g} queued; {their} had {running} running",
         f"{names}: last line at {', '.join(str(r.ts or '?') for r in quiet)}; the newest line of "
         f"the others at {max((r.ts or '' for r in printing), default='?')}", hint,
         since=max(r.at or 0.0 for r in quiet))
