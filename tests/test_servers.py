@@ -90,6 +90,18 @@ def test_a_prefill_and_a_decode_server(tmp_path: Path) -> None:
     assert "all servers gen 2104.0 tok/s" in text
 
 
+def test_prometheus_has_no_first_servers_peak_beside_the_sum(tmp_path: Path) -> None:
+    """With several servers the unlabelled throughput is their sum: the first server's peak
+    beside it read as a peak below the current figure. Each server's peak is labelled."""
+    prefill, decode = _pd(tmp_path)
+    snap, _ = collect_once(Config(log=decode, more_logs=(prefill,), url=""), window=0,
+                           clock=FakeClock(START + 121.0))
+    fams = {f.name: f for f in families(snap)}
+    assert "kdash_peak_gen_throughput_tokens_per_second" not in fams
+    [(labels, peak)] = fams["kdash_server_peak_gen_throughput_tokens_per_second"].samples
+    assert labels == ("decode",) and peak == snap.servers[0].peak.gen_throughput  # type: ignore[union-attr]
+
+
 def _nodes(tmp_path: Path) -> tuple[DpLog, DpLog]:
     a = dp_values(ranks=2, minutes=2, start=START, peak=800.0, plateau=800.0)
     b = dp_values(ranks=2, minutes=2, start=START, peak=500.0, plateau=500.0)

@@ -32,11 +32,30 @@ SUBCOMMANDS = ("demo", "sim", "replay", "summary", "export", "serve", "check", "
                "outputs")
 
 
+_CONFIG_HELP = (
+    "Settings are also read from {user}, then ./kdash.toml, then --config FILE, then the "
+    "flags (later wins). Every flag has a TOML name (dashes become underscores: client_log = "
+    "\"client.log\"); more settings there: [expect] (partition totals), [outputs] (field "
+    "paths, max_tokens, expect_reasoning), [alerts] (every threshold), backfill_bytes, "
+    "http_interval, state_dir... (README: \"Point it at your run\", \"Alerts\"). An unknown "
+    "name or a bad value is one line and exit 2.")
+
+
+def _user_config() -> str:
+    from dash.sources.config_files import user_config_path
+
+    try:
+        return str(user_config_path())
+    except OSError:  # a home directory kdash may not enter: the help still prints
+        return "the user config file (~/.config/kdash/config.toml)"
+
+
 def _dashboard_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="kdash",
         description="A terminal dashboard for LLM inference runs. "
         f"Commands: {', '.join(SUBCOMMANDS)} (kdash COMMAND --help).",
+        epilog=_CONFIG_HELP.format(user=_user_config()),
     )
     p.add_argument("--version", action="version", version=f"kdash {__version__}")
     p.add_argument("--once", action="store_true", help="print the state once and exit")
@@ -75,6 +94,9 @@ def _sub_parser(name: str) -> argparse.ArgumentParser:
         p.description = "A headless report of a server log (with the alerts that would have fired)."
         p.add_argument("path", metavar="LOG")
         p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("--config", metavar="FILE",
+                       help="a TOML config file (its [alerts] thresholds; the user's config "
+                            "file and ./kdash.toml are read too)")
     elif name == "launches":
         p.description = ("The server starts of logs side by side: what changed between them, "
                          "how each ended, what each achieved.")
@@ -109,8 +131,10 @@ def _run_sub(name: str, argv: Sequence[str]) -> int:
     ns = _sub_parser(name).parse_args(argv)
     if name == "summary":
         from dash.commands.summary import run_summary
+        from dash.sources.config_files import build_config
 
-        return run_summary(Path(ns.path), as_json=ns.json)
+        cfg = build_config({}, config_file=Path(ns.config) if ns.config else None)
+        return run_summary(Path(ns.path), as_json=ns.json, alerts=cfg.alerts)
     if name == "launches":
         from dash.commands.launches import run_launches
 

@@ -3,7 +3,9 @@
 One log holding several starts (appended with `>>`), several logs of one start each (a log
 rewritten at every restart, copied aside), or both: every launch, in start order, with what
 changed between them, how each ended, what each achieved and what the comparison says. Every
-line of every log is read (the same reader as `summary`), so the figures are exact.
+line of every log is read (the same reader as `summary`), so the figures are exact; the starts
+a kdash kept for a log (the state directory) whose lines are no longer in it (a restart that
+rewrote it with `> server.log`) are shown too, as the dashboard's `L` and `--once` show them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from dash.core.launch import Launch
 from dash.core.log.bulk import records
+from dash.core.state.launch_merge import merge_remembered
 from dash.core.state.launches import LaunchTracker
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.launch_text import render
@@ -36,19 +39,41 @@ def read_launches(path: Path) -> tuple[Launch, ...]:
     return tracker.launches()
 
 
-def launches_of(paths: Sequence[Path]) -> tuple[Launch, ...]:
+def launches_of(paths: Sequence[Path], kept: Path | None = None) -> tuple[Launch, ...]:
     """Every launch of the logs, in start order (the order given where logs carry no time);
-    the same start read twice (a log named twice) counts once."""
+    the same start read twice (a log named twice) counts once. `kept`: the state directory
+    whose launches of each log are merged in (None: the logs alone)."""
     seen: dict[str, Launch] = {}
     for path in paths:
-        for launch in read_launches(path):
+        read = read_launches(path)
+        if kept is not None:
+            read = merge_remembered(_kept(kept, path), read)
+        for launch in read:
             seen.setdefault(launch.key if launch.start_seen else f"{path}:{launch.key}", launch)
     return tuple(sorted(seen.values(), key=lambda x: (x.started_at is None, x.started_at or 0.0)))
 
 
+def _kept(base: Path, path: Path) -> tuple[Launch, ...]:
+    """The launches a kdash kept for this log; a file it cannot use is a note on stderr."""
+    from dash.sources.launch_store import LaunchStore
+
+    launches, notice = LaunchStore(base, path).load()
+    if notice:
+        print(f"kdash: note: {notice}", file=sys.stderr)
+    return launches
+
+
+def _state_dir() -> Path:
+    """The state directory the dashboard keeps launches in (the config files' `state_dir`)."""
+    from dash.sources.config_files import build_config
+    from dash.sources.launch_store import state_dir
+
+    return state_dir(build_config({}))
+
+
 def run_launches(paths: Sequence[Path], as_json: bool) -> int:
     """`kdash launches LOG [LOG ...] [--json]`."""
-    launches = launches_of(paths)
+    launches = launches_of(paths, _state_dir())
     if as_json:
         doc = {"logs": [str(p) for p in paths], "launches": launches_json(launches)}
         text = json.dumps(doc, indent=1) + "\n"
@@ -56,9 +81,19 @@ def run_launches(paths: Sequence[Path], as_json: bool) -> int:
         logs = "1 log" if len(paths) == 1 else f"{len(paths)} logs"
         n = len(launches)
         text = f"{n} launch{'es' if n != 1 else ''} in {logs}\n" + render(launches, _width())
+        text += _kept_note(launches)
     sys.stdout.write(text)  # a closed pipe (`| head`) is handled once, in dash.commands.cli.main
     sys.stdout.flush()
     return 0
+
+
+def _kept_note(launches: Sequence[Launch]) -> str:
+    """Which columns come from what a kdash kept, not from the lines read now."""
+    kept = [f"#{i}" for i, x in enumerate(launches, 1) if x.earlier]
+    if not kept:
+        return ""
+    return (f"{', '.join(kept)}: kept by an earlier kdash on this log (a restart rewrote it "
+            f"since): the figures that kdash saw\n")
 
 
 def _width() -> int:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from dash.core.samples.snapshot import QualitySnapshot
 from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot, ServerNow
 from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import server_line
@@ -146,11 +147,24 @@ def _partition_lines(snap: RunSnapshot) -> list[str]:
         eta = "done" if p.status == "done" else _dur(p.eta_s)  # as the dashboard's table says
         lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{status}] "
                      f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}")
+        if p.quality is not None:
+            lines.append(_quality_line(p.quality))
     t = snap.totals
     lines.append(f"  {'total':<24} {t.done:>8}/{'?' if t.total is None else t.total:<8} "
                  f"{_num(t.rate_per_min)}/min, eta {_dur(t.eta_s)}"
                  + (f", last to finish {t.last_to_finish}" if t.last_to_finish else ""))
     return lines
+
+
+def _quality_line(q: QualitySnapshot) -> str:
+    """What the dashboard's trunc, tok and err columns say: the recent samples' share cut at
+    the token limit and median output tokens, the error records and invalid lines."""
+    w = q.window
+    trunc = "-" if w.truncated_ratio is None else f"{w.truncated_ratio:.0%}"
+    tok = f"{w.tokens.median:,.0f}" if w.tokens.n and w.tokens.median is not None else "-"
+    return (f"    {'':<22} last {w.samples:,} samples: {trunc} cut at the token limit, median "
+            f"{tok} output tokens; {q.total.errors:,} error records, {q.total.invalid:,} "
+            "invalid lines")
 
 
 def _client_lines(snap: RunSnapshot) -> list[str]:

@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ class SummaryJob:
         return [part_of(batch, stamps) for batch in scan.batches()]
 
 
-def summarize(path: Path, grammar: Grammar = GRAMMAR) -> dict[str, Any]:
-    """The summary document of one log (raises LogError)."""
+def summarize(path: Path, grammar: Grammar = GRAMMAR,
+              alerts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The summary document of one log (raises LogError); `alerts`: the configured thresholds
+    (`[alerts]`), as the dashboard would have judged the log with them."""
     summary = LogSummary(ref=ref_time(path))
 
     def each(before: int, parts: list[Part]) -> None:
@@ -41,10 +44,11 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR) -> dict[str, Any]:
             summary.merge(part)
 
     fold(path, SummaryJob(), each, grammar)
-    return document(path, summary)
+    return document(path, summary, alerts)
 
 
-def document(path: Path, summary: LogSummary) -> dict[str, Any]:
+def document(path: Path, summary: LogSummary,
+             alerts: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The summary's document, alerts replayed on the log's own clock."""
     doc = summary.to_dict()
     doc["path"] = str(path)
@@ -56,8 +60,9 @@ def document(path: Path, summary: LogSummary) -> dict[str, Any]:
 
     # A long log is replayed thinned (dash.core.views.summary_feed.AlertFeed): gaps between the decode
     # records kept are no sign of a silent server until they exceed that thinning.
-    silent = max(AlertConfig().silent_after_s, summary.alerts.spacing_s() + 60.0)
-    cfg = Config(alerts={"silent_after_s": silent})
+    configured = AlertConfig.from_mapping(alerts or {})
+    silent = max(configured.silent_after_s, summary.alerts.spacing_s() + 60.0)
+    cfg = Config(alerts={**(alerts or {}), "silent_after_s": silent})
     replayed = summary.alerts.records()
     doc["alerts"] = [alert_to_json(a) for a in replay_alerts(replayed, cfg)]
     doc["launches"] = launches_json(replay_launches(path, replayed, summary))
@@ -85,7 +90,6 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     rec = doc["records"]
     gen = doc["gen_throughput"]
     peak = gen["peak"] or {}
-    pre = doc["prefill"]
     out = [
         f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
         f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
@@ -98,7 +102,7 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines"
         + (f"; {len(doc['ranks'])} ranks summed ({', '.join(doc['ranks'][:8])}"
            f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else ""),
-        _prefix_hit(pre),
+        _prefix_hit(doc.get("prefix_hit")),
     ]
     spec = doc["spec"]
     if spec:
@@ -175,9 +179,9 @@ def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
-def run_summary(path: Path, as_json: bool) -> int:
-    """`kdash summary LOG [--json]`."""
-    doc = summarize(path)  # a LogError is a usage error: one line from the CLI, exit 2
+def run_summary(path: Path, as_json: bool, alerts: Mapping[str, Any] | None = None) -> int:
+    """`kdash summary LOG [--json] [--config FILE]`."""
+    doc = summarize(path, alerts=alerts)  # a LogError is a usage error: one line, exit 2
     if as_json:
         doc.pop("throughput_series")
         _write(json.dumps(doc, indent=1) + "\n")
@@ -203,9 +207,13 @@ def _terminal_width() -> int:
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
 
 
-def _prefix_hit(pre: dict[str, Any]) -> str:
-    """`prefix hit  38% of 1,204,880 prefill tokens`; a log without prefill lines says so."""
-    tokens = pre["cached_tokens"] + pre["new_tokens"]
-    if pre["cache_hit_ratio"] is None or not tokens:
-        return "  prefix hit  - (no prefill lines with token counts)"
-    return f"  prefix hit  {_fmt(pre['cache_hit_ratio'] * 100)}% of {tokens:,} prefill tokens"
+def _prefix_hit(hit: dict[str, Any] | None) -> str:
+    """`prefix hit  38.00% of 1,204,880 prefill tokens`, or vLLM's printed rate; a log with
+    neither says so."""
+    if hit is None:
+        return "  prefix hit  - (no prefill token counts or printed hit rates)"
+    pct = _fmt(hit["ratio"] * 100)
+    if hit["source"] == "prefill_tokens":
+        return f"  prefix hit  {pct}% of {hit['tokens']:,} prefill tokens"
+    return (f"  prefix hit  {pct}% (the rate the stats lines print: mean of {hit['lines']:,}, "
+            f"last {_fmt(hit['last'] * 100)}%)")

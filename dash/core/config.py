@@ -148,7 +148,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             raise bad("a path, a glob or a list of them")
         return tuple(Path(os.path.expanduser(str(v))) for v in value)
     if name in _PATH_FIELDS:
-        if not isinstance(value, (str, Path)):
+        if not isinstance(value, (str, Path)) or not str(value):  # "" would be the cwd
             raise bad("a path")
         return Path(os.path.expanduser(str(value)))
     if name in _GLOB_FIELDS:
@@ -334,10 +334,13 @@ class AlertConfig:
         return cls(**out)
 
 
-RATIO_THRESHOLDS = frozenset({"plateau_drop", "kv_bound_usage", "kv_usage"})
-"""Thresholds that are fractions 0..1 (a usage, a fall from the peak)."""
+RATIO_THRESHOLDS = frozenset({"plateau_drop", "kv_bound_usage", "kv_usage", "rank_imbalance_usage",
+                              "rank_imbalance_gap", "truncated_share", "errors_share",
+                              "empty_share", "reasoning_missing_share"})
+"""Thresholds that are fractions 0..1 (a usage, a fall from the peak, a share of the samples):
+`truncated_share = 10` meant as 10 % would never fire, so it is refused, not taken."""
 COUNT_THRESHOLDS = frozenset({"down_polls", "buffered_min_lines", "plateau_min_points",
-                              "retract_min_events"})
+                              "retract_min_events", "invalid_lines", "outputs_min_samples"})
 """Thresholds that count things: whole numbers, at least 1."""
 
 

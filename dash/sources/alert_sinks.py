@@ -144,10 +144,14 @@ def append_history(alerts: Iterable[tuple[Alert, str]], at: float,
 
 
 async def post(url: str, alert: Alert) -> str | None:
-    """POST `{"text": ...}` (Slack-compatible) for one alert; error text or None."""
+    """POST `{"text": ...}` (Slack-compatible) for one alert; error text or None. The error
+    names the webhook by its host only: a hook's path is often its secret (Slack's is)."""
+    from urllib.parse import urlsplit
+
     from dash.sources.http import post_webhook  # here: httpx loads only when a webhook is set
 
-    return await post_webhook(url, {"text": f"{alert_text(alert)}\n{alert.evidence}"})
+    error = await post_webhook(url, {"text": f"{alert_text(alert)}\n{alert.evidence}"})
+    return None if error is None else f"webhook to {urlsplit(url).netloc or url}: {error}"
 
 
 @dataclass

@@ -30,8 +30,9 @@ class LogLines:
 
     @property
     def counting(self) -> bool:
-        """Whether the lines before the backfill window are still being counted."""
-        return self._job is not None
+        """Whether the lines before the backfill window are still being counted (a finished
+        count is adopted by the next `counted`: a caller waiting for this must not wait on that)."""
+        return self._job is not None and not self._job.finished.is_set()
 
     def parse(self, read: FollowRead) -> tuple[Record | None, ...]:
         """The records of `read.lines` in order (None: a line of no interest), numbered."""

@@ -12,11 +12,12 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.geometry import Size
 from textual.widgets import Static
 
 from dash.core.clock import Clock, SystemClock
@@ -275,13 +276,15 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         extra = HeaderState(self._cpu, self.paused, WINDOWS[self.window][0], self.extra_title)
         self.query_one("#header", HeaderBar).show(self.snap, extra)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         if self.screen is self.screen_stack[0]:
-            self._apply_layout()  # else when the screen on top closes
+            # The event's size: this handler runs before Textual's own, which records it.
+            self._apply_layout(event.size)  # else when the screen on top closes
 
-    def _apply_layout(self) -> None:
-        """Full or compact layout for the terminal's size, then a render."""
-        width, height = self.size
+    def _apply_layout(self, size: Size | None = None) -> None:
+        """Full or compact layout for the terminal's size (`size`: the new one), then a
+        render."""
+        width, height = size or self.size
         compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
         self.compact = compact
         self.screen.set_class(compact, "-compact")

@@ -52,6 +52,22 @@ class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.exit_event = _WakingEvent()
+        self._suspended = False
+
+    def suspend_application_mode(self) -> None:
+        self._suspended = True
+        super().suspend_application_mode()
+
+    def resume_application_mode(self) -> None:
+        """Start application mode again, only after a suspend. A closing terminal (tmux
+        kill-session, an SSH drop) sends SIGCONT with its SIGHUP, and Textual's driver took it
+        for the end of a Ctrl+Z: it started a second input thread over the first, the app's
+        end stopped only the second, and the first waited on the dead terminal for ever, so
+        kdash never exited."""
+        if not self._suspended:
+            return
+        self._suspended = False
+        super().resume_application_mode()
 
     def run_input_thread(self) -> None:
         """Wait for input (or the parser's timeout, or the app's end) and dispatch events."""

@@ -37,7 +37,9 @@ class LogKeys(App[int]):
     def _show_log(self, show: bool) -> None:
         log = self.query_one("#log", LogPane)
         log.display = show
-        self.query_one("#server").display = not show
+        # The server panel goes by the class (dash.tcss), never by an inline style: an inline
+        # `display` would outrank the compact layout's rule that hides it, and after `l` twice
+        # the 80x24 screen would show it and cut the top alert's fix.
         self.screen_stack[0].set_class(show, "-log-open")  # compact: the log takes the tables' place
         log.redraw()
 

@@ -98,7 +98,8 @@ class SampleScreen(Screen[None]):
         n = len(self.samples)
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(f" {fmt.clean(self.partition, 60)}", "bold")
-        newest = " (newest)" if self.index == n - 1 else ""
+        # the samples are those of the moment the view opened: newer ones come with `o` again
+        newest = " (newest when opened)" if self.index == n - 1 else ""
         t.append(f"  sample {self.index + 1} of the last {n}{newest}")
         where = f"line {raw.line:,}" if raw.line is not None else f"byte {raw.offset:,}"
         t.append(f"  {where}  {len(raw.text):,} chars", "dim")

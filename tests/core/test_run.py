@@ -73,10 +73,19 @@ def test_replay_counts_a_retraction_once_across_ranks(real_logs: Path) -> None:
 
 @pytest.mark.parametrize("name", ["sglang-3909-decode-throughput-decrease.log",
                                   "sglang-4407-decode-largest-len-trailing-comma.log",
-                                  "sglang-1270-decode-time-only-timestamp.log",
-                                  "sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log"])
+                                  "sglang-1270-decode-time-only-timestamp.log"])
 def test_replay_of_working_servers_raises_nothing(real_logs: Path, name: str) -> None:
     assert replay_alerts(_records(real_logs / name)) == []
+
+
+def test_replay_sees_a_silence_inside_the_log_as_the_dashboard_did(real_logs: Path) -> None:
+    """The grok2 log's 17-hour gap after a decode line with 1 running: the dashboard and `kdash
+    replay` say `server_silent` (idle or hung: nothing in the log tells) during it; the replay
+    of `summary` ticked only at lines, so it never saw the gap and listed nothing."""
+    fired = replay_alerts(_records(real_logs / "sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log"))
+    assert [a.id for a in fired] == ["server_silent"]
+    assert fired[0].message.startswith("no decode/prefill line for 20.9 h; the last one had 1")
+    assert "Idle if those requests have finished" in fired[0].hint
 
 
 def test_replay_uses_the_logs_own_clock() -> None:

@@ -204,3 +204,22 @@ def test_history_pairs_fired_and_cleared_lines_per_session_and_keeps_this_ones()
     history.record(AlertChanges(cleared=(a,)), T0 + 160)
     mine = history.entries()[-1]
     assert (mine.fired_at, mine.cleared_at, mine.earlier) == (T0 + 100, T0 + 160, False)
+
+
+def test_a_url_that_answered_before_is_not_called_the_wrong_address() -> None:
+    """The server answered at this URL, then stopped (killed without a crash line): for the
+    minute its log still counts as live, the alert must not say "the server works, but not at
+    this address"; the address is right and the server may have died."""
+    state = RunState(Config(log="server.log", url="http://127.0.0.1:30000"))  # type: ignore[arg-type]
+    state.feed_server_log([_decode(1)], T0 - 30)
+    state.http.apply(HttpSample(at=T0 - 20, reachable=True, url="http://127.0.0.1:30000"),
+                     T0 - 20)
+    state.feed_server_log([_decode(2)], T0 - 10)  # arriving as kdash follows
+    for i in range(3):
+        state.http.apply(_down(T0 + i), T0 + i)
+    snap = state.tick_and_snapshot(T0 + 3)[1]
+    assert snap.liveness.log == "live"
+    [alert] = snap.alerts
+    assert alert.id == "http_unreachable"
+    assert "stopped answering at http://127.0.0.1:30000" in alert.message
+    assert "not at this address" not in alert.hint and "may have just died" in alert.hint

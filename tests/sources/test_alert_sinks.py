@@ -104,9 +104,11 @@ def test_delivery_sends_new_alerts_everywhere(tmp_path: Path, webhook: tuple[str
 
 
 def test_unreachable_webhook_is_an_error_value() -> None:
-    delivery = AlertDelivery(webhook="http://127.0.0.1:9/hook")
+    delivery = AlertDelivery(webhook="http://127.0.0.1:9/hook/T0SECRET")
     errors = delivery.deliver_blocking(AlertChanges(new=(ALERT,)), 1.0)
     assert len(errors) == 1 and errors[0]
+    # which delivery failed, said without the hook's path (a Slack hook's path is its secret)
+    assert errors[0].startswith("webhook to 127.0.0.1:9: ") and "SECRET" not in errors[0]
 
 
 def test_the_history_is_read_back_from_its_end_and_names_its_sessions(tmp_path: Path) -> None:

@@ -39,3 +39,21 @@ async def test_each_alerts_fix_fits_at_80x24(tmp_path: Path, scenario: str,
             screen = screen_text(app)
             text = " ".join(re.sub(r"[│┃]", " ", screen).split())  # rows joined, no borders
             assert _last_words(alert.hint) in text, f"{alert.id}: fix cut at 80x24\n{screen}"
+
+
+async def test_a_resize_lays_out_for_the_new_size(make_app: Callable[..., DashApp]) -> None:
+    """Shrunk to 80x24, the top alert's fix is on screen at once; grown again, the full
+    layout comes back (the layout once followed the size before the resize)."""
+    alert = Alert("server_oom", "crit", 0.0, "server OOM: torch.OutOfMemoryError",
+                  "at 12:00:00 (line 10)", "lower --mem-fraction-static to 0.80")
+    app = make_app(snapshot(alerts=(alert,)))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert not app.compact
+        await pilot.resize_terminal(*SMALL)
+        await pilot.pause()
+        assert app.compact
+        assert "lower --mem-fraction-static to 0.80" in screen_text(app)
+        await pilot.resize_terminal(160, 45)
+        await pilot.pause()
+        assert not app.compact

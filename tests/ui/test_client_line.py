@@ -36,3 +36,12 @@ def test_none_or_two_matching_processes_are_counted() -> None:
 
 def test_nothing_configured_says_how_to_watch_the_client() -> None:
     assert "not watched (--client-log, --process)" in client_line(RunSnapshot(now=NOW)).plain
+
+
+def test_the_clients_last_error_is_named() -> None:
+    """A traceback in the client log (the client died, or a request failed) was kept as an
+    event that only `--once --json` showed; the line names its exception."""
+    err = {"kind": "event", "event": "error", "line": 4410, "ts": None, "at": NOW,
+           "message": "openai.APIConnectionError: Connection error."}
+    line = _line(ClientSnapshot(log_path="/run/client.log", log_bytes=10, events=(err,)))
+    assert "last error: openai.APIConnectionError: Connection error." in line

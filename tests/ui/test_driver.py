@@ -128,3 +128,43 @@ async def test_input_at_its_end_is_no_longer_waited_on(
         assert not thread.is_alive()
     finally:
         os.close(read_end)
+
+
+def test_a_closing_terminal_ends_kdash(tmp_path: Any) -> None:
+    """A terminal that closes (tmux kill-session, an SSH drop) sends SIGCONT with its SIGHUP.
+    Textual's driver took the SIGCONT for the end of a Ctrl+Z and started a second input
+    thread; the app's end stopped only that one, and the process waited for ever on the first.
+    Here the real dashboard runs on a real pseudo-terminal, gets both signals and loses its
+    terminal: it must exit, with SIGHUP's status."""
+    import subprocess
+
+    log = tmp_path / "server.log"
+    log.write_text("")
+    master, slave = os.openpty()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color",
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.Popen([sys.executable, "-m", "dash", "--log", str(log), "--no-http",
+                             "--no-bell"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            cwd=tmp_path, start_new_session=True)
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 30
+        seen = b""
+        while b"kdash" not in seen and time.monotonic() < deadline:  # the first frame
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+        assert b"kdash" in seen, "the dashboard did not start"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGCONT)
+        proc.send_signal(signal.SIGHUP)
+        os.close(master)
+        master = -1
+        assert proc.wait(timeout=20) == 128 + signal.SIGHUP
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

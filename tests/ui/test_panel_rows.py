@@ -59,3 +59,31 @@ def test_wrapped_rows_with_a_hanging_indent_are_what_rich_would_lay_out(
     laid_out = [Strip(row) for row in console.render_lines(rows, options, pad=False,
                                                             new_lines=False)]
     assert _cells(line_strips(console, line, width, True, indent)) == _cells(laid_out)
+
+
+async def test_the_partitions_box_says_when_rows_are_off_screen() -> None:
+    """Eleven partitions and room for seven: nothing said that four more were there (and in
+    the header's total). The box's title says which rows show, and follows the selection."""
+    import dataclasses
+
+    from dash.core.snapshot import PartitionSnapshot
+    from ui.conftest import build_app
+    from ui.fake_run import snapshot
+
+    parts = tuple(PartitionSnapshot(f"P{i:02d}", f"out/P{i:02d}.jsonl", 10, 100, 0, 1.0, 5400.0,
+                                    "running") for i in range(11))
+    app = build_app(dataclasses.replace(snapshot(), partitions=parts))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        box = app.query_one("#parts-box")
+        assert str(box.border_title).startswith("partitions  1-") and "of 11" in str(box.border_title)
+        await pilot.press("end")
+        await pilot.pause()
+        assert str(box.border_title).endswith("-11 of 11  (up/down)")
+    few = build_app(snapshot())
+    async with few.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert few.query_one("#parts-box").border_title == "partitions"
+    async with build_app(snapshot()).run_test(size=(80, 24)) as pilot:  # 8 GPUs, room for 3
+        await pilot.pause()
+        assert str(pilot.app.query_one("#gpus").border_title) == "GPUs  1-3 of 8  (g/G)"

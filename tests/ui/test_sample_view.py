@@ -22,7 +22,7 @@ async def test_o_opens_the_last_sample_and_keys_step_through(make_app: MakeApp) 
         screen = app.screen
         assert isinstance(screen, SampleScreen) and screen.index == 7
         text = screen_text(app)
-        assert "sample 8 of the last 8 (newest)" in text and "line 4,210" in text
+        assert "sample 8 of the last 8 (newest when opened)" in text and "line 4,210" in text
         # Markup and escapes are text: shown as written, nothing restyled or sent to the tty.
         assert "[bold red]hello[/]" in text and "\\u001b[31mred" in text
         assert "\\u009b2J" in text and "\\u202etxt.exe" in text and "\x1b" not in text

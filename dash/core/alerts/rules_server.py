@@ -144,10 +144,22 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
         ctx.resolve("http_unreachable")
         return
     age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
+    if http.last_ok_at is not None:
+        # It answered at this very address: the address is right, the server stopped (a
+        # death without a crash line, SIGKILL, a hang), and its log's last line is recent.
+        ago = fmt_duration(max(0.0, ctx.now - http.last_ok_at))
+        yield Finding("http_unreachable", "warn",
+                      f"stopped answering at {http.url} (it answered {ago} ago)",
+                      f"{http.reason}; {http.consecutive_failures} failed polls; the server's "
+                      f"log is still fresh{age}",
+                      "It answered at this address before, so the address is right: the server "
+                      "may have just died or hung (is its process alive: `ps`, nvidia-smi? any "
+                      "traceback at the end of its log?); if its log stays quiet this becomes "
+                      "server_down.", since=http.since)
+        return
     yield Finding("http_unreachable", "warn", f"no answer at {http.url}{_port_said(ctx)}",
-                  f"{http.reason}; {http.consecutive_failures} failed polls"
-                  f"{'' if http.last_ok_at is not None else '; never answered'}; the server's "
-                  f"log is live{age}",
+                  f"{http.reason}; {http.consecutive_failures} failed polls; never answered; "
+                  f"the server's log is live{age}",
                   "The server works (its log is live), but not at this address: "
                   + _where_hint(ctx, always=True).strip(), since=http.since)
 

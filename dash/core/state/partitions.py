@@ -273,5 +273,9 @@ class PartitionsTracker:
         rate = sum(rates) if rates else None
         eta = max(0, total - done) * 60.0 / rate if total is not None and rate else None
         pending = [s for s in snaps if s.status != "done" and s.eta_s is not None]
-        last = max(pending, key=lambda s: s.eta_s or 0.0).name if pending else None
+        # A partition that owes lines at no rate (pending, stalled) finishes after all of
+        # those with an ETA, at a time nobody knows: naming one of them would be false.
+        owing = [s for s in snaps if s.status != "done" and s.eta_s is None
+                 and (s.total is None or s.done < s.total)]
+        last = max(pending, key=lambda s: s.eta_s or 0.0).name if pending and not owing else None
         return RunTotals(done=done, total=total, rate_per_min=rate, eta_s=eta, last_to_finish=last)

@@ -225,13 +225,15 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
     before them, as a follower reads them in one go (an OOM's traceback line is shown at that
     line's time); the clock never goes back. Rules are evaluated whenever the clock has moved
     `tick_s` (alert durations are minutes; an event's alert takes its `since` from the event
-    itself), after every event, and once more at the end: the next stamped line may be the
-    restart that ends an OOM's condition, minutes later on a dead server's log, and the
-    dashboard saw the OOM before it.
+    itself), after every event, at the end of a gap in the stamps as long as a silence
+    (`silent_after_s`: the dashboard ticked through it), and once more at the end: the next
+    stamped line may be the restart that ends an OOM's condition, minutes later on a dead
+    server's log, and the dashboard saw the OOM before it.
     """
     cfg = dataclasses.replace(cfg or Config(), url="")
     state = RunState(cfg)
     fired: list[Alert] = []
+    gap_s = max(tick_s, state.alert_config.silent_after_s)
     clock: float | None = None
     last_tick: float | None = None
     batch: list[Record | None] = []
@@ -243,6 +245,11 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
                 fired.extend(state.tick(clock).new)
                 last_tick = clock
             batch.clear()
+            if t - clock >= gap_s:
+                # A silence in the stamps: the dashboard went on ticking through it, so the
+                # rules look once more at its end, before the next line shows the server again.
+                fired.extend(state.tick(t).new)
+                last_tick = t
         if t is not None:
             clock = t if clock is None else max(clock, t)
         batch.append(rec)  # before the first timestamp: held until it comes

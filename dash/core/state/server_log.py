@@ -85,6 +85,9 @@ class ServerLogTracker:
         self._arrived_at: float | None = None
         self._stamps_ahead = False
         self._fed_records = False
+        self._reached_end = False
+        """A follower's read has reached the file's end: reads before it (a backfill taken in
+        several reads) are the log's history, not lines written while kdash watched."""
         self._last_stamp: tuple[float, str] | None = None
         """Time and text of the last timestamped record, for lines that carry none."""
         self._feeds = self._stamp_feed = 0
@@ -129,7 +132,11 @@ class ServerLogTracker:
         count = 0
         self._feeds += 1
         stats_before = self._records_stats
-        first = not self._fed_records
+        # A follower's reads (they say when the file was written) are history until one reaches
+        # the file's end: a backfill of 4 MB comes in two reads, and the second is no news.
+        first = not self._fed_records or (file_at is not None and not self._reached_end)
+        if written_at is not None:
+            self._reached_end = True
         for rec in records:
             count += 1
             if rec is None or not isinstance(rec, Mapping):

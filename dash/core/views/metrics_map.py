@@ -106,9 +106,14 @@ def _server(b: _Builder, snap: RunSnapshot) -> None:
           d.get("token_usage"))
     b.add("kdash_max_total_num_tokens", "KV cache capacity in tokens (server startup line).",
           s.facts.get("max_total_num_tokens"))
+    # With several servers the throughput above is their sum, and no peak of that sum is kept:
+    # the first server's peak here would read as a peak below the current figure (each
+    # server's own is `kdash_server_peak_gen_throughput_tokens_per_second`), as the header
+    # shows no peak beside a sum.
     b.add("kdash_peak_gen_throughput_tokens_per_second",
-          "Highest generation throughput seen since kdash started (or the peak was reset).",
-          s.peak.gen_throughput if s.peak else None)
+          "Highest generation throughput seen since kdash started (or the peak was reset); "
+          "absent with several servers (see kdash_server_peak_gen_throughput_tokens_per_second).",
+          s.peak.gen_throughput if s.peak and len(snap.servers) <= 1 else None)
     b.add("kdash_server_last_record_timestamp_seconds",
           "When the server log last printed a decode or prefill line (epoch seconds).",
           s.last_record_at)
@@ -134,6 +139,9 @@ def _servers(b: _Builder, snap: RunSnapshot) -> None:
     b.many("kdash_server_gen_throughput_tokens_per_second",
            "Generation throughput of one server (its DP ranks summed).", lab,
            rows("gen_throughput"))
+    b.many("kdash_server_peak_gen_throughput_tokens_per_second",
+           "Highest generation throughput of one server since kdash started.", lab,
+           [((_label(s),), s.peak.gen_throughput if s.peak else None) for s in servers])
     b.many("kdash_server_running_requests", "Running requests of one server.", lab,
            rows("running_req"))
     b.many("kdash_server_queued_requests", "Queued requests of one server.", lab,

@@ -104,6 +104,7 @@ class Part:
     incomplete_samples: list[Record] = field(default_factory=list)  # the block's first few
     accepts: list[float] = field(default_factory=list)  # speculative acceptance lengths, in order
     accept_rates: list[float] = field(default_factory=list)
+    hit_rates: list[float] = field(default_factory=list)  # printed prefix-cache hit rates (vLLM)
     candidates: list[Candidate] = field(default_factory=list)  # decode records for alerts
     first_key: object = _NO_DECODE  # thinning key of the block's first decode record
     last_key: object = _NO_DECODE  # and of its last
@@ -153,6 +154,14 @@ def fold_accept(part: Part, rec: Record) -> None:
         part.accept_rates.append(rate)
 
 
+def fold_hit_rate(part: Part, rec: Record) -> None:
+    """A stats line's printed prefix-cache hit rate (vLLM's `Prefix cache hit rate: 45.2%`,
+    a fraction once read)."""
+    rate = rec.get("prefix_hit_rate")
+    if rate is not None:
+        part.hit_rates.append(rate)
+
+
 def fold_incomplete(part: Part, rec: Record) -> None:
     part.incomplete += 1
     if len(part.incomplete_samples) < MAX_UNPARSED_SAMPLES:
@@ -182,6 +191,7 @@ class PartBuilder:
         if kind == "decode":
             self._decode(rec, ts)
             fold_accept(p, rec)
+            fold_hit_rate(p, rec)
         else:
             fold_other(p, rec)
         if rec.get("incomplete"):
@@ -227,6 +237,7 @@ class LogSummary:
         self.incomplete_samples: list[Record] = []
         self.accept = _Mean()
         self.accept_rate = _Mean()
+        self.hit_rate = _Mean()
         self.first_ts: str | None = None
         self.last_ts: str | None = None
         self.peak: dict[str, Any] | None = None
@@ -260,6 +271,7 @@ class LogSummary:
         self.incomplete_samples.extend(part.incomplete_samples[:max(0, room)])
         self.accept.extend(part.accepts)
         self.accept_rate.extend(part.accept_rates)
+        self.hit_rate.extend(part.hit_rates)
         self._gens(part)
         cands = part.candidates
         if cands and part.first_key == self._last_key:
@@ -308,6 +320,20 @@ class LogSummary:
             return None
         return {"accept_len": self.accept.to_dict(), "accept_rate": self.accept_rate.to_dict()}
 
+    def prefix_hit(self) -> dict[str, Any] | None:
+        """The prefix cache's hit ratio over the log, as `kdash launches` works it out: cached
+        over prefill tokens where prefill lines count them (SGLang), else the mean of the rates
+        the stats lines print (vLLM); None when the log says neither."""
+        total = self._cached + self._new
+        if total:
+            return {"ratio": round(self._cached / total, 4), "source": "prefill_tokens",
+                    "tokens": total}
+        if self.hit_rate.n:
+            return {"ratio": round(self.hit_rate.total / self.hit_rate.n, 4),
+                    "source": "printed_rate", "lines": self.hit_rate.n,
+                    "last": self.hit_rate.last}
+        return None
+
     def engine(self) -> str:
         """The engine most records came from (a tie goes to the first name, alphabetically)."""
         counts = sorted(self.engines.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -334,6 +360,7 @@ class LogSummary:
                 "new_tokens": self._new,
                 "cache_hit_ratio": round(self._cached / total, 4) if total else None,
             },
+            "prefix_hit": self.prefix_hit(),
             "event_counts": dict(self.event_counts),
             "events": list(self.events),
             "unparsed": self.kinds.get("unparsed", 0),

@@ -140,6 +140,7 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     part.last_decode = made[n - 1]
     part.accepts = list(map(float, batch.column(s, "accept_len") or []))
     part.accept_rates = list(map(float, batch.column(s, "accept_rate") or []))
+    part.hit_rates = list(map(float, batch.column(s, "prefix_hit_rate") or []))
     if gens_col is None:
         return
     part.gens = gens

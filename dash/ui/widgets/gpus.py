@@ -30,6 +30,7 @@ class GpuTable(KeyedTable):
     COMPACT_COLUMNS = (
         ("idx", "#", 1), ("mem", "memory", 7), ("used", "GB", 9), ("util", "util", 4),
     )
+    BOX_TITLE = ("GPUs", "g/G")
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"gpus--{name}")

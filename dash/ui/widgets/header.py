@@ -50,6 +50,10 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
         return _not_there(snap), "warn", None
     if live.log == "error":
         return "log unreadable", "crit", None
+    if live.log == "none" and live.http == "off":
+        return "no server watched (--log, --url)", "dim", None
+    if live.log == "quiet" and live.log_age_s is None:  # stamps that tell no age (ahead)
+        return "log quiet", "warn", None
     if live.log_age_s is None:
         return "server ?", "dim", None
     return f"log quiet {fmt.dur(live.log_age_s)}", "warn", None

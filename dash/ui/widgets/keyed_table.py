@@ -41,6 +41,8 @@ class KeyedTable(Widget, can_focus=True):
     COMPONENT_CLASSES = {"keyedtable--header", "keyedtable--cursor"}
     FULL_COLUMNS: Columns = ()
     COMPACT_COLUMNS: Columns = ()
+    BOX_TITLE: tuple[str, str] | None = None
+    """(the parent box's title, the keys that scroll the table), or None: title left alone."""
 
     class RowHighlighted(Message):
         """The row under the cursor is now `key` (None: the table is empty)."""
@@ -162,6 +164,27 @@ class KeyedTable(Widget, can_focus=True):
         if top != self._top:
             self._top = top
             self.refresh()
+        self.view_changed()
+
+    def shown_rows(self) -> tuple[int, int]:
+        """The rows on screen, first and last (0-based; (0, -1) before the first layout)."""
+        if not self._keys or self.size.height <= 1:
+            return 0, -1
+        return self._top, min(len(self._keys), self._top + self.size.height - 1) - 1
+
+    def view_changed(self) -> None:
+        """The box's title (`BOX_TITLE`) says when rows are off screen: with 11 partitions and
+        room for 7, or 8 GPUs and room for 3, nothing told that more were there."""
+        box = self.parent
+        if self.BOX_TITLE is None or not isinstance(box, Widget):
+            return
+        name, keys = self.BOX_TITLE
+        first, last = self.shown_rows()
+        n = self.row_count
+        title = (name if last < 0 or (first == 0 and last >= n - 1)
+                 else f"{name}  {first + 1}-{last + 1} of {n}  ({keys})")
+        if box.border_title != title:  # setting it, even unchanged, repaints the whole box
+            box.border_title = title
 
     # -- drawing ------------------------------------------------------------------------------
 

@@ -34,9 +34,11 @@ class PartitionTable(KeyedTable):
         ("n", "#", 1), ("name", "partition", 11), ("done", "done/total", 11),
         ("eta", "ETA", 6), ("status", "status", 7),
     )
+    BOX_TITLE = ("partitions", "up/down")
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"parts--{name}")
+
 
     def show(self, snap: RunSnapshot) -> None:
         """Update rows from the snapshot's partitions."""
@@ -172,7 +174,8 @@ def _dist(label: str, d: Dist) -> str:
 
 
 def client_line(snap: RunSnapshot) -> Text:
-    """The client in one line: its processes, its log's size and growth, its last progress bar."""
+    """The client in one line: its processes, its log's size and growth, its last error, its
+    last progress bar."""
     c = snap.client
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("client ", "bold")
@@ -196,6 +199,10 @@ def client_line(snap: RunSnapshot) -> Text:
             grew = ("never grew" if c.log_last_growth is None
                     else f"grew {fmt.dur(snap.now - c.log_last_growth)} ago")
             t.append(f"log {_size(c.log_bytes)}, {grew}  ")
+    if c.events:  # a traceback's exception line, an `...Error:` line: why a client died
+        # no line number: the tracker counts the lines it read, not the file's (a backfill)
+        message = str(c.events[-1].get("message", ""))
+        t.append(f"last error: {fmt.clean(message, 80)}  ", "bold")
     if c.last_progress is not None:
         t.append(fmt.clean(c.last_progress.text, 120), "dim")
     elif c.resuming is not None:
