@@ -328,6 +328,8 @@ class ClientProgress:
     rate: float | None
     """Items per second as tqdm printed it."""
     text: str
+    label: str = ""
+    """What precedes the bar (tqdm's `desc`, often the partition: `B2_opencodeinstruct:`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +344,9 @@ class ClientSnapshot:
     """"ok", "waiting" (not there yet) or "error" (`log_message` says why)."""
     log_message: str | None = None
     last_progress: ClientProgress | None = None
+    bars: tuple[ClientProgress, ...] = ()
+    """The last bar of each label, oldest first (a client with a bar per partition draws them
+    in turn: the last one alone would change from one partition to another every redraw)."""
     resuming: int | None = None
     """N from `Resuming: N already done`."""
     events: tuple[Record, ...] = ()

@@ -76,3 +76,15 @@ def test_a_line_of_several_tqdm_bars_gives_the_one_drawn_last_without_cursor_cod
     s = t.snapshot(0.0)
     assert s.last_progress is not None and s.last_progress.text.startswith("B:")
     assert "\x1b" not in s.last_progress.text
+
+
+def test_the_last_bar_of_each_label_is_kept_within_bounds() -> None:
+    from dash.core.state.client import MAX_BARS
+
+    t = ClientTracker()
+    t.feed([f"part{i}:  50%|#####     | 5/10 [00:05<00:05, 1.00it/s]" for i in range(100)]
+           + ["part7:  60%|######    | 6/10 [00:06<00:04, 1.00it/s]"], 0.0)
+    bars = t.snapshot(0.0).bars
+    assert len(bars) == MAX_BARS
+    assert bars[-1].label == "part7" and bars[-1].done == 6
+    assert t.snapshot(0.0).last_progress == bars[-1]

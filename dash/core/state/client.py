@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from dash.core.config import Config
 
 MAX_TEXT = 2000
+MAX_LABEL = 80
+MAX_BARS = 32
+"""Labels whose last bar is kept (a bar per partition, or per worker)."""
 """Lines are cut to this before any regex runs."""
 
 _TQDM = re.compile(
@@ -59,7 +62,9 @@ def parse_progress(text: str) -> ClientProgress | None:
         r = float(m["rate"])
         # tqdm switches to seconds per item when slower than one item a second.
         rate = (1.0 / r if r else None) if m["unit"] == "s" and m["per"] != "s" else r
-    return ClientProgress(done=done, total=total, percent=pct, rate=rate, text=text.strip())
+    label = text[:m.start()].strip().rstrip(":").strip()
+    return ClientProgress(done=done, total=total, percent=pct, rate=rate, text=text.strip(),
+                          label=label[:MAX_LABEL])
 
 
 class ClientTracker:
@@ -72,6 +77,7 @@ class ClientTracker:
         self._size: int | None = None
         self._grew_at: float | None = None
         self._progress: ClientProgress | None = None
+        self._bars: dict[str, ClientProgress] = {}
         self._resuming: int | None = None
         self._events: deque[Record] = deque(maxlen=max_events)
         self._lines: deque[str] = deque(maxlen=max_lines)
@@ -90,14 +96,21 @@ class ClientTracker:
         if partial:
             p = parse_progress(partial)
             if p is not None:
-                self._progress = p
+                self._bar(p)
+
+    def _bar(self, p: ClientProgress) -> None:
+        self._progress = p
+        self._bars.pop(p.label, None)  # the newest last
+        self._bars[p.label] = p
+        if len(self._bars) > MAX_BARS:
+            del self._bars[next(iter(self._bars))]
 
     def _line(self, text: str, now: float) -> None:
         if text.strip():
             self._lines.append(text)
         p = parse_progress(text)
         if p is not None:
-            self._progress = p
+            self._bar(p)
             return
         m = _RESUMING.search(text)
         if m:
@@ -145,7 +158,8 @@ class ClientTracker:
             log_path=self._log_path, log_bytes=self._size, log_last_growth=self._grew_at,
             log_still_since=self._still_since, log_status=self._status,
             log_message=self._message,
-            last_progress=self._progress, resuming=self._resuming, events=tuple(self._events),
+            last_progress=self._progress, bars=tuple(self._bars.values()),
+            resuming=self._resuming, events=tuple(self._events),
             last_lines=tuple(self._lines), process_pattern=self._pattern,
             processes=self._processes if self._pattern else None,
         )
