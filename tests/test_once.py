@@ -169,6 +169,17 @@ def test_a_finished_partition_says_done_as_the_dashboard_does(
     assert "[done]" not in lines["B2"] and lines["B2"].endswith("eta ?")
 
 
+def test_more_lines_than_the_total_are_said_not_shown_as_plain_done(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """More lines than prompts are duplicates or a wrong total: the count is not what it
+    seems (the dashboard's details once said `(-2 left)`)."""
+    assert main(_args("--expect", "B1=2", "--expect", "B2=10")) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  B")}
+    assert lines["B1"].endswith("; 2 more than the total: duplicates, or a wrong total?")
+    assert "more than the total" not in lines["B2"]
+
+
 def test_a_file_written_seconds_ago_counts_as_running_without_a_write_in_the_window(
         run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     os.utime(run_dir / "prepared" / "B2" / "responses.jsonl")  # written just now

@@ -145,8 +145,9 @@ def _partition_lines(snap: RunSnapshot) -> list[str]:
         pct = "" if p.percent is None else f" {p.percent:5.1f}%"
         status = p.status if p.error is None else f"{p.status}: {p.error}"
         eta = "done" if p.status == "done" else _dur(p.eta_s)  # as the dashboard's table says
+        over = f"; {p.over_total}" if p.over_total is not None else ""
         lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{status}] "
-                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}")
+                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}{over}")
         if p.quality is not None:
             lines.append(_quality_line(p.quality))
     t = snap.totals

@@ -297,6 +297,15 @@ class PartitionSnapshot:
             return None
         return min(100.0, 100.0 * self.done / self.total)
 
+    @property
+    def over_total(self) -> str | None:
+        """What more lines than prompts mean, when there are more: duplicates (a resumed
+        client that wrote again what was done, two clients on one partition) or a wrong total;
+        the count is not what it seems."""
+        if not self.total or self.done <= self.total:
+            return None
+        return f"{self.done - self.total:,} more than the total: duplicates, or a wrong total?"
+
 
 @dataclass(frozen=True, slots=True)
 class RunTotals:

@@ -62,3 +62,16 @@ def test_the_selected_partitions_bar_is_shown_where_bars_are_labelled() -> None:
     assert "420/1000" in client_line(snap, "B3_other").plain  # no bar of its own: the last
     assert "420/1000" in client_line(snap).plain
     assert [b.label for b in client.bars] == ["B1_glaive", "B2_code"]
+
+
+async def test_the_details_of_a_partition_past_its_total_say_so() -> None:
+    from dash.ui.widgets.partitions import PartitionDetails
+    from ui.conftest import build_app
+
+    snap = snapshot()
+    over = dataclasses.replace(snap.partitions[0], done=(snap.partitions[0].total or 0) + 778)
+    app = build_app(dataclasses.replace(snap, partitions=(over, *snap.partitions[1:])))
+    async with app.run_test(size=(160, 45)):
+        details = app.query_one(PartitionDetails).plain
+        assert "(778 more than the total: duplicates, or a wrong total?)" in details
+        assert "left)" not in details.splitlines()[1]

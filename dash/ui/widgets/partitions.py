@@ -120,7 +120,11 @@ class PartitionDetails(Panel):
         else:
             t.append(f"at start {p.at_start:,}  written since {p.written:,}  done {p.done:,}")
         if p.total and not p.error:
-            t.append(f" of {p.total:,} ({p.total - p.done:,} left)")
+            t.append(f" of {p.total:,} ")
+            if p.over_total is not None:
+                t.append(f"({p.over_total})", "bold")
+            else:
+                t.append(f"({p.total - p.done:,} left)")
         t.append("\nlast write ")
         t.append("-" if p.last_write is None else f"{fmt.dur(snap.now - p.last_write)} ago")
         t.append(f"  rate {fmt.num(p.rate_per_min, '/min', 1)}")
