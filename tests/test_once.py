@@ -102,7 +102,7 @@ def test_window_0_is_an_instant_snapshot_with_rates_unknown(
     assert doc["sample"]["window_s"] == 0 and doc["sample"]["rates"] == "unknown"
     assert all(p["rate_per_min"] is None for p in doc["partitions"])
     assert main(_args()) == 0
-    assert "instant snapshot (--window 0): rates unknown" in capsys.readouterr().out
+    assert "instant snapshot of --window 0: rates unknown" in capsys.readouterr().out
 
 
 def test_a_window_measures_a_partition_being_written_as_running_with_its_rate(
