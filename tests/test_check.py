@@ -3,6 +3,7 @@ a real HTTP server on 127.0.0.1), through the CLI entry point."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -109,3 +110,43 @@ def test_unknown_is_3_with_nothing_to_watch_and_for_usage_errors(
 def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--help"]) == 0
     assert "0 ok, 1 warn, 2 crit, 3 unknown" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_second_server_log_not_there_is_unknown(
+        healthy: SimRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A PD pair or two nodes: the decode server's log is missing while the first one is live;
+    # the check cannot vouch for that server, as it cannot for a single missing log.
+    missing = tmp_path / "decode" / "server.log"
+    assert main(["check", "--window", "0", "--no-http", "--log", str(healthy.server_log),
+                 "--log", str(missing)]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("UNKNOWN server_log[") and str(missing) in line for line in out)
+
+
+def test_what_a_crash_caused_says_so_and_drops_its_own_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A vLLM engine's OOM 11 minutes ago: the crash and the silent log follow from it. The
+    # silence's own fix ("idle if ..., hung if not") is not true of a server that died; the
+    # line says what it follows from, as `--once` groups it.
+    now = time.time()
+
+    def stamp(t: float) -> str:
+        return time.strftime("%m-%d %H:%M:%S", time.localtime(t))
+
+    lines = [f"(APIServer pid=10) INFO {stamp(now - 900 + 10 * k)} [loggers.py:236] Engine 000: "
+             "Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 500.0 tokens/s, "
+             "Running: 20 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit "
+             "rate: 0.0%" for k in range(24)]
+    oom_at = stamp(now - 660)
+    lines += [f"(EngineCore_DP0 pid=20) ERROR {oom_at} [core.py:1] EngineCore encountered a "
+              "fatal error.",
+              f"(EngineCore_DP0 pid=20) ERROR {oom_at} [core.py:1] torch.OutOfMemoryError: CUDA "
+              "out of memory. Tried to allocate 2.00 GiB."]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    os.utime(log, (now - 660, now - 660))
+    assert main(["check", "--window", "0", "--no-http", "--log", str(log)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("CRIT server_oom: ")
+    silent = next(line for line in out if line.split()[1].startswith("server_silent"))
+    assert "(follows from server_oom)" in silent and "Idle if" not in silent

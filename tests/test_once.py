@@ -102,7 +102,7 @@ def test_window_0_is_an_instant_snapshot_with_rates_unknown(
     assert doc["sample"]["window_s"] == 0 and doc["sample"]["rates"] == "unknown"
     assert all(p["rate_per_min"] is None for p in doc["partitions"])
     assert main(_args()) == 0
-    assert "instant snapshot (--window 0): rates unknown" in capsys.readouterr().out
+    assert "instant snapshot of --window 0: rates unknown" in capsys.readouterr().out
 
 
 def test_a_window_measures_a_partition_being_written_as_running_with_its_rate(
@@ -167,6 +167,17 @@ def test_a_finished_partition_says_done_as_the_dashboard_does(
              if line.startswith("  B")}
     assert "[done]" in lines["B1"] and lines["B1"].endswith("eta done")
     assert "[done]" not in lines["B2"] and lines["B2"].endswith("eta ?")
+
+
+def test_more_lines_than_the_total_are_said_not_shown_as_plain_done(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """More lines than prompts are duplicates or a wrong total: the count is not what it
+    seems (the dashboard's details once said `(-2 left)`)."""
+    assert main(_args("--expect", "B1=2", "--expect", "B2=10")) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  B")}
+    assert lines["B1"].endswith("; 2 more than the total: duplicates, or a wrong total?")
+    assert "more than the total" not in lines["B2"]
 
 
 def test_a_file_written_seconds_ago_counts_as_running_without_a_write_in_the_window(

@@ -21,5 +21,7 @@ def test_a_queue_of_a_few_requests_on_eight_ranks_is_not_a_growing_queue(tmp_pat
         run.advance_to(t)
         snap, _ = collect_once(cfg, window=0, clock=FakeClock(START + t))
         ids = {a.id for a in snap.alerts}
-        assert "rank_imbalance" in ids, t
+        # DP5 fills from the first lines (t=20); like the dashboard, --once names the
+        # imbalance once the lines show it held rank_imbalance_after_s (180 s).
+        assert ("rank_imbalance" in ids) is (t - 20 >= 180), t
         assert "kv_saturated" not in ids, (t, [a.message for a in snap.alerts])

@@ -234,3 +234,35 @@ def test_a_silent_server_is_left_out_of_every_total(real_logs: Path, tmp_path: P
 
     assert lint(generate_latest(build_registry(lambda: snap, frozenset(("server_log",))))
                 .decode()) == []
+
+
+def test_a_prefill_servers_row_shows_its_input_throughput_summed_over_its_ranks(
+        tmp_path: Path) -> None:
+    # A PD prefill server with two DP ranks prints only prefill lines: its row showed
+    # `- tok/s`, as if it did nothing. Its figure is the ranks' input throughput, marked `in`,
+    # and the total (generated tokens) does not count it.
+    from dp_logs import PD_PREFILL
+    from rich.style import Style
+    from rich.text import Text
+
+    from dash.ui.widgets.ranks import server_rows
+
+    prefill, decode = tmp_path / "prefill.log", tmp_path / "decode.log"
+    write_pd_logs(tmp_path / "unused.log", decode, START)
+    prefill.write_text("".join(
+        f"[{stamp(START + 2 * k)} DP{d} TP{d}] " + PD_PREFILL.format(
+            n=4, new=6000, cached=2000, u=0.12, r=0, q=1, inflight=2, tps=1000.0 * (d + 1)) + "\n"
+        for k in range(60) for d in range(2)))
+    _touch(prefill, decode)
+    snap, _ = collect_once(Config(log=prefill, more_logs=(decode,), url=""), window=0,
+                           clock=FakeClock(START + 121.0))
+    doc = snapshot_to_json(snap)
+    assert doc["servers"][0]["now"]["input_throughput"] == pytest.approx(3000.0)
+    assert doc["servers_total"]["gen_throughput"] == doc["servers"][1]["now"]["gen_throughput"]
+    t = Text()
+    server_rows(t, snap, 0, lambda name: Style())
+    rows = t.plain.splitlines()
+    assert re.search(r"prefill\s+prefill\s+3,000 tok/s in\s+run", rows[0]), rows
+    assert re.search(r"decode\s+decode\s+2,1\d\d tok/s\s+run", rows[1]), rows
+    assert rows[0].index("run") == rows[1].index("run") == rows[2].index("run")  # aligned
+    assert "in " not in rows[2]

@@ -45,6 +45,33 @@ def test_summary_shows_the_prefix_hit_rate_vllm_prints(
     assert launches["launches"][0]["figures"]["prefix_hit"] == pytest.approx(doc["prefix_hit"]["ratio"])
 
 
+def test_vllm_v0s_own_prefix_cache_line_gives_the_hit_rate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM V0 prints its prefix cache's hit rate on a line of its own after each stats line
+    (`Prefix cache hit rate: GPU: 45.20%, CPU: 0.00%`): a stats family of the grammar, read by
+    `summary`, `launches` and `export` alike."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    log = tmp_path / "server.log"
+    lines = []
+    for n, rate in enumerate((40.0, 50.4)):
+        lines.append(f"INFO 03-01 08:00:{n * 10:02d} metrics.py:455] Avg prompt throughput: 120.0 "
+                     "tokens/s, Avg generation throughput: 181.0 tokens/s, Running: 4 reqs, "
+                     "Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 12.5%, CPU KV cache "
+                     "usage: 0.0%.\n")
+        lines.append(f"INFO 03-01 08:00:{n * 10:02d} metrics.py:471] Prefix cache hit rate: "
+                     f"GPU: {rate:.2f}%, CPU: 0.00%\n")
+    log.write_text("".join(lines))
+    doc = json.loads(_run(capsys, "summary", "--json", str(log)))
+    assert doc["prefix_hit"]["ratio"] == pytest.approx(0.452)
+    assert doc["records"]["cache"] == 2 and doc["incomplete"] == 0
+    launches = json.loads(_run(capsys, "launches", "--json", str(log)))
+    assert launches["launches"][0]["figures"]["prefix_hit"] == pytest.approx(0.452)
+    exported = _run(capsys, "export", str(log), "--format", "jsonl")
+    cache = [r for r in map(json.loads, exported.splitlines()) if r["kind"] == "cache"]
+    assert [r["prefix_hit_rate"] for r in cache] == [0.4, 0.504]
+
+
 def test_summary_prefix_hit_of_prefill_tokens_is_unchanged(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "server.log"

@@ -52,7 +52,7 @@ class Sample:
 
     def text(self) -> str:
         if not self.rates_known:
-            return "instant snapshot (--window 0): rates unknown"
+            return "instant snapshot of --window 0: rates unknown"
         polls = f", {self.http_polls} HTTP polls" if self.http_polls else ""
         return f"sampled {self.sampled_s:.1f} s{polls}"
 

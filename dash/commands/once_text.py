@@ -7,6 +7,8 @@ rates and ETAs measured before the server went down say so.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from dash.core.samples.snapshot import QualitySnapshot
 from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot, ServerNow
@@ -23,6 +25,12 @@ def _dur(seconds: float | None) -> str:
     if s >= 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 60}m{s % 60:02d}s"
+
+
+def _input(rec: Mapping[str, Any]) -> str:
+    """`, input 8123 tok/s` where the prefill line prints its input throughput."""
+    value = rec.get("input_throughput")
+    return f", input {value:.0f} tok/s" if isinstance(value, (int, float)) else ""
 
 
 def _num(v: object, fmt: str = "{:.1f}") -> str:
@@ -91,7 +99,7 @@ def _one_server(snap: RunSnapshot) -> list[str]:
         lines.append(f"  last prefill {p.get('new_seq', '?')} new seqs, {p.get('new_token', '?')} "
                      f"new tokens, {p.get('cached_token', '?')} cached, running "
                      f"{p.get('running_req', '?')}, queue {p.get('queue_req', '?')}, token usage "
-                     f"{_num(p.get('token_usage'), '{:.2f}')}  ({p.get('ts') or '-'}{old})")
+                     f"{_num(p.get('token_usage'), '{:.2f}')}{_input(p)}  ({p.get('ts') or '-'}{old})")
     lines += _rank_lines(s)
     if s.peak:
         lines.append(f"  peak         {s.peak.gen_throughput:.1f} tok/s at {s.peak.ts or '-'}")
@@ -137,8 +145,9 @@ def _partition_lines(snap: RunSnapshot) -> list[str]:
         pct = "" if p.percent is None else f" {p.percent:5.1f}%"
         status = p.status if p.error is None else f"{p.status}: {p.error}"
         eta = "done" if p.status == "done" else _dur(p.eta_s)  # as the dashboard's table says
+        over = f"; {p.over_total}" if p.over_total is not None else ""
         lines.append(f"  {p.name:<24} {p.done:>8}/{total:<8}{pct} [{status}] "
-                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}")
+                     f"+{p.written} since start, {_num(p.rate_per_min)}/min, eta {eta}{over}")
         if p.quality is not None:
             lines.append(_quality_line(p.quality))
     t = snap.totals

@@ -49,6 +49,8 @@ class RankNow:
     queue_req: float | None = None
     token_usage: float | None = None
     tokens: float | None = None
+    input_throughput: float | None = None
+    """Its latest prefill line's input throughput (a PD prefill server's figure)."""
     interval_s: float | None = None
     """Its logging interval: the median gap between its decode lines (None: not known yet)."""
     live: bool = True
@@ -72,6 +74,9 @@ class ServerNow:
     token_usage: float | None = None
     token_usage_mean: float | None = None
     tokens: float | None = None
+    input_throughput: float | None = None
+    """The ranks' latest prefill lines' input throughput, summed: what a PD prefill server
+    does, which prints no decode lines."""
     ranks: tuple[RankNow, ...] = ()
     """Every rank seen since the server started, live or dropped, in rank order."""
 
@@ -88,7 +93,7 @@ class ServerNow:
         """The figures under a decode record's keys (what compares with /metrics)."""
         return {"gen_throughput": self.gen_throughput, "running_req": self.running_req,
                 "queue_req": self.queue_req, "token_usage": self.token_usage,
-                "tokens": self.tokens}
+                "tokens": self.tokens, "input_throughput": self.input_throughput}
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +297,15 @@ class PartitionSnapshot:
             return None
         return min(100.0, 100.0 * self.done / self.total)
 
+    @property
+    def over_total(self) -> str | None:
+        """What more lines than prompts mean, when there are more: duplicates (a resumed
+        client that wrote again what was done, two clients on one partition) or a wrong total;
+        the count is not what it seems."""
+        if not self.total or self.done <= self.total:
+            return None
+        return f"{self.done - self.total:,} more than the total: duplicates, or a wrong total?"
+
 
 @dataclass(frozen=True, slots=True)
 class RunTotals:
@@ -323,6 +337,8 @@ class ClientProgress:
     rate: float | None
     """Items per second as tqdm printed it."""
     text: str
+    label: str = ""
+    """What precedes the bar (tqdm's `desc`, often the partition: `B2_opencodeinstruct:`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +353,9 @@ class ClientSnapshot:
     """"ok", "waiting" (not there yet) or "error" (`log_message` says why)."""
     log_message: str | None = None
     last_progress: ClientProgress | None = None
+    bars: tuple[ClientProgress, ...] = ()
+    """The last bar of each label, oldest first (a client with a bar per partition draws them
+    in turn: the last one alone would change from one partition to another every redraw)."""
     resuming: int | None = None
     """N from `Resuming: N already done`."""
     events: tuple[Record, ...] = ()

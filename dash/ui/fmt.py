@@ -101,6 +101,15 @@ def clock(t: float, now: float) -> str:
     return time.strftime("%H:%M", local)
 
 
+def line_time(at: object, ts: object) -> str:
+    """A log line's time of day as the rest of the screen tells time (the alerts' `since`, the
+    charts' axis): its clock time `at` in the box's zone, so a UTC log read in Tokyo does not
+    show 06:32 beside `since 15:32`; the stamp's own time where the line has no clock time."""
+    if isinstance(at, (int, float)) and not isinstance(at, bool):
+        return time.strftime("%H:%M:%S", time.localtime(at))
+    return clean(str(ts or ""), 19)[-8:]
+
+
 def since(t: float, now: float) -> str:
     """`since 14:02 (12 min)`: when it started, and how long ago."""
     return f"since {clock(t, now)} ({fmt_duration(max(0.0, now - t))})"

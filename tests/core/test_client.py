@@ -62,3 +62,29 @@ def test_bounded_memory() -> None:
     t.feed(["RuntimeError: x"] * 100, 0.0)
     s = t.snapshot(0.0)
     assert len(s.events) == 5 and len(s.last_lines) == 5
+
+
+def test_a_line_of_several_tqdm_bars_gives_the_one_drawn_last_without_cursor_codes() -> None:
+    # tqdm with a bar per worker (`position=`) redraws bar 1 on the next line, moves the cursor
+    # back up (`ESC [A`) and redraws bar 0 after a `\r`: the terminal shows bar 0's newest state.
+    line = ("\rB:   4%|#         | 201/5000 [00:01<40:00, 1.00it/s]\x1b[A"
+            "\rA:  27%|##        | 1377/5000 [00:01<20:00, 3.00it/s]")
+    p = parse_progress(line)
+    assert p is not None and (p.done, p.total) == (1377, 5000)
+    t = ClientTracker()
+    t.feed([], 0.0, partial="\rB:   4%|#         | 202/5000 [00:02<40:00, 1.00it/s]\x1b[A")
+    s = t.snapshot(0.0)
+    assert s.last_progress is not None and s.last_progress.text.startswith("B:")
+    assert "\x1b" not in s.last_progress.text
+
+
+def test_the_last_bar_of_each_label_is_kept_within_bounds() -> None:
+    from dash.core.state.client import MAX_BARS
+
+    t = ClientTracker()
+    t.feed([f"part{i}:  50%|#####     | 5/10 [00:05<00:05, 1.00it/s]" for i in range(100)]
+           + ["part7:  60%|######    | 6/10 [00:06<00:04, 1.00it/s]"], 0.0)
+    bars = t.snapshot(0.0).bars
+    assert len(bars) == MAX_BARS
+    assert bars[-1].label == "part7" and bars[-1].done == 6
+    assert t.snapshot(0.0).last_progress == bars[-1]

@@ -120,7 +120,10 @@ def test_vllm_stats_lines() -> None:
               "token_usage": 0.992, "prefix_hit_rate": 0.421, "engine_index": 0})
     agg = _one("(APIServer pid=4021) INFO 06-01 12:00:10 [loggers.py:335] 2 Engines Aggregated: Avg prompt throughput: 3046.8 tokens/s, Avg generation throughput: 1625.4 tokens/s, Running: 48 reqs, Waiting: 6 reqs, XPU KV cache usage: 37.5%")
     _has(agg, {"engines": 2, "gen_throughput": 1625.4, "token_usage": 0.375})
-    assert parse_line("INFO 03-01 12:00:10 metrics.py:471] Prefix cache hit rate: GPU: 42.10%, CPU: 0.00%") is None
+    # V0's own line of the prefix cache's hit rate, after its stats line
+    v0 = parse_line("INFO 03-01 12:00:10 metrics.py:471] Prefix cache hit rate: GPU: 42.10%, CPU: 0.00%")
+    assert v0 is not None and v0["kind"] == "cache"
+    _has(v0, {"engine": "vllm", "prefix_hit_rate": 0.421, "cpu_prefix_hit_rate": 0.0})
 
 
 @pytest.mark.parametrize("line", [

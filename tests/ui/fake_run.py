@@ -108,7 +108,7 @@ def server() -> ServerLogSnapshot:
     }
     return ServerLogSnapshot(
         path="/data/run7/sglang_server.log", engine="sglang", last_decode=last,
-        peak=Peak(gen_throughput=1317.0, at=PEAK_AT, ts="2025-06-15T15:06:09"),
+        peak=Peak(gen_throughput=1317.0, at=PEAK_AT, ts="2025-06-15T15:26:49"),
         events=events, facts=facts, gen_throughput=thr, running_req=_series(_running),
         queue_req=_series(_queued), token_usage=_series(_usage), last_record_at=NOW - 2.0,
         lines=88412, records=9321, unparsed=0, restarts=0, started_at=START + 110.0,

@@ -45,3 +45,33 @@ def test_the_clients_last_error_is_named() -> None:
            "message": "openai.APIConnectionError: Connection error."}
     line = _line(ClientSnapshot(log_path="/run/client.log", log_bytes=10, events=(err,)))
     assert "last error: openai.APIConnectionError: Connection error." in line
+
+
+def test_the_selected_partitions_bar_is_shown_where_bars_are_labelled() -> None:
+    """A client with a bar per partition draws them in turn: the line follows the selection
+    instead of whichever bar was drawn last."""
+    from dash.core.state.client import ClientTracker
+
+    tracker = ClientTracker()
+    tracker.feed(["B1_glaive:  10%|#         | 100/1000 [00:10<01:30, 10.0it/s]",
+                  "B2_code:  42%|####      | 420/1000 [00:42<00:58, 10.0it/s]"], NOW)
+    client = dataclasses.replace(tracker.snapshot(NOW), log_path="c.log", log_bytes=10)
+    snap = dataclasses.replace(snapshot(), client=client)
+    assert "100/1000" in client_line(snap, "B1_glaive").plain
+    assert "420/1000" in client_line(snap, "B2_code").plain
+    assert "420/1000" in client_line(snap, "B3_other").plain  # no bar of its own: the last
+    assert "420/1000" in client_line(snap).plain
+    assert [b.label for b in client.bars] == ["B1_glaive", "B2_code"]
+
+
+async def test_the_details_of_a_partition_past_its_total_say_so() -> None:
+    from dash.ui.widgets.partitions import PartitionDetails
+    from ui.conftest import build_app
+
+    snap = snapshot()
+    over = dataclasses.replace(snap.partitions[0], done=(snap.partitions[0].total or 0) + 778)
+    app = build_app(dataclasses.replace(snap, partitions=(over, *snap.partitions[1:])))
+    async with app.run_test(size=(160, 45)):
+        details = app.query_one(PartitionDetails).plain
+        assert "(778 more than the total: duplicates, or a wrong total?)" in details
+        assert "left)" not in details.splitlines()[1]

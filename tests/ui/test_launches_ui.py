@@ -90,3 +90,20 @@ async def test_with_several_servers_the_view_shows_the_selected_ones_launches() 
         await pilot.press("escape")
         text = " ".join(app.query_one(ServerPanel).plain.split())
         assert "launch 4 of 4; previous: mem 0.88 -> 0.90" in text
+
+
+async def test_a_quiet_log_says_its_newest_launch_may_have_stopped() -> None:
+    """The table reads the log, which wrote no end: `now` and `running` would read as alive."""
+    from dash.core.snapshot import Liveness
+
+    quiet = Liveness(log="quiet", log_age_s=2400.0, stale=True)
+    # set after the fixture settles its liveness from its figures
+    app = build_app(dataclasses.replace(snapshot(launches=tuning_launches()), liveness=quiet))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        text = " ".join(_rows(app))
+        assert "The log has been quiet for 40m" in text and "may have stopped" in text
+    app = build_app(snapshot(launches=tuning_launches()))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("L")
+        assert "quiet" not in " ".join(_rows(app))

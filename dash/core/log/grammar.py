@@ -251,6 +251,18 @@ MFU = StatsFamily(
     examples=("Engine 000: MFU: 312.4 TF/s/GPU 1520.3 GB/s/GPU",),
 )
 
-FAMILIES = (DECODE, PREFILL, VLLM_STATS, PREFILL_V01, SPEC, MFU)
+PREFIX_CACHE_V0 = StatsFamily(
+    # vLLM V0 with prefix caching: its own line after each stats line (`metrics.py`:
+    # `Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%`); V1 prints the rate in the stats line
+    name="prefix_cache_v0", kind="cache", engine="vllm", triggers=("Prefix cache hit rate: GPU",),
+    head=r"Prefix cache hit rate: (?=GPU: )",
+    fields=(Field("GPU", "prefix_hit_rate", RATIO), Field("CPU", "cpu_prefix_hit_rate", RATIO)),
+    require_all=("prefix_hit_rate",),
+    schema=("prefix_hit_rate", "cpu_prefix_hit_rate"),
+    expect=("prefix_hit_rate", "cpu_prefix_hit_rate"),
+    examples=("Prefix cache hit rate: GPU: 45.20%, CPU: 0.00%",),
+)
+
+FAMILIES = (DECODE, PREFILL, VLLM_STATS, PREFILL_V01, SPEC, MFU, PREFIX_CACHE_V0)
 
 GRAMMAR = Grammar(PREFIXES, FAMILIES, PHRASES)

@@ -11,12 +11,16 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from dash.core.log.prefix import clean
 from dash.core.snapshot import ClientProgress, ClientSnapshot, ProcessInfo, Record
 
 if TYPE_CHECKING:
     from dash.core.config import Config
 
 MAX_TEXT = 2000
+MAX_LABEL = 80
+MAX_BARS = 32
+"""Labels whose last bar is kept (a bar per partition, or per worker)."""
 """Lines are cut to this before any regex runs."""
 
 _TQDM = re.compile(
@@ -40,8 +44,10 @@ def _num(text: str) -> float:
 
 
 def parse_progress(text: str) -> ClientProgress | None:
-    """A tqdm bar (`45%|####| 450/1000 [00:10<00:12, 40.1it/s]`) or None."""
-    text = text[:MAX_TEXT]
+    """A tqdm bar (`45%|####| 450/1000 [00:10<00:12, 40.1it/s]`) or None: the one a terminal
+    shows, after the last `\r` (tqdm redraws in place; with a bar per worker it moves the
+    cursor between them with `ESC [A`), its cursor codes dropped."""
+    text = clean(text[:MAX_TEXT])
     m = _TQDM.search(text)
     if m is None:
         return None
@@ -56,7 +62,9 @@ def parse_progress(text: str) -> ClientProgress | None:
         r = float(m["rate"])
         # tqdm switches to seconds per item when slower than one item a second.
         rate = (1.0 / r if r else None) if m["unit"] == "s" and m["per"] != "s" else r
-    return ClientProgress(done=done, total=total, percent=pct, rate=rate, text=text.strip())
+    label = text[:m.start()].strip().rstrip(":").strip()
+    return ClientProgress(done=done, total=total, percent=pct, rate=rate, text=text.strip(),
+                          label=label[:MAX_LABEL])
 
 
 class ClientTracker:
@@ -69,6 +77,7 @@ class ClientTracker:
         self._size: int | None = None
         self._grew_at: float | None = None
         self._progress: ClientProgress | None = None
+        self._bars: dict[str, ClientProgress] = {}
         self._resuming: int | None = None
         self._events: deque[Record] = deque(maxlen=max_events)
         self._lines: deque[str] = deque(maxlen=max_lines)
@@ -87,14 +96,21 @@ class ClientTracker:
         if partial:
             p = parse_progress(partial)
             if p is not None:
-                self._progress = p
+                self._bar(p)
+
+    def _bar(self, p: ClientProgress) -> None:
+        self._progress = p
+        self._bars.pop(p.label, None)  # the newest last
+        self._bars[p.label] = p
+        if len(self._bars) > MAX_BARS:
+            del self._bars[next(iter(self._bars))]
 
     def _line(self, text: str, now: float) -> None:
         if text.strip():
             self._lines.append(text)
         p = parse_progress(text)
         if p is not None:
-            self._progress = p
+            self._bar(p)
             return
         m = _RESUMING.search(text)
         if m:
@@ -142,7 +158,8 @@ class ClientTracker:
             log_path=self._log_path, log_bytes=self._size, log_last_growth=self._grew_at,
             log_still_since=self._still_since, log_status=self._status,
             log_message=self._message,
-            last_progress=self._progress, resuming=self._resuming, events=tuple(self._events),
+            last_progress=self._progress, bars=tuple(self._bars.values()),
+            resuming=self._resuming, events=tuple(self._events),
             last_lines=tuple(self._lines), process_pattern=self._pattern,
             processes=self._processes if self._pattern else None,
         )

@@ -155,6 +155,11 @@ class FiguresAccumulator:
         if isinstance(cached, int) and not isinstance(cached, bool):
             self._cached += cached
 
+    def cache(self, rec: Mapping[str, Any]) -> None:
+        """vLLM V0's prefix-cache line (V1 prints the rate in its stats line)."""
+        self._cache = None
+        self._hit_rate.add(_num(rec, "prefix_hit_rate"))
+
     def spec(self, rec: Mapping[str, Any]) -> None:
         """vLLM's speculative decoding line (SGLang's acceptance is on its decode lines)."""
         self._cache = None

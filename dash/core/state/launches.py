@@ -149,7 +149,7 @@ class LaunchTracker:
         for rec in records:
             if rec is not None:
                 kind = rec.get("kind")
-                if kind in ("decode", "prefill", "event", "spec"):
+                if kind in ("decode", "prefill", "event", "spec", "cache"):
                     self._apply(rec, kind, self._time(rec, now, ref))
 
     def log_rewritten(self) -> None:
@@ -252,6 +252,8 @@ class LaunchTracker:
             cur.figures.decode(rec, t)
         elif kind == "prefill":
             cur.figures.prefill(rec, t)
+        elif kind == "cache":
+            cur.figures.cache(rec)
         else:
             cur.figures.spec(rec)
 

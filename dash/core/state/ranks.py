@@ -79,7 +79,8 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
 
 _KIND_FIELDS = {
     "decode": _FIELDS,
-    "prefill": tuple(f for f in _FIELDS if f != "gen_throughput"),  # prefill says nothing of decoding
+    # Prefill says nothing of decoding; its input throughput is a PD prefill server's figure.
+    "prefill": (*(f for f in _FIELDS if f != "gen_throughput"), "input_throughput"),
 }
 
 
@@ -135,6 +136,7 @@ class Totals:
     token_usage: float | None
     token_usage_mean: float | None
     tokens: float | None
+    input_throughput: float | None = None
 
 
 class RankTable:
@@ -234,7 +236,7 @@ class RankTable:
         if not self._ranks:  # one rank (or none yet): its own figures
             one = self._one_rank() if self._one_seen else RankNow(None, 0.0)
             return Totals(one.gen_throughput, one.running_req, one.queue_req, one.token_usage,
-                          one.token_usage, one.tokens)
+                          one.token_usage, one.tokens, one.input_throughput)
         default = self._default_interval()
         sums: dict[str, float] = {}
         usage: list[float] = []
@@ -248,7 +250,8 @@ class RankTable:
                     sums[name] = sums.get(name, 0.0) + value
         return Totals(sums.get("gen_throughput"), sums.get("running_req"), sums.get("queue_req"),
                       max(usage) if usage else None,
-                      sum(usage) / len(usage) if usage else None, sums.get("tokens"))
+                      sum(usage) / len(usage) if usage else None, sums.get("tokens"),
+                      sums.get("input_throughput"))
 
     def _one_rank(self) -> RankNow:
         """The one rank's latest figures: its last decode line's, and the levels (running,
@@ -264,7 +267,7 @@ class RankTable:
                        gen_throughput=values.get("gen_throughput"),
                        running_req=values.get("running_req"), queue_req=values.get("queue_req"),
                        token_usage=values.get("token_usage"), tokens=values.get("tokens"),
-                       lines=self._one_lines)
+                       input_throughput=values.get("input_throughput"), lines=self._one_lines)
 
     def snapshot(self) -> ServerNow | None:
         """The frozen figures and every rank's latest line; None before the first line."""
@@ -275,17 +278,18 @@ class RankTable:
             return ServerNow(at=self._newest, gen_throughput=one.gen_throughput,
                              running_req=one.running_req, queue_req=one.queue_req,
                              token_usage=one.token_usage, token_usage_mean=one.token_usage,
-                             tokens=one.tokens, ranks=(one,))
+                             tokens=one.tokens, input_throughput=one.input_throughput,
+                             ranks=(one,))
         default = self._default_interval()
         ranks = tuple(
             RankNow(rank=key, at=r.at, ts=r.ts, gen_throughput=r.values.get("gen_throughput"),
                     running_req=r.values.get("running_req"), queue_req=r.values.get("queue_req"),
                     token_usage=r.values.get("token_usage"), tokens=r.values.get("tokens"),
-                    interval_s=r.interval, live=self._live(r, default), lines=r.lines,
+                    input_throughput=r.values.get("input_throughput"), interval_s=r.interval, live=self._live(r, default), lines=r.lines,
                     token_usage_history=r.usage.view())
             for key, r in sorted(self._ranks.items(), key=lambda kv: _order(kv[0])))
         t = self.totals()
         return ServerNow(at=self._newest, gen_throughput=t.gen_throughput,
                          running_req=t.running_req, queue_req=t.queue_req,
                          token_usage=t.token_usage, token_usage_mean=t.token_usage_mean,
-                         tokens=t.tokens, ranks=ranks)
+                         tokens=t.tokens, input_throughput=t.input_throughput, ranks=ranks)

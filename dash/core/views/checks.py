@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dash.core.snapshot import RunSnapshot
+from dash.core.snapshot import Alert, RunSnapshot
 
 Level = Literal["OK", "WARN", "CRIT", "UNKNOWN"]
 EXIT_CODES: dict[Level, int] = {"OK": 0, "WARN": 1, "CRIT": 2, "UNKNOWN": 3}
@@ -32,9 +32,14 @@ class Problem:
 def source_problems(snap: RunSnapshot) -> list[Problem]:
     """Sources that could not be read: the check cannot vouch for them."""
     out: list[Problem] = []
-    s, c = snap.server, snap.client
-    if s.path and s.status in ("waiting", "error"):
-        out.append(Problem("UNKNOWN", "server_log", s.status_message or f"{s.path}: {s.status}"))
+    c = snap.client
+    servers = snap.servers or (snap.server,)
+    for s in servers:
+        # Every server log counts, not only the primary's: a PD pair's missing decode log
+        # leaves half the run unwatched while the other log is live.
+        if s.path and s.status in ("waiting", "error"):
+            what = f"server_log[{s.name or s.path}]" if len(servers) > 1 else "server_log"
+            out.append(Problem("UNKNOWN", what, s.status_message or f"{s.path}: {s.status}"))
     if c.log_path and c.log_status in ("waiting", "error"):
         out.append(Problem("UNKNOWN", "client_log",
                            c.log_message or f"{c.log_path}: {c.log_status}"))
@@ -50,15 +55,26 @@ def problems(snap: RunSnapshot) -> list[Problem]:
     """Every problem, worst first: alerts (with their hint; an incident's root before what it
     caused), then unreadable sources."""
     out: list[Problem] = []
-    alerts = [a for inc in snap.incidents for a in inc.alerts] if snap.incidents else snap.alerts
-    for a in alerts:
+    # (alert, the root it follows from): what an OOM caused (the crash, the silent log) says
+    # so, and leaves the fix to the root's line; its own fix ("idle if ..., hung if not")
+    # would not be true of a server that died.
+    pairs = ([(a, inc.root if a is not inc.root else None)
+              for inc in snap.incidents for a in inc.alerts] if snap.incidents
+             else [(a, None) for a in snap.alerts])
+    for a, root in pairs:
         if a.severity == "info":
             continue
-        what = f"{a.id}[{a.subject}]" if a.subject else a.id
-        hint = f"; hint: {a.hint}" if a.hint else ""
-        out.append(Problem("CRIT" if a.severity == "crit" else "WARN", what, a.message + hint))
+        if root is not None:
+            text = f"{a.message} (follows from {_what(root)})"
+        else:
+            text = a.message + (f"; hint: {a.hint}" if a.hint else "")
+        out.append(Problem("CRIT" if a.severity == "crit" else "WARN", _what(a), text))
     out += source_problems(snap)
     return sorted(out, key=lambda p: _WORST_FIRST.index(p.level))
+
+
+def _what(a: Alert) -> str:
+    return f"{a.id}[{a.subject}]" if a.subject else a.id
 
 
 def verdict(found: list[Problem]) -> Level:

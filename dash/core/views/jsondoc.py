@@ -71,7 +71,8 @@ def _http(h: HttpSnapshot) -> dict[str, Any]:
 def _rank(r: RankNow) -> dict[str, Any]:
     return {"rank": r.rank, "at": r.at, "ts": r.ts, "gen_throughput": r.gen_throughput,
             "running_req": r.running_req, "queue_req": r.queue_req,
-            "token_usage": r.token_usage, "tokens": r.tokens, "interval_s": r.interval_s,
+            "token_usage": r.token_usage, "tokens": r.tokens,
+            "input_throughput": r.input_throughput, "interval_s": r.interval_s,
             "live": r.live, "lines": r.lines}
 
 
@@ -82,7 +83,7 @@ def now_json(n: ServerNow | None) -> dict[str, Any] | None:
     return {"at": n.at, "gen_throughput": n.gen_throughput, "running_req": n.running_req,
             "queue_req": n.queue_req, "token_usage": n.token_usage,
             "token_usage_mean": n.token_usage_mean, "tokens": n.tokens,
-            "live_ranks": n.live_ranks, "ranks": [_rank(r) for r in n.ranks]}
+            "input_throughput": n.input_throughput, "live_ranks": n.live_ranks, "ranks": [_rank(r) for r in n.ranks]}
 
 
 def _clock(c: LogClockView, now: float) -> dict[str, Any]:

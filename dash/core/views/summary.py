@@ -143,6 +143,8 @@ def fold_other(part: Part, rec: Record) -> None:
             part.unparsed.append(rec)
     elif kind == "spec":
         fold_accept(part, rec)
+    elif kind == "cache":  # vLLM V0's own line of the rate
+        fold_hit_rate(part, rec)
 
 
 def fold_accept(part: Part, rec: Record) -> None:
@@ -155,8 +157,8 @@ def fold_accept(part: Part, rec: Record) -> None:
 
 
 def fold_hit_rate(part: Part, rec: Record) -> None:
-    """A stats line's printed prefix-cache hit rate (vLLM's `Prefix cache hit rate: 45.2%`,
-    a fraction once read)."""
+    """A printed prefix-cache hit rate (vLLM's `Prefix cache hit rate: 45.2%` in its stats
+    line, V0's `Prefix cache hit rate: GPU: 45.20%, ...` line), a fraction once read."""
     rate = rec.get("prefix_hit_rate")
     if rate is not None:
         part.hit_rates.append(rate)

@@ -77,7 +77,8 @@ class ChartsRow(Horizontal):
         if srv.peak is not None:
             parts.append(part((f"  ▼ peak {srv.peak.gen_throughput:.0f}", "bold italic"), keep=5))
             if srv.peak.ts and not old_text:  # an age takes the room of the peak's time
-                parts.append(part((f" {fmt.clean(srv.peak.ts, 19)[-8:]}", "bold dim"), keep=1))
+                parts.append(part((f" {fmt.line_time(srv.peak.at, srv.peak.ts)}", "bold dim"),
+                                  keep=1))
             peak = (srv.peak.at, srv.peak.gen_throughput)
         self.query_one("#chart-throughput", BrailleChart).set_data(
             ChartData(tuple(parts), thr, start, end, _num, peak=peak, window_label=f"-{label}")

@@ -52,6 +52,17 @@ class LaunchTableView(Panel, can_focus=True):
         return self.part_style(f"launch--{name}")
 
 
+def _quiet_note(snap: RunSnapshot, launches: Sequence[Launch]) -> str | None:
+    """What to say above a newest launch the log calls running while the log is quiet: the
+    table reads the log, which has written no end, and `now` would read as alive."""
+    live = snap.liveness
+    if not launches or launches[-1].outcome != "running" or live.log not in ("quiet", "crashed"):
+        return None
+    age = "" if live.log_age_s is None else f" for {fmt.dur(live.log_age_s)}"
+    return (f"The log has been quiet{age}: the newest launch is shown as the log left it "
+            "(no end written); the server may have stopped.")
+
+
 def launches_text(launches: Sequence[Launch], width: int, last: int | None,
                   st: LaunchTableView) -> tuple[Text, Layout | None]:
     """The launches table for `width` cells, its last column `last` (None: the newest), and
@@ -148,8 +159,12 @@ class LaunchesScreen(Screen[None]):
         self._snap = snap
         view = self.query_one(LaunchTableView)
         width = (view.scrollable_content_region.width or self.app.size.width - 4) - 1
-        launches = snap.for_server(self.server).launches
+        served = snap.for_server(self.server)
+        launches = served.launches
         text, self.shown = launches_text(launches, max(LABEL_W + 10, width), self.last, view)
+        quiet = _quiet_note(served, launches)
+        if quiet is not None:
+            text = Text(quiet + "\n", view.st("warn")) + text
         view.show_text(text)
 
     def action_shift(self, step: int) -> None:

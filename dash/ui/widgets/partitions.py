@@ -6,7 +6,7 @@ from rich.style import Style
 from rich.text import Text
 
 from dash.core.samples.dist import Dist
-from dash.core.snapshot import PartitionSnapshot, RunSnapshot
+from dash.core.snapshot import ClientProgress, ClientSnapshot, PartitionSnapshot, RunSnapshot
 from dash.ui import fmt
 from dash.ui.widgets.keyed_table import Cell, KeyedTable
 from dash.ui.widgets.panel import Panel
@@ -104,7 +104,7 @@ class PartitionDetails(Panel):
             t = Text(hint + "\n\n\n\n\n", "dim")
         else:
             t = self._partition(snap, p)
-        t.append_text(client_line(snap))
+        t.append_text(client_line(snap, name))
         self.show_text(t)
 
     def _partition(self, snap: RunSnapshot, p: PartitionSnapshot) -> Text:
@@ -120,7 +120,11 @@ class PartitionDetails(Panel):
         else:
             t.append(f"at start {p.at_start:,}  written since {p.written:,}  done {p.done:,}")
         if p.total and not p.error:
-            t.append(f" of {p.total:,} ({p.total - p.done:,} left)")
+            t.append(f" of {p.total:,} ")
+            if p.over_total is not None:
+                t.append(f"({p.over_total})", "bold")
+            else:
+                t.append(f"({p.total - p.done:,} left)")
         t.append("\nlast write ")
         t.append("-" if p.last_write is None else f"{fmt.dur(snap.now - p.last_write)} ago")
         t.append(f"  rate {fmt.num(p.rate_per_min, '/min', 1)}")
@@ -173,9 +177,9 @@ def _dist(label: str, d: Dist) -> str:
             if d.median is not None and d.p95 is not None and d.max is not None else f"{label} -")
 
 
-def client_line(snap: RunSnapshot) -> Text:
+def client_line(snap: RunSnapshot, partition: str | None = None) -> Text:
     """The client in one line: its processes, its log's size and growth, its last error, its
-    last progress bar."""
+    last progress bar (the selected partition's, where a bar is labelled with its name)."""
     c = snap.client
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("client ", "bold")
@@ -203,11 +207,21 @@ def client_line(snap: RunSnapshot) -> Text:
         # no line number: the tracker counts the lines it read, not the file's (a backfill)
         message = str(c.events[-1].get("message", ""))
         t.append(f"last error: {fmt.clean(message, 80)}  ", "bold")
-    if c.last_progress is not None:
-        t.append(fmt.clean(c.last_progress.text, 120), "dim")
+    bar = _bar_of(c, partition)
+    if bar is not None:
+        t.append(fmt.clean(bar.text, 120), "dim")
     elif c.resuming is not None:
         t.append(f"resuming: {c.resuming:,} already done", "dim")
     return t
+
+
+def _bar_of(c: ClientSnapshot, partition: str | None) -> ClientProgress | None:
+    """The last bar whose label names the partition, else the last bar drawn."""
+    if partition:
+        named = [b for b in c.bars if partition in b.label]
+        if named:
+            return named[-1]
+    return c.last_progress
 
 
 def _size(n: int) -> str:

@@ -9,7 +9,8 @@ with one row per server (`server_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -108,14 +109,20 @@ def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
              else f"{len(snap.total_from)} of {len(names)} servers")
     wide = max(len(n) for n in [*names, label if snap.total is not None else ""])
     role_w = max((len(s.role) + 1 for s in snap.servers if s.role), default=0)
+    # A PD prefill server prints no decode lines: its figure is its input throughput, marked
+    # `in` (the total sums generated tokens only, so the row must not read as one of them).
+    unit_w = 8 if any(_input_only(s.figures) is not None for s in snap.servers) else 5
     for i, s in enumerate(snap.servers):
         f = s.figures
+        shown, unit = f.get("gen_throughput"), "tok/s"
+        if (inp := _input_only(f)) is not None:
+            shown, unit = inp, "tok/s in"
         live = snap.server_liveness[i] if i < len(snap.server_liveness) else None
         old = live is not None and live.stale
         mark = "▶" if i == selected % len(snap.servers) else " "
         t.append(f"{mark} {names[i]:<{wide}}", st("key" if mark != " " else ""))
         t.append(f" {(s.role or ''):<{role_w - 1}}" if role_w else "", st("dim"))
-        t.append(f"{_num(f.get('gen_throughput'), 8)} tok/s  run {_num(f.get('running_req'), 4)}"
+        t.append(f"{_num(shown, 8)} {unit:<{unit_w}}  run {_num(f.get('running_req'), 4)}"
                  f"  q {_num(f.get('queue_req'), 4)}  kv {fmt.pct(f.get('token_usage')):>4}",
                  st("dim" if old else ""))
         if old and live is not None and live.log_age_s is not None:
@@ -128,16 +135,25 @@ def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
             t.append(f"  {s.status}", st("warn"))
         t.append("\n")
     if snap.total is not None:
-        _servers_total(t, snap, f"{label:<{wide + role_w}}", st)
+        _servers_total(t, snap, f"{label:<{wide + role_w}}", st, unit_w)
 
 
-def _servers_total(t: Text, snap: RunSnapshot, label: str, st: Styler) -> None:
+def _input_only(figures: Mapping[str, Any]) -> float | None:
+    """The input throughput of a server that has no generation figure (a PD prefill server)."""
+    if figures.get("gen_throughput") is not None:
+        return None
+    value = figures.get("input_throughput")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _servers_total(t: Text, snap: RunSnapshot, label: str, st: Styler, unit_w: int = 5) -> None:
     """`all servers` (`1 of 2 servers` when some are left out: `label`, as wide as the rows'
     name and role columns) and the sums."""
     n = snap.total
     if n is None:
         return
-    t.append(f"  {label}{_num(n.gen_throughput, 8)} tok/s  run "
+    t.append(f"  {label}{_num(n.gen_throughput, 8)} {'tok/s':<{unit_w}}  run "
              f"{_num(n.running_req, 4)}  q {_num(n.queue_req, 4)}", st("dim"))
     stale, age_s = snap.figures_liveness
     if stale and age_s is not None:

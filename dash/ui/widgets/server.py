@@ -142,7 +142,7 @@ class ServerPanel(Panel):
     def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))
         level = EVENT_LEVEL.get(name, "dim")
-        ts = fmt.clean(str(ev.get("ts") or ""), 19)[-8:]
+        ts = fmt.line_time(ev.get("at"), ev.get("ts"))
         t.append(f"\n{ts:>8} ", self._st("dim"))
         t.append(f"{name:<12} ", self._st(f"{level}"))
         ranks = ev.get("ranks")
