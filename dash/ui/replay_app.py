@@ -152,30 +152,11 @@ class ReplayApp(DashApp):
     @work(thread=True, exclusive=True, group="replay")
     def replay(self) -> None:
         """Read the log (and count the outputs), then run the replay on this thread."""
-        from dash.sources.counts import count_outputs
-        from dash.sources.logread import LogError
-        from dash.sources.replay_read import load_timeline
-
         worker = get_current_worker()
-        timeline, outputs = self.timeline, self._outputs
-        if timeline is None:
-            assert self.cfg.log is not None
-
-            def note(records: int) -> None:
-                self._read = records  # an int read by the main thread for the status line
-                if self._closing or worker.is_cancelled:
-                    raise _Closing  # a long log is not read to its end for an app that quit
-
-            try:
-                pieces, self._pieces = self._pieces, None
-                timeline = load_timeline(self.cfg.log, grammar=self.grammar, progress=note,
-                                         pieces=pieces)
-            except LogError as exc:
-                self.post_message(ReplayFramed(None, 0, str(exc)))
-                return
-            except _Closing:
-                return
-            outputs = count_outputs(self.cfg.outputs)
+        got = self._load(worker)
+        if got is None:
+            return
+        timeline, outputs = got
         run = ReplayRun(self.cfg, timeline, outputs)
         self.timeline, self.run_ = timeline, run
         done, paced, paused = 0, self._pacer(), False
@@ -191,6 +172,33 @@ class ReplayApp(DashApp):
                     command = self._commands.get_nowait()
                 except queue.Empty:
                     break
+
+    def _load(self, worker: Any) -> tuple[Timeline, tuple[OutputCount, ...]] | None:
+        """The timeline and the outputs' counts; None when the log cannot be read (the app
+        is told) or the app closed meanwhile."""
+        from dash.sources.counts import count_outputs
+        from dash.sources.logread import LogError
+        from dash.sources.replay_read import load_timeline
+
+        if self.timeline is not None:
+            return self.timeline, self._outputs
+        assert self.cfg.log is not None
+
+        def note(records: int) -> None:
+            self._read = records  # an int read by the main thread for the status line
+            if self._closing or worker.is_cancelled:
+                raise _Closing  # a long log is not read to its end for an app that quit
+
+        try:
+            pieces, self._pieces = self._pieces, None
+            timeline = load_timeline(self.cfg.log, grammar=self.grammar, progress=note,
+                                     pieces=pieces)
+        except LogError as exc:
+            self.post_message(ReplayFramed(None, 0, str(exc)))
+            return None
+        except _Closing:
+            return None
+        return timeline, count_outputs(self.cfg.outputs)
 
     def _next(self, worker: Any) -> Command:
         while True:
