@@ -145,13 +145,13 @@ class SeriesPiece:
     """The records of a piece in file order: `order[i]` names shape `shapes[order[i]]` or
     -1 for the next of `others`; per shape the columns; stamps as indexes into `stamps`
     (0: none), each other record's too (`other_ts`); rank tags into `ranks`. Line numbers
-    count from the piece's first line. `epochs[i]`: the time of `texts[i]` where its date
+    count from the piece's first line. `epochs[i]`: the time of stamp i where its date
     is printed (-inf: no time), NaN where it depends on the stamps before (no date).
     What `finish` hands on is compact: the stamps in one byte string, each value column in
     one text.
 
-    A reading process hands the values on as their texts: reading them into numbers (about
-    a quarter of its time) waits until the replay first asks for the piece's records, so
+    A reading process hands the values on as their texts: reading them into numbers (a
+    sixth of its time) waits until the replay first asks for the piece's records, so
     that a replay's first frame does not wait for the numbers of the whole log."""
 
     shapes: list[Shape] = field(default_factory=list)
@@ -263,7 +263,8 @@ class SeriesPiece:
 
 
 def piece_stamps(piece: SeriesPiece, stop: int) -> Iterator[int]:
-    """The stamp index (into `piece.texts`) of each of the piece's first `stop` records."""
+    """The stamp index (into `texts` while the piece is read, `stamps` once finished) of
+    each of the piece's first `stop` records."""
     feeds = [iter(r.ts) if r.shape.prefix_groups else repeat(0) for r in piece.rows]
     feeds.append(iter(piece.other_ts))
     return map(next, map(feeds.__getitem__, piece.order[:stop]))
