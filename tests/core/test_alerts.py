@@ -146,6 +146,15 @@ def test_a_vllm_oom_names_vllm_flags_with_the_logged_utilization() -> None:
     assert "--max-num-batched-tokens" in hint and "--mem-fraction-static" not in hint
 
 
+def test_an_oom_on_one_rank_names_the_rank() -> None:
+    run = Run()
+    run.feed(ev("server_args", args={}), ev("ready"),
+             {**ev("oom", line=9, message="torch.OutOfMemoryError: CUDA out of memory."),
+              "rank": "DP3 TP6"})
+    run.tick()
+    assert run.active()["server_oom"].evidence.startswith("OOM on DP3 TP6 (line 9)")
+
+
 @pytest.mark.parametrize(("seconds", "text"), [(45, "45 s"), (600, "10 min"), (9000, "2.5 h"),
                                                 (4444200, "51.4 days")])
 def test_durations_read_in_the_unit_a_person_would_use(seconds: float, text: str) -> None:

@@ -50,7 +50,9 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     prefill = ctx.snap.server.last_prefill
     if prefill and prefill.get("new_token") and line_order(prefill) <= line_order(first):
         during = f" after a prefill of {prefill['new_token']} new tokens"
-    evidence = f"OOM {where(first)}{during}; {len(ooms)} OOM line(s)"
+    # which rank ran out, where the line names one (`DP3 TP6`, vLLM's `EngineCore_DP1`)
+    rank = f"on {first['rank']} " if isinstance(first.get("rank"), str) and first["rank"] else ""
+    evidence = f"OOM {rank}{where(first)}{during}; {len(ooms)} OOM line(s)"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
     hint = _oom_fix(ctx.snap.server.engine, facts)
