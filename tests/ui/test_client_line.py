@@ -62,6 +62,11 @@ def test_the_selected_partitions_bar_is_shown_where_bars_are_labelled() -> None:
     assert "420/1000" in client_line(snap, "B3_other").plain  # no bar of its own: the last
     assert "420/1000" in client_line(snap).plain
     assert [b.label for b in client.bars] == ["B1_glaive", "B2_code"]
+    tracker.feed(["B1:  70%|#######   | 7/10 [00:07<00:03, 1.0it/s]",
+                  "B10:  20%|##        | 2/10 [00:02<00:08, 1.0it/s]"], NOW)
+    client = dataclasses.replace(tracker.snapshot(NOW), log_path="c.log", log_bytes=10)
+    snap = dataclasses.replace(snapshot(), client=client)
+    assert "7/10" in client_line(snap, "B1").plain  # its own label, not B10's
 
 
 async def test_the_details_of_a_partition_past_its_total_say_so() -> None:

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     from dash.core.config import Config
 
 MAX_TEXT = 2000
+"""Lines are cut to this before any regex runs."""
 MAX_LABEL = 80
 MAX_BARS = 32
 """Labels whose last bar is kept (a bar per partition, or per worker)."""
-"""Lines are cut to this before any regex runs."""
 
 _TQDM = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|]*\|\s*)?"

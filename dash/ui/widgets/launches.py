@@ -56,7 +56,7 @@ def _quiet_note(snap: RunSnapshot, launches: Sequence[Launch]) -> str | None:
     """What to say above a newest launch the log calls running while the log is quiet: the
     table reads the log, which has written no end, and `now` would read as alive."""
     live = snap.liveness
-    if not launches or launches[-1].outcome != "running" or live.log not in ("quiet", "crashed"):
+    if not launches or launches[-1].outcome != "running" or live.log != "quiet":
         return None
     age = "" if live.log_age_s is None else f" for {fmt.dur(live.log_age_s)}"
     return (f"The log has been quiet{age}: the newest launch is shown as the log left it "

@@ -216,9 +216,11 @@ def client_line(snap: RunSnapshot, partition: str | None = None) -> Text:
 
 
 def _bar_of(c: ClientSnapshot, partition: str | None) -> ClientProgress | None:
-    """The last bar whose label names the partition, else the last bar drawn."""
+    """The partition's bar: the one labelled with its name, else the last whose label holds
+    it (`B1` is in `B10_code` too, so an exact label wins); else the last bar drawn."""
     if partition:
-        named = [b for b in c.bars if partition in b.label]
+        exact = [b for b in c.bars if b.label == partition]
+        named = exact or [b for b in c.bars if partition in b.label]
         if named:
             return named[-1]
     return c.last_progress
