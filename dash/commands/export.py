@@ -12,7 +12,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import Record
 from dash.core.log.syntax import Grammar
 from dash.core.views.records_json import ShapeWriter, text
-from dash.sources.logread import Scan, fold
+from dash.sources.logread import LogCut, Scan, cut_message, fold
 
 CSV_COLUMNS = ("kind", "line", "ts", "rank", "engine", "running_req", "queue_req", "tokens",
                "token_usage", "gen_throughput", "new_seq", "new_token", "cached_token",
@@ -51,20 +51,33 @@ def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([*CSV_COLUMNS, "extra"])
-        for rec in Scan(path, reader=None if grammar is GRAMMAR else _reader(grammar)):
+        scan = Scan(path, reader=None if grammar is GRAMMAR else _reader(grammar))
+        for rec in scan:
             if rec["kind"] != "unparsed":
                 writer.writerow(_csv_row(rec))
         sys.stdout.flush()
-        return 0
+        return _broke_off(cut_message(path, scan.cut, scan.lines) if scan.cut else None)
     sys.stdout.flush()
     out = sys.stdout.buffer
 
     def each(_before: int, texts: list[bytes]) -> None:
         out.writelines(texts)
 
-    fold(path, JsonlJob(grammar), each, grammar)
+    try:
+        fold(path, JsonlJob(grammar), each, grammar)
+    except LogCut as exc:  # a .gz that breaks off: the records before it are written
+        out.flush()
+        return _broke_off(str(exc))
     out.flush()
     return 0
+
+
+def _broke_off(message: str | None) -> int:
+    """Exit 1 with the reason on stderr where a `.gz` broke off (as `zcat` does), else 0."""
+    if message is None:
+        return 0
+    print(f"kdash: {message}", file=sys.stderr)
+    return 1
 
 
 def _reader(grammar: Grammar) -> Any:

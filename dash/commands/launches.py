@@ -22,7 +22,7 @@ from dash.core.state.launch_merge import merge_remembered
 from dash.core.state.launches import LaunchTracker
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.launch_text import render
-from dash.sources.logread import LogError, Scan, ref_time
+from dash.sources.logread import LogCut, LogError, Scan, cut_message, ref_time
 
 
 def read_launches(path: Path) -> tuple[Launch, ...]:
@@ -35,6 +35,8 @@ def read_launches(path: Path) -> tuple[Launch, ...]:
             tracker.feed(records(batch, scan.reader.stamps), None, ref)
     except OSError as exc:  # the file went away while it was read
         raise LogError(f"{path}: {exc.strerror or exc}") from None
+    if scan.cut:
+        raise LogCut(cut_message(path, scan.cut, scan.lines), scan.lines)
     tracker.finish()
     return tracker.launches()
 

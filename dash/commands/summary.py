@@ -16,7 +16,7 @@ from dash.core.log.syntax import Grammar
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.summary import LogSummary, Part
 from dash.core.views.summary_fold import KEEP, part_of
-from dash.sources.logread import Scan, fold, ref_time
+from dash.sources.logread import LogCut, Scan, fold, ref_time
 
 MAX_ALERT_LINES = 15  # alerts listed in the text report
 
@@ -43,8 +43,14 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR,
             part.shift(before)
             summary.merge(part)
 
-    fold(path, SummaryJob(), each, grammar)
-    return document(path, summary, alerts)
+    cut = None
+    try:
+        fold(path, SummaryJob(), each, grammar)
+    except LogCut as exc:  # a .gz that breaks off: the lines before it are summarised
+        cut = str(exc)
+    doc = document(path, summary, alerts)
+    doc["read_error"] = cut
+    return doc
 
 
 def document(path: Path, summary: LogSummary,
@@ -188,6 +194,9 @@ def run_summary(path: Path, as_json: bool, alerts: Mapping[str, Any] | None = No
     else:
         width = _terminal_width()
         _write(render_text(doc, width))
+    if doc["read_error"]:
+        print(f"kdash: {doc['read_error']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -18,6 +18,7 @@ import io
 import os
 import pickle
 import threading
+import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -49,6 +50,22 @@ class LogError(UsageError):
     """The log cannot be read: printed as one line, exit 2."""
 
 
+class LogCut(LogError):
+    """A compressed log breaks off (cut short while it was written or copied, or damaged)
+    after lines that were read: raised once those lines' results are handed out, so that a
+    command shows them, then says this in one line (exit 1, as `zcat` does)."""
+
+    def __init__(self, message: str, lines: int) -> None:
+        super().__init__(message)
+        self.lines = lines
+        """The whole lines read before the break."""
+
+
+def cut_message(path: Path, why: str, lines: int) -> str:
+    return (f"{path}: the compressed log breaks off after line {lines:,} ({why}): "
+            "what is shown stops there")
+
+
 class Scan:
     """Batches (or records) of one log in file order; `lines` is the line count once
     iteration ends. `start`/`end` read a byte range of a plain file, `start` at a line start,
@@ -63,6 +80,9 @@ class Scan:
         """The number of the range's first line (1 unless the job asks for the file's)."""
         self.lines = 0
         self.reader = reader if reader is not None else BlockReader(LineParser(GRAMMAR))
+        self.cut: str | None = None
+        """Why a `.gz` broke off after some lines were read (None: read to its end)."""
+        self._got = 0
 
     def _open(self) -> io.BufferedIOBase:
         if self.path.is_dir():
@@ -79,10 +99,25 @@ class Scan:
         return fh
 
     def _read(self, fh: io.BufferedIOBase, view: memoryview) -> int:
-        try:
+        if not isinstance(fh, gzip.GzipFile):
             return fh.readinto(view)
-        except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
-            raise LogError(f"{self.path}: {exc}") from None
+        # A .gz is read a decompressed run at a time (`readinto1`): where it breaks off (a
+        # copy cut short, a file still being compressed) or is damaged, what came before is
+        # kept. One `readinto` would lose the block it was filling.
+        got = 0
+        while got < len(view) and self.cut is None:
+            try:
+                n = fh.readinto1(view[got:])
+            except (OSError, EOFError, zlib.error) as exc:
+                if not self._got + got:  # nothing readable at all: not a log
+                    raise LogError(f"{self.path}: {exc}") from None
+                self.cut = str(exc) or type(exc).__name__
+                break
+            if not n:
+                break
+            got += n
+        self._got += got
+        return got
 
     def runs(self) -> Iterator[tuple[bytearray, int]]:
         """(buffer, end) for each run of whole lines: `buffer[0]` is a newline and the lines are
@@ -111,7 +146,7 @@ class Scan:
                 rest = min(have - cut, _MAX_LINE_BYTES)
                 buf[1:1 + rest] = buf[cut:cut + rest]
                 have = 1 + rest
-            if have > 1:
+            if have > 1 and self.cut is None:  # a line the break cut in two is not one
                 buf[have] = 10
                 yield buf, have + 1
 
@@ -159,10 +194,15 @@ class _Task(Generic[R]):
     first_line: int = 1
 
     def __call__(self) -> tuple[int, R]:
+        lines, result, _cut = self.read()
+        return lines, result
+
+    def read(self) -> tuple[int, R, str | None]:
+        """(lines, result, why a `.gz` broke off or None)."""
         scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep),
                     self.first_line)
         result = self.job.piece(scan)
-        return scan.lines, result
+        return scan.lines, result, scan.cut
 
 
 _readers: list[tuple[Grammar, frozenset[str] | None, BlockReader]] = []
@@ -351,13 +391,16 @@ def start_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
 
 def _here(path: Path, job: Job[R], grammar: Grammar,
           ranges: list[tuple[int, int | None]]) -> Results[R]:
-    """The pieces read in this process, a piece at a time: what is held stays bounded."""
+    """The pieces read in this process, a piece at a time: what is held stays bounded. A
+    `.gz` that breaks off raises LogCut once its lines' result is handed out."""
     first = 1
     for start, end in ranges:
         task = _Task(job, grammar, path, start, end, first if job.numbered else 1)
-        lines, result = task()
+        lines, result, cut = task.read()
         first += lines
         yield lines, result
+        if cut is not None:
+            raise LogCut(cut_message(path, cut, first - 1), first - 1)
 
 
 def ref_time(path: Path) -> float:
@@ -371,7 +414,8 @@ def fold(path: Path, job: Job[R], each: Callable[[int, R], None],
          grammar: Grammar = GRAMMAR) -> int:
     """Run a job over the log and hand `each(lines before the piece, result)` the pieces in
     file order (a `numbered` job's results count from the file's first line already); the
-    log's line count. Raises LogError."""
+    log's line count. Raises LogError (LogCut after the pieces read before a `.gz` broke
+    off were handed out)."""
     done = 0
     try:
         for lines, result in run_job(path, job, grammar):
