@@ -91,7 +91,8 @@ def one(record: object, spec: OutputFields | None = None):
 
 
 @pytest.mark.parametrize(("record", "shape", "finish", "tokens", "prompt", "state", "empty"), [
-    (OPENAI_CHAT, "openai-chat", "stop", 812, 57, "absent", False),
+    # 768 reasoning tokens counted, their text kept back (OpenAI's reasoning models)
+    (OPENAI_CHAT, "openai-chat", "stop", 812, 57, "present", False),
     (VLLM_CHAT_CUT_WHILE_THINKING, "openai-chat", "length", 10240, 143, "present", True),
     (SGLANG_CHAT, "openai-chat", "stop", 40, 12, "present", False),
     (COMPLETION, "openai-completion", "stop", 1619, 31, "present", False),
@@ -285,3 +286,14 @@ def test_flat_script_keys() -> None:
 ])
 def test_several_think_blocks_the_answer_follows_the_last(text, empty) -> None:
     assert one({"response": text, "finish_reason": "stop"}).empty is empty
+
+
+def test_a_reasoning_token_count_without_text_is_reasoning_and_zero_is_not() -> None:
+    # openai-python `CompletionUsage.completion_tokens_details.reasoning_tokens`
+    chat = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2,
+                      "completion_tokens_details": {"reasoning_tokens": 0}}}
+    assert one(chat).reasoning == "absent"
+    chat["usage"]["completion_tokens_details"]["reasoning_tokens"] = 40
+    assert one(chat).reasoning == "present"

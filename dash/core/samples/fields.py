@@ -113,6 +113,8 @@ class Extractor:
             structured = self._reasoning(body, outer)
             if structured is not None:
                 state = "present" if structured.strip() else "empty"
+            elif state == "absent" and shapes.reasoned(body):
+                state = "present"  # reasoned, the text kept back (a count, no text)
             empty = error is None and not answer.strip() and not shapes.tool_call(body)
         return Sample(shape=shape, error=error, finish=finish, finish_raw=finish_raw,
                       tokens=tokens, chars=None if text is None else len(text),

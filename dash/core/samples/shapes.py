@@ -302,6 +302,17 @@ def limit_of(body: Rec, outer: Rec) -> int | None:
     return None
 
 
+def reasoned(body: Rec) -> bool:
+    """The record counts reasoning tokens it does not show: OpenAI's reasoning models return
+    only `usage.completion_tokens_details.reasoning_tokens` (Responses:
+    `usage.output_tokens_details`), SGLang `usage.reasoning_tokens` / `meta_info`'s."""
+    usage = body.get("usage")
+    found = (dig(usage, "completion_tokens_details", "reasoning_tokens"),
+             dig(usage, "output_tokens_details", "reasoning_tokens"),
+             dig(usage, "reasoning_tokens"), dig(body, "meta_info", "reasoning_tokens"))
+    return any(bool(count(n)) for n in found)
+
+
 def refused(body: Rec) -> bool:
     """OpenAI chat's `message.refusal` is set (its `content` is then null)."""
     msg = dig(body, "choices", 0, "message")
