@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash.core.samples import reasoning, shapes
+from dash.core.samples import reasoning, shapes, traits
 from dash.core.samples.fieldspec import OutputFields
 from dash.core.samples.model import FieldHits, Sample
 from dash.core.samples.paths import MISSING, lookup, show_path
@@ -52,7 +52,7 @@ class Extractor:
 
     def _record(self, rec: Rec) -> list[Sample]:
         body = _unwrap(rec)
-        if body.keys() & shapes.CANDIDATE_SET:
+        if body.keys() & traits.CANDIDATE_SET:
             found = self._candidates(body)
             if found is not None:
                 return found
@@ -71,7 +71,7 @@ class Extractor:
     def _candidates(self, body: Rec) -> list[Sample] | None:
         """Each response of a best-of-n record (`{"prompt": ..., "responses": [...]}`), read
         with the record around it (its request echoes, its usage), or None when it is not one."""
-        cand = shapes.candidates(body)
+        cand = traits.candidates(body)
         if cand is None or shapes.text_of(body) is not None:
             return None
         key, items = cand
@@ -113,7 +113,7 @@ class Extractor:
             structured = self._reasoning(body, outer)
             if structured is not None:
                 state = "present" if structured.strip() else "empty"
-            elif state == "absent" and shapes.reasoned(body):
+            elif state == "absent" and traits.reasoned(body):
                 state = "present"  # reasoned, the text kept back (a count, no text)
             empty = error is None and not answer.strip() and not shapes.tool_call(body)
         return Sample(shape=shape, error=error, finish=finish, finish_raw=finish_raw,
