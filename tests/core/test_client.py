@@ -88,3 +88,53 @@ def test_the_last_bar_of_each_label_is_kept_within_bounds() -> None:
     assert len(bars) == MAX_BARS
     assert bars[-1].label == "part7" and bars[-1].done == 6
     assert t.snapshot(0.0).last_progress == bars[-1]
+
+
+# tqdm's own format (tqdm/std.py `format_meter`): `{n_fmt}/{total_fmt} [{elapsed}<{remaining},
+# {rate_fmt}{postfix}]`, `{n_fmt}{unit} [{elapsed}, {rate_fmt}{postfix}]` with no total; with
+# unit_scale the rate gets format_sizeof's SI prefix too. vLLM's LLM.generate bar adds a postfix.
+@pytest.mark.parametrize(("text", "done", "total", "rate"), [
+    (" 1%|          | 1.2k/100k [00:10<14:00, 1.18kit/s]", 1200, 100000, 1180.0),
+    ("tokens: 12%|█▏ | 1.2M/10.0M [00:10<01:20, 120kTok/s]", 1200000, 10000000, 120000.0),
+    ("B1:  45%|████▌     | 450/1000 [00:10<00:12, 40.10it/s, loss=0.5, ok=440]", 450, 1000, 40.1),
+    ("Processed prompts:  45%|████▌     | 450/1000 [00:10<00:12, 40.10it/s, est. speed input: "
+     "1234.56 toks/s, output: 2345.67 toks/s]", 450, 1000, 40.1),
+    ("Processing: 450it [00:10, 40.10it/s]", 450, None, 40.1),
+    ("450it [00:10,  2.50s/it]", 450, None, 0.4),
+])
+def test_tqdm_bar_forms(text: str, done: int, total: int | None, rate: float) -> None:
+    p = parse_progress(text)
+    assert p is not None and (p.done, p.total) == (done, total)
+    assert p.rate == pytest.approx(rate)
+
+
+@pytest.mark.parametrize(("line", "event"), [
+    # openai-python `_base_client`: log.info("Retrying request to %s in %f seconds", ...)
+    ("INFO:openai._base_client:Retrying request to /chat/completions in 0.800000 seconds", "retry"),
+    # httpx logs each answer at INFO: `HTTP Request: POST URL "HTTP/1.1 429 Too Many Requests"`
+    ('INFO:httpx:HTTP Request: POST http://h:30000/v1/chat/completions '
+     '"HTTP/1.1 503 Service Unavailable"', "retry"),
+    ("Error code: 429 - {'error': {'message': 'Too many requests'}}", "retry"),
+    ("2026-12-02 08:10:11,123 - gen - WARNING - request 17 retry 1/3 after 503", "retry"),
+    ("httpx.ReadTimeout", "error"),
+    ("aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected", "error"),
+    ("Request failed: [Errno 111] Connection refused, retrying in 5s", "error"),
+    ("Task exception was never retrieved", "error"),
+    ('INFO:httpx:HTTP Request: POST http://h:30000/v1/chat/completions "HTTP/1.1 200 OK"', None),
+    ("2026-12-02 08:10:11,123 - gen - INFO - wrote 100 samples, 0 errors", None),
+])
+def test_retries_and_request_errors(line: str, event: str | None) -> None:
+    t = ClientTracker()
+    t.feed([line], 1.0)
+    events = t.snapshot(1.0).events
+    assert [e["event"] for e in events] == ([event] if event else [])
+
+
+@pytest.mark.parametrize("line", ["Resuming: 4500 already done", "Skipping 4500 already completed",
+                                  "Found 4500 existing results, 5500 remaining",
+                                  "2026-12-02 08:10:11,123 - gen - INFO - resuming from 4,500 "
+                                  "completed"])
+def test_resuming_wordings(line: str) -> None:
+    t = ClientTracker()
+    t.feed([line], 1.0)
+    assert t.snapshot(1.0).resuming == 4500

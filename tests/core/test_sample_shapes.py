@@ -91,7 +91,8 @@ def one(record: object, spec: OutputFields | None = None):
 
 
 @pytest.mark.parametrize(("record", "shape", "finish", "tokens", "prompt", "state", "empty"), [
-    (OPENAI_CHAT, "openai-chat", "stop", 812, 57, "absent", False),
+    # 768 reasoning tokens counted, their text kept back (OpenAI's reasoning models)
+    (OPENAI_CHAT, "openai-chat", "stop", 812, 57, "present", False),
     (VLLM_CHAT_CUT_WHILE_THINKING, "openai-chat", "length", 10240, 143, "present", True),
     (SGLANG_CHAT, "openai-chat", "stop", 40, 12, "present", False),
     (COMPLETION, "openai-completion", "stop", 1619, 31, "present", False),
@@ -202,3 +203,97 @@ def test_configured_paths_win_and_a_path_that_never_matches_is_counted() -> None
 def test_paths_parse_both_spellings() -> None:
     assert parse_path("choices[0].message.content") == parse_path("choices.0.message.content") \
         == ("choices", 0, "message", "content")
+
+
+# Shapes from the class of what clients write, each field named as its source defines it.
+# OpenAI's `ChatCompletionMessage.refusal` (openai-python types/chat/chat_completion_message.py):
+# the content is null and the refusal is the model's answer.
+REFUSAL = {"id": "c", "object": "chat.completion", "model": "m", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": None,
+                             "refusal": "I'm sorry, I cannot help with that."},
+     "logprobs": None, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}}
+
+
+def test_a_refusal_is_a_filtered_answer_not_an_empty_one() -> None:
+    s = one(REFUSAL)
+    assert (s.finish, s.finish_raw, s.empty, s.chars) == ("filter", "refusal", False, 35)
+
+
+def test_n_choices_keep_the_prompt_and_count_each_choice_by_its_logprobs() -> None:
+    # OpenAI `ChoiceLogprobs.content` (chat) and `Logprobs.tokens` (completions): one entry a
+    # token; `usage` covers every choice, its prompt counted once.
+    chat = {"object": "chat.completion", "choices": [
+        {"index": i, "message": {"role": "assistant", "content": t, "refusal": None},
+         "logprobs": {"content": [{"token": w, "logprob": -0.1, "bytes": [], "top_logprobs": []}
+                                  for w in t.split()], "refusal": None}, "finish_reason": f}
+        for i, (t, f) in enumerate((("A", "stop"), ("B b", "length")))],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}}
+    cmpl = {"object": "text_completion", "choices": [
+        {"index": 0, "text": " one", "finish_reason": "stop",
+         "logprobs": {"tokens": [" one"], "token_logprobs": [-0.1], "top_logprobs": None,
+                      "text_offset": [0]}},
+        {"index": 1, "text": " two three", "finish_reason": "length",
+         "logprobs": {"tokens": [" two", " three"], "token_logprobs": [-0.1, -0.2],
+                      "top_logprobs": None, "text_offset": [0, 4]}}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}}
+    for rec, prompt in ((chat, 9), (cmpl, 4)):
+        got = Extractor().samples(rec)
+        assert [(s.finish, s.tokens, s.prompt_tokens) for s in got] == [
+            ("stop", 1, prompt), ("length", 2, prompt)]
+
+
+@pytest.mark.parametrize("record", [
+    {"prompt": "q", "responses": ["a", "bb", "ccc"]},
+    {"prompt": "q", "outputs": ["a", "bb", "ccc"]},
+    {"prompt": "q", "completions": [{"text": "a"}, {"text": "bb"}, {"text": "ccc"}]},
+    {"prompt": "q", "generations": ["a", "bb", "ccc"], "max_tokens": 64},
+])
+def test_a_best_of_n_record_is_one_sample_per_response(record) -> None:
+    got = Extractor().samples(record)
+    assert [s.chars for s in got] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("record", [
+    {"id": "q", "status": "failed", "response": None},
+    {"id": "q", "status": "error", "message": "Connection refused"},
+    {"id": "q", "status_code": 500, "response": None},
+    {"id": "q", "success": False, "error_message": "timeout"},
+    {"id": "q", "prompt": "p", "exception": "ReadTimeout('')"},
+])
+def test_a_scripts_failure_records_are_errors(record) -> None:
+    (s,) = Extractor().samples(record)
+    assert s.error and not s.empty
+
+
+def test_flat_script_keys() -> None:
+    # vLLM offline scripts write `outputs[0].text` as `text` beside the prompt.
+    assert one({"prompt": "Q", "text": "Answer", "finish_reason": "stop"}).chars == 6
+    # Eval records keep the reference under `answer`: the model's is the `prediction`.
+    assert one({"question": "q", "answer": "gold", "prediction": "model says"}).chars == 10
+    assert one({"prompt": "p", "response": None}).empty  # written without a response
+    s = one({"prompt": "p", "output": "x", "num_output_tokens": 5, "num_input_tokens": 3})
+    assert (s.tokens, s.prompt_tokens) == (5, 3)
+    # ShareGPT `from` / Gemini-style `model` turns.
+    assert one({"conversations": [{"from": "user", "value": "q"},
+                                  {"from": "model", "value": "ans"}]}).chars == 3
+
+
+@pytest.mark.parametrize(("text", "empty"), [
+    ("<think>a</think>x<think>b</think>final", False),
+    ("<think>a</think>\n<think>b</think>\n", True),
+    ("<think>a</think>\n<think>still thinking", True),
+])
+def test_several_think_blocks_the_answer_follows_the_last(text, empty) -> None:
+    assert one({"response": text, "finish_reason": "stop"}).empty is empty
+
+
+def test_a_reasoning_token_count_without_text_is_reasoning_and_zero_is_not() -> None:
+    # openai-python `CompletionUsage.completion_tokens_details.reasoning_tokens`
+    chat = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2,
+                      "completion_tokens_details": {"reasoning_tokens": 0}}}
+    assert one(chat).reasoning == "absent"
+    chat["usage"]["completion_tokens_details"]["reasoning_tokens"] = 40
+    assert one(chat).reasoning == "present"

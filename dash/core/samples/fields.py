@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash.core.samples import reasoning, shapes
+from dash.core.samples import reasoning, shapes, traits
 from dash.core.samples.fieldspec import OutputFields
 from dash.core.samples.model import FieldHits, Sample
 from dash.core.samples.paths import MISSING, lookup, show_path
@@ -52,14 +52,36 @@ class Extractor:
 
     def _record(self, rec: Rec) -> list[Sample]:
         body = _unwrap(rec)
+        if body.keys() & traits.CANDIDATE_SET:
+            found = self._candidates(body)
+            if found is not None:
+                return found
         many = [k for k in ("choices", "outputs", "candidates")
                 if isinstance(body.get(k), list) and len(body[k]) > 1]
-        if many:  # n > 1: each choice is a sample; the usage is shared, so no tokens each
-            key = many[0]
+        if many:  # n > 1: each choice is a sample; the usage is shared: only its prompt
+            key = many[0]  # counts for each (a choice's own tokens: its token ids, logprobs)
+            usage = body.get("usage")
+            shared = {k: v for k, v in usage.items() if k in ("prompt_tokens", "input_tokens")
+                      } if isinstance(usage, dict) else None
             return [s for choice in body[key] if isinstance(choice, dict)
-                    if (s := self._one({**body, key: [choice], "usage": None}, rec))]
+                    if (s := self._one({**body, key: [choice], "usage": shared}, rec))]
         one = self._one(body, rec)
         return [one] if one is not None else []
+
+    def _candidates(self, body: Rec) -> list[Sample] | None:
+        """Each response of a best-of-n record (`{"prompt": ..., "responses": [...]}`), read
+        with the record around it (its request echoes, its usage), or None when it is not one."""
+        cand = traits.candidates(body)
+        if cand is None or shapes.text_of(body) is not None:
+            return None
+        key, items = cand
+        rest = {k: v for k, v in body.items() if k != key}
+        out = []
+        for item in items:
+            inner = {"response": item} if isinstance(item, str) else item
+            if isinstance(inner, dict) and (s := self._one({**rest, **inner}, body)):
+                out.append(s)
+        return out
 
     def _configured(self, field: str, body: Rec, outer: Rec) -> Any:
         path = getattr(self.spec, field)
@@ -91,6 +113,8 @@ class Extractor:
             structured = self._reasoning(body, outer)
             if structured is not None:
                 state = "present" if structured.strip() else "empty"
+            elif state == "absent" and traits.reasoned(body):
+                state = "present"  # reasoned, the text kept back (a count, no text)
             empty = error is None and not answer.strip() and not shapes.tool_call(body)
         return Sample(shape=shape, error=error, finish=finish, finish_raw=finish_raw,
                       tokens=tokens, chars=None if text is None else len(text),
@@ -142,7 +166,29 @@ class Extractor:
             return _message(result.get("error")) or f"batch result {result['type']}"
         if body.get("status") in ("failed", "cancelled") and isinstance(body.get("output"), list):
             return _message(body.get("error")) or f"response {body['status']}"
+        return _script_error(outer)
+
+
+SCRIPT_ERROR_KEYS = ("error_message", "error_msg", "exception")
+"""Where scripts that catch a failed request write its message (beside `error`)."""
+
+
+def _script_error(rec: Rec) -> str | None:
+    """A script's own failure record: `"status": "failed"`, `"success": false`, an HTTP
+    `status_code` >= 400, or a message under `error_message`/`exception`."""
+    for key in SCRIPT_ERROR_KEYS:
+        msg = _message(rec.get(key)) if key in rec else None
+        if msg:
+            return msg
+    status, code = rec.get("status"), rec.get("status_code")
+    failed = (isinstance(status, str) and status.lower() in shapes.FAILED_STATUS) or (
+        rec.get("success") is False) or (isinstance(code, int) and not isinstance(code, bool)
+                                         and code >= 400)
+    if not failed:
         return None
+    detail = rec.get("message") or rec.get("detail") or rec.get("reason")
+    return _message(detail) or (f"HTTP {code}" if isinstance(code, int) and code >= 400
+                                else f"status {status}" if status else "success false")
 
 
 def _unwrap(rec: Rec) -> Rec:

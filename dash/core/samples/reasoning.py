@@ -66,7 +66,11 @@ def split(text: str) -> tuple[ReasoningState, str]:
                 inside = inside[at + len(start):]
                 break
         state: ReasoningState = "present" if inside.strip() else "empty"
-        return state, text[end.end():]
+        # Several blocks (a model that thinks again before answering): the answer is what
+        # follows the last end marker, and a block opened after it is cut-off reasoning.
+        last = text.rfind(end.group(0))
+        answer = text[last + len(end.group(0)):]
+        return state, "" if answer.lstrip().startswith(_STARTS) else answer
     if head.startswith("analysis"):
         m = _HARMONY_DEGRADED.match(head if len(text) <= START_WINDOW else text.lstrip())
         if m is not None:

@@ -24,8 +24,20 @@ from dash.core.samples.model import Finish
 
 Rec = dict[str, Any]
 
-FLAT_TEXT = ("response", "output", "completion", "generation", "answer", "model_output",
-             "prediction", "content")
+FLAT_TEXT = ("response", "output", "completion", "generation", "model_output", "prediction",
+             "generated", "output_text", "content", "text", "answer")
+"""Script keys for the text, most specific first: `answer` last, as eval records keep the
+reference answer there beside the model's `prediction`; `text` after the others, as records
+that echo the prompt under `prompt` write vLLM's `outputs[0].text` as `text`."""
+CANDIDATE_KEYS = ("responses", "outputs", "completions", "generations", "samples",
+                  "candidates", "predictions", "answers")
+"""Keys of best-of-n records: the prompt once, a list of responses (strings or records)."""
+ASSISTANT_ROLES = frozenset(("assistant", "gpt", "model", "bot", "chatgpt"))
+"""The answering turn's `role` (OpenAI, Gemini's `model`) or ShareGPT `from` (LLaMA-Factory's
+`gpt`; other converters write `assistant`, `model`, `bot`, `chatgpt`)."""
+FAILED_STATUS = frozenset(("failed", "failure", "error", "errored", "fail", "timeout",
+                           "timed_out"))
+"""A script's own `status` for a request that got no sample."""
 RESPONSE_KEYS = ("choices", "meta_info", "outputs", "candidates")
 FINISH_WORDS: dict[str, Finish] = {
     **dict.fromkeys(("stop", "eos", "eos_token", "stop_sequence", "end_turn", "completed",
@@ -92,6 +104,8 @@ def text_of(body: Rec) -> tuple[str, str | None] | None:
         msg = choice.get("message")
         if isinstance(msg, dict):
             content = msg.get("content")
+            if not content and isinstance(msg.get("refusal"), str) and msg["refusal"]:
+                return "openai-chat", msg["refusal"]  # the model's refusal is its answer
             return "openai-chat", content if isinstance(content, str) else join_parts(content)
         if "text" in choice:
             return "openai-completion", _str(choice.get("text"))
@@ -126,6 +140,9 @@ def _other_text(body: Rec) -> tuple[str, str | None] | None:
         value = body.get(key)
         if isinstance(value, str):
             return "flat", value
+    for key in FLAT_TEXT[:3]:  # `"response": null`: the client wrote the record without one
+        if key in body and body[key] is None:
+            return "flat", None
     for key in ("messages", "conversations"):
         convo = body.get(key)
         if isinstance(convo, list) and convo:
@@ -137,7 +154,7 @@ def _last_assistant(messages: list[Any]) -> str | None:
     last = messages[-1]
     if not isinstance(last, dict):
         return None
-    if last.get("role") == "assistant" or last.get("from") in ("gpt", "assistant"):
+    if last.get("role") in ASSISTANT_ROLES or last.get("from") in ASSISTANT_ROLES:
         value = last.get("content", last.get("value"))
         return value if isinstance(value, str) else join_parts(value)
     return None
@@ -150,6 +167,8 @@ def _str(value: Any) -> str | None:
 def finish_of(body: Rec, outer: Rec) -> tuple[str, int | None] | None:
     """(the raw finish reason, the limit it names) from wherever the shape keeps it."""
     raw = dig(body, "choices", 0, "finish_reason")
+    if refused(body):  # OpenAI: a refusal stops with "stop"; it is a filtered answer
+        return "refusal", None
     if raw is None:
         raw = dig(body, "outputs", 0, "finish_reason")
     meta = dig(body, "meta_info", "finish_reason")
@@ -202,11 +221,16 @@ def tokens_of(body: Rec, outer: Rec) -> int | None:
     if isinstance(gemini, dict) and count(gemini.get("candidatesTokenCount")) is not None:
         return (count(gemini.get("candidatesTokenCount")) or 0) + (
             count(gemini.get("thoughtsTokenCount")) or 0)
+    # A choice's logprobs hold one entry per generated token (chat: `logprobs.content`,
+    # completions: `logprobs.tokens`, in OpenAI's `ChoiceLogprobs` / `Logprobs` types).
     for ids in (dig(body, "outputs", 0, "token_ids"), body.get("output_ids"),
-                dig(body, "choices", 0, "token_ids")):
+                dig(body, "choices", 0, "token_ids"), dig(body, "choices", 0, "logprobs",
+                                                          "content"),
+                dig(body, "choices", 0, "logprobs", "tokens")):
         if isinstance(ids, list):
             return len(ids)
-    return _flat(outer, ("completion_tokens", "output_tokens", "num_generated_tokens"))
+    return _flat(outer, ("completion_tokens", "output_tokens", "num_generated_tokens",
+                         "num_output_tokens", "generated_tokens", "num_completion_tokens"))
 
 
 def prompt_tokens_of(body: Rec, outer: Rec) -> int | None:
@@ -222,7 +246,8 @@ def prompt_tokens_of(body: Rec, outer: Rec) -> int | None:
     ids = body.get("prompt_token_ids")
     if isinstance(ids, list):
         return len(ids)
-    return _flat(outer, ("prompt_tokens", "input_tokens", "input_token_count"))
+    return _flat(outer, ("prompt_tokens", "input_tokens", "input_token_count",
+                         "num_input_tokens", "num_prompt_tokens"))
 
 
 def _flat(rec: Rec, keys: tuple[str, ...]) -> int | None:
@@ -275,6 +300,13 @@ def limit_of(body: Rec, outer: Rec) -> int | None:
         if found:
             return found
     return None
+
+
+def refused(body: Rec) -> bool:
+    """OpenAI chat's `message.refusal` is set (its `content` is then null)."""
+    msg = dig(body, "choices", 0, "message")
+    return isinstance(msg, dict) and isinstance(msg.get("refusal"), str) and bool(
+        msg["refusal"]) and not msg.get("content")
 
 
 def tool_call(body: Rec) -> bool:

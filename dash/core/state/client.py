@@ -25,15 +25,32 @@ MAX_BARS = 32
 
 _TQDM = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|]*\|\s*)?"
-    r"(?P<done>\d+(?:\.\d+)?[kKMG]?)/(?P<total>\d+(?:\.\d+)?[kKMG]?|\?)\s*"
-    r"\[[^\]]*?(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[A-Za-z]*)/(?P<per>s|it|[A-Za-z]+))?\s*\]"
+    r"(?P<done>\d+(?:\.\d+)?[kKMG]?)(?:/(?P<total>\d+(?:\.\d+)?[kKMG]?|\?)|[A-Za-z]+)\s*"
+    r"\[(?=\d*:?\d+:\d\d)[^\],]*"
+    r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<scale>[kMG](?=[A-Za-z]))?(?P<unit>[A-Za-z]*)"
+    r"/(?P<per>s|[A-Za-z]+))?[^\]]*\]"
 )
-_RESUMING = re.compile(r"Resuming:?\s+(\d+)\s+(?:already\s+)?(?:done|completed|finished)", re.I)
+"""tqdm's bar, in the class of its formats: `{n}/{total}` or, with no total, `{n}{unit}`;
+`[elapsed<remaining, rate]` where the rate may carry unit_scale's SI prefix (`1.18kit/s`)
+and a postfix may follow it (`, loss=0.5`, vLLM's `est. speed input: ... toks/s`)."""
+_RESUMING = re.compile(r"\b(?:resum\w*|skipp\w*|found)\b[^\d\n]{0,20}?(\d[\d,]*)\s+"
+                       r"(?:already\s+)?(?:done|completed|finished|existing|processed)\b", re.I)
+"""A resumed run's count: `Resuming: 4500 already done`, `Skipping 4500 already completed`,
+`Found 4500 existing results`, `resuming from 4,500 completed`."""
 _ERROR = re.compile(
-    r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception|Interrupt)\b(?::|$)"
-    r"|.*\b(?:CUDA out of memory|Killed|Segmentation fault|FATAL|CRITICAL)\b"
+    r"^(?:Traceback \(most recent call last\)"
+    r"|[\w.]*(?:Error|Exception|Interrupt|Timeout|Disconnected)\b(?::|$)"
+    r"|.*\b(?:CUDA out of memory|Killed|Segmentation fault|FATAL|CRITICAL|Connection refused"
+    r"|Task exception was never retrieved)\b"
     r"|.*\bERROR\b)"
 )
+"""Why a client fails: a traceback and its exception line (`httpx.ReadTimeout` names no
+`Error`), a shell's `Killed`, a refused connection, asyncio's lost task exception."""
+_RETRY = re.compile(
+    r"(?i:\bretrying\b|\bretry \d)|\"HTTP/\d(?:\.\d)? [45]\d\d |\bError code: [45]\d\d\b")
+"""A request answered with an error and retried: the OpenAI/Anthropic SDKs' `Retrying request
+to /chat/completions in 0.8 seconds`, httpx's `HTTP Request: POST ... "HTTP/1.1 429 Too Many
+Requests"`, an `APIStatusError` printed (`Error code: 503 - {...}`), a script's own `retry 2/5`."""
 _SUFFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -53,13 +70,13 @@ def parse_progress(text: str) -> ClientProgress | None:
         return None
     try:
         done = int(_num(m["done"]))
-        total = None if m["total"] == "?" else int(_num(m["total"]))
+        total = None if m["total"] in (None, "?") else int(_num(m["total"]))
     except ValueError:
         return None
     pct = float(m["pct"]) if m["pct"] else (100.0 * done / total if total else None)
     rate: float | None = None
     if m["rate"] and m["rate"] != "?":
-        r = float(m["rate"])
+        r = float(m["rate"]) * _SUFFIX.get(m["scale"] or "", 1.0)
         # tqdm switches to seconds per item when slower than one item a second.
         rate = (1.0 / r if r else None) if m["unit"] == "s" and m["per"] != "s" else r
     label = text[:m.start()].strip().rstrip(":").strip()
@@ -114,7 +131,7 @@ class ClientTracker:
             return
         m = _RESUMING.search(text)
         if m:
-            self._resuming = int(m.group(1))
+            self._resuming = int(m.group(1).replace(",", ""))
             return
         stripped = text.strip()
         if stripped.startswith("Traceback (most recent call last)"):
@@ -131,9 +148,11 @@ class ClientTracker:
                 return
         if _ERROR.match(stripped):
             self._event(stripped, now)
+        elif _RETRY.search(stripped):
+            self._event(stripped, now, "retry")
 
-    def _event(self, message: str, now: float) -> None:
-        self._events.append({"kind": "event", "event": "error", "message": message,
+    def _event(self, message: str, now: float, event: str = "error") -> None:
+        self._events.append({"kind": "event", "event": event, "message": message,
                              "line": self._lineno, "ts": None, "at": now})
 
     def note_file(self, size: int | None, now: float, status: str = "ok",

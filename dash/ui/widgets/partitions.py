@@ -206,7 +206,8 @@ def client_line(snap: RunSnapshot, partition: str | None = None) -> Text:
     if c.events:  # a traceback's exception line, an `...Error:` line: why a client died
         # no line number: the tracker counts the lines it read, not the file's (a backfill)
         message = str(c.events[-1].get("message", ""))
-        t.append(f"last error: {fmt.clean(message, 80)}  ", "bold")
+        kind = "retry" if c.events[-1].get("event") == "retry" else "error"
+        t.append(f"last {kind}: {fmt.clean(message, 80)}  ", "bold")
     bar = _bar_of(c, partition)
     if bar is not None:
         t.append(fmt.clean(bar.text, 120), "dim")
