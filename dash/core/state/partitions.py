@@ -75,7 +75,7 @@ class _Part:
         self.history.clear()
         if self.done is not None:
             self.history.append((now, self.done))
-        self.base_t = now
+        self.base_t = self.seen_t = now
         self.grew_from = None
 
     def done_at(self, t: float) -> int | None:
@@ -158,7 +158,6 @@ class PartitionsTracker:
             if c.appeared_later and n:
                 p.last_write = now
             p.rebase(now)
-            p.seen_t = now
             return
         if c.reset or n < p.done:
             # Truncated or replaced: the lines there at start are gone, what is there now was
@@ -166,7 +165,6 @@ class PartitionsTracker:
             p.done = n
             p.at_start = 0
             p.rebase(now)
-            p.seen_t = now
             return
         if n > p.done:
             if p.grew_from is None and p.seen_t is not None:
