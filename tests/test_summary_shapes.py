@@ -84,3 +84,29 @@ def test_capacity_lines_feed_the_server_facts(line: str, fact: str, value: float
     tr = ServerLogTracker()
     tr.feed([parse_line(line, 1)], 1.9e9)
     assert tr.snapshot(1.9e9).facts[fact] == value
+
+
+def test_the_summary_chart_of_a_long_log_reads_in_hours_and_leaves_a_silence_blank(
+        tmp_path: Path) -> None:
+    # Ten hours of decode lines every 20 s with the server down from 5 h to 6 h: the x axis
+    # read 35883.0 seconds, and the hour of silence was drawn as a ramp joining its two ends.
+    lines = []
+    for i in range(1800):
+        t = 20 * i
+        if 5 * 3600 <= t < 6 * 3600:
+            continue
+        h, m, s = t // 3600, t % 3600 // 60, t % 60
+        day = 1 + h // 24
+        lines.append(f"[2026-03-0{day} {h % 24:02d}:{m:02d}:{s:02d} TP0] Decode batch, "
+                     f"#running-req: 100, #token: 9000, token usage: 0.50, cuda graph: True, "
+                     f"gen throughput (token/s): {1317.0 if t >= 6 * 3600 else 606.0}, "
+                     f"#queue-req: 0")
+    log = tmp_path / "long.log"
+    log.write_text("\n".join(lines) + "\n")
+    text = render_text(summarize(log), 120)
+    assert "(x: hours from first decode)" in text
+    rows = [r for r in text.splitlines() if "┤" in r and r.rstrip().endswith("│")]
+    plots = [r.split("┤", 1)[1].rstrip()[:-1] for r in rows]
+    width = len(plots[0])
+    # The silence spans 0.50..0.60 of the axis: its middle is blank in every row.
+    assert all(p[int(width * 0.53):int(width * 0.57)].strip() == "" for p in plots)

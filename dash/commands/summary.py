@@ -125,9 +125,11 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         from dash.commands.textchart import render_chart  # plotext: only for the text report
 
         t0 = series[0][0]
-        xs = [x - t0 for x, _ in series]
+        unit, scale = _time_unit(series[-1][0] - t0)
+        xs = [(x - t0) / scale for x, _ in series]
         out.append(render_chart(xs, [y for _, y in series], min(width, 100), 12,
-                                "gen throughput (tok/s) over the log (x: seconds from first decode)"))
+                                f"gen throughput (tok/s) over the log (x: {unit} from first decode)",
+                                gap=SILENCE_S / scale))
     if doc["event_counts"]:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["event_counts"].items()))
         out.append(f"  events      {counts}")
@@ -214,6 +216,21 @@ def _cut(text: str, n: int) -> str:
 def _terminal_width() -> int:
     """The terminal's width (COLUMNS first, as shells set it), 100 for a pipe; 60 to 140."""
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
+
+
+SILENCE_S = 300.0
+"""Decode lines further apart than this are a silence (the default `silent_after_s`): the chart
+leaves it blank rather than joining its two ends."""
+
+
+def _time_unit(span_s: float) -> tuple[str, float]:
+    """The unit a log's span reads in: seconds, minutes, or hours (a 10-hour log in seconds
+    reads 35883.0)."""
+    if span_s >= 7200:
+        return "hours", 3600.0
+    if span_s >= 600:
+        return "minutes", 60.0
+    return "seconds", 1.0
 
 
 def _prefix_hit(hit: dict[str, Any] | None) -> str:

@@ -13,16 +13,25 @@ import plotext as plt
 
 def render_chart(
     t: Sequence[float], v: Sequence[float], width: int, height: int, title: str,
-    *, color: bool = False,
+    *, color: bool = False, gap: float | None = None,
 ) -> str:
-    """A line chart of `v` over `t`, `width` x `height` characters, as text."""
+    """A line chart of `v` over `t`, `width` x `height` characters, as text. Points further
+    apart than `gap` are not joined: a server down for an hour is not a ramp."""
     plt.clear_figure()
     plt.plotsize(max(20, width), max(5, height))
     plt.title(title)
     if t and v and len(t) == len(v):
-        plt.plot(list(t), list(v), marker="braille")
+        for lo, hi in _segments(t, gap):
+            plt.plot(list(t[lo:hi]), list(v[lo:hi]), marker="braille", color="blue")
     if not color:
         plt.theme("clear")
     text = str(plt.build())
     plt.clear_figure()
     return text if color else plt.uncolorize(text)
+
+
+def _segments(t: Sequence[float], gap: float | None) -> list[tuple[int, int]]:
+    """[lo, hi) index ranges of `t` with no step wider than `gap`."""
+    cuts = [i for i in range(1, len(t)) if gap is not None and t[i] - t[i - 1] > gap]
+    bounds = [0, *cuts, len(t)]
+    return list(zip(bounds, bounds[1:], strict=False))

@@ -248,3 +248,35 @@ def test_a_truncated_file_has_no_lines_from_before_the_start() -> None:
     t.apply(_obs(1, reset=True), 20.0)  # `: > out/B1.jsonl`, then one line written
     (s,) = t.snapshot(20.0)
     assert (s.done, s.at_start, s.written) == (1, 0, 1)
+
+
+def _in_turn(t: PartitionsTracker, until: int, *, b_there_from_start: bool) -> None:
+    """A client that takes A (1 line/s) and then B: B's first line comes when A is done."""
+    for s in range(0, until + 1, 5):
+        counts = [OutputCount("A", "out/A.jsonl", min(1000, s))]
+        if b_there_from_start or s >= 1000:
+            counts.append(OutputCount("B", "out/B.jsonl", max(0, s - 1000),
+                                      appeared_later=not b_there_from_start))
+        t.apply(counts, float(s))
+
+
+@pytest.mark.parametrize("b_there_from_start", [True, False])
+def test_partitions_taken_in_turn_give_the_run_one_rate_not_two(b_there_from_start: bool) -> None:
+    # A finished 100 s ago; its window still holds its lines, while B is measured from its own
+    # first line. Summing the two rates said 110/min and an ETA of half the true one.
+    t = PartitionsTracker({"A": 1000, "B": 1000})
+    _in_turn(t, 1100, b_there_from_start=b_there_from_start)
+    tot = t.totals(1100.0)
+    assert tot.rate_per_min == pytest.approx(60.0)
+    assert tot.eta_s == pytest.approx(900.0)
+
+
+def test_a_partition_taken_up_late_is_measured_from_its_first_line_not_over_its_wait() -> None:
+    # B's file was there (empty) from the start: over a window that is mostly its wait, its
+    # rate read 3/min and its ETA five hours, for a partition written at 60/min.
+    t = PartitionsTracker({"A": 1000, "B": 1000})
+    _in_turn(t, 1030, b_there_from_start=True)
+    b = t.snapshot(1030.0)[1]
+    assert b.status == "running"
+    assert b.rate_per_min == pytest.approx(60.0, rel=0.2)
+    assert b.eta_s is not None and b.eta_s < 1200.0

@@ -51,8 +51,8 @@ class OutputCount:
 
 
 class _Part:
-    __slots__ = ("at_start", "base_t", "counting", "done", "history", "last_write", "missing",
-                 "path", "progress")
+    __slots__ = ("at_start", "base_t", "counting", "done", "grew_from", "history", "last_write",
+                 "missing", "path", "progress", "seen_t")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -65,12 +65,18 @@ class _Part:
         self.progress: float | None = None
         self.missing = False
         """Counted before, and not there now (deleted or moved): its count is the last one."""
+        self.seen_t: float | None = None
+        """The last poll that counted it."""
+        self.grew_from: float | None = None
+        """The last poll before its first growth since the base: a partition the client takes
+        up only later (partitions in turn) is measured from there, not over its wait."""
 
     def rebase(self, now: float) -> None:
         self.history.clear()
         if self.done is not None:
             self.history.append((now, self.done))
-        self.base_t = now
+        self.base_t = self.seen_t = now
+        self.grew_from = None
 
     def done_at(self, t: float) -> int | None:
         """The count at time t (the last point at or before it)."""
@@ -81,16 +87,22 @@ class _Part:
             best = n
         return best
 
-    def rate_per_min(self, now: float, window: float,
-                     min_span: float = MIN_SPAN_S) -> float | None:
+    def growth(self, now: float, window: float,
+               min_span: float = MIN_SPAN_S) -> tuple[float, int] | None:
+        """(start, lines written since): over the window, from no earlier than the base, nor
+        than the wait before the first line; None over less than `min_span`."""
         if self.base_t is None or self.done is None:
             return None
-        start = max(now - window, self.base_t)
-        span = now - start
+        start = max(now - window, self.base_t if self.grew_from is None else self.grew_from)
         before = self.done_at(start)
-        if span < min_span or span <= 0 or before is None:
+        if now - start < min_span or now <= start or before is None:
             return None
-        return max(0, self.done - before) * 60.0 / span
+        return start, max(0, self.done - before)
+
+    def rate_per_min(self, now: float, window: float,
+                     min_span: float = MIN_SPAN_S) -> float | None:
+        g = self.growth(now, window, min_span)
+        return None if g is None else g[1] * 60.0 / (now - g[0])
 
 
 class PartitionsTracker:
@@ -155,10 +167,13 @@ class PartitionsTracker:
             p.rebase(now)
             return
         if n > p.done:
+            if p.grew_from is None and p.seen_t is not None:
+                p.grew_from = p.seen_t
             p.done = n
             p.last_write = now
             p.history.append((now, n))
             self._prune(p, now)
+        p.seen_t = now
 
     def _prune(self, p: _Part, now: float) -> None:
         """Keep the window's points and the one before it (the step the window starts on)."""
@@ -260,6 +275,18 @@ class PartitionsTracker:
         # one that still owes lines is stalled.
         return "stalled" if total is not None else "idle"
 
+    def _run_rate(self, snaps: Iterable[PartitionSnapshot], now: float) -> float | None:
+        """The lines every partition on its way wrote, over one span: the earliest start among
+        them. A sum of each one's rate counts twice the partition that finished a minute ago
+        (its window still holds its lines) and the one that took over from it (measured from
+        its own first line), when a client takes partitions in turn."""
+        grown = [g for s in snaps if s.status != "stalled" and (part := self._parts.get(s.name))
+                 and (g := part.growth(now, self._window, self._min_span)) is not None]
+        if not grown:
+            return None
+        start = min(g[0] for g in grown)
+        return sum(g[1] for g in grown) * 60.0 / (now - start)
+
     def totals(self, now: float) -> RunTotals:
         """The whole run: sums, a run ETA, and the partition that will finish last."""
         snaps = self.snapshot(now)
@@ -268,9 +295,7 @@ class PartitionsTracker:
         done = sum(s.done for s in snaps)
         totals = [s.total for s in snaps]
         total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
-        rates = [s.rate_per_min for s in snaps
-                 if s.rate_per_min is not None and s.status != "stalled"]
-        rate = sum(rates) if rates else None
+        rate = self._run_rate(snaps, now)
         eta = max(0, total - done) * 60.0 / rate if total is not None and rate else None
         pending = [s for s in snaps if s.status != "done" and s.eta_s is not None]
         # A partition that owes lines at no rate (pending, stalled) finishes after all of

@@ -33,6 +33,12 @@ def window_bounds(series: tuple[SeriesView, ...], now: float, span: float | None
     return start, max(now, start + 60.0)
 
 
+def axis_label(label: str, span: float | None, start: float, end: float) -> str:
+    """The left end of the time axis: the window, or for "all" how far back the points kept
+    go (each series keeps its last few thousand points: hours of a long run, not all of it)."""
+    return f"-{label}" if span is not None else f"-{fmt.dur(end - start)} (all kept)"
+
+
 CHART_IDS = ("chart-throughput", "chart-requests", "chart-usage", "chart-gpu-mem")
 COMPACT_SHOWN = 2
 """Charts side by side in the compact layout."""
@@ -81,7 +87,8 @@ class ChartsRow(Horizontal):
                                   keep=1))
             peak = (srv.peak.at, srv.peak.gen_throughput)
         self.query_one("#chart-throughput", BrailleChart).set_data(
-            ChartData(tuple(parts), thr, start, end, _num, peak=peak, window_label=f"-{label}")
+            ChartData(tuple(parts), thr, start, end, _num, peak=peak,
+                      window_label=axis_label(label, span, start, end))
         )
 
         reqs = (srv.running_req, srv.queue_req)
@@ -90,7 +97,8 @@ class ChartsRow(Horizontal):
                  part(("  ┈ queued ", "bold"), (_last(srv.queue_req, "{:.0f}"), value), keep=6),
                  *age]
         self.query_one("#chart-requests", BrailleChart).set_data(
-            ChartData(tuple(parts), reqs, start, end, _num, window_label=f"-{label}")
+            ChartData(tuple(parts), reqs, start, end, _num,
+                      window_label=axis_label(label, span, start, end))
         )
 
         use = (srv.token_usage,)
@@ -104,7 +112,8 @@ class ChartsRow(Horizontal):
                               keep=5))
         parts += age
         self.query_one("#chart-usage", BrailleChart).set_data(
-            ChartData(tuple(parts), use, start, end, fmt.pct, ymax=1.0, window_label=f"-{label}")
+            ChartData(tuple(parts), use, start, end, fmt.pct, ymax=1.0,
+                      window_label=axis_label(label, span, start, end))
         )
         self._show_gpu(snap, gpu_index, span, label)
 
@@ -122,7 +131,7 @@ class ChartsRow(Horizontal):
         total = card.memory_total if card is not None else None
         self.query_one("#chart-gpu-mem", BrailleChart).set_data(
             ChartData(title, (hist,), start, end, fmt.gb, ymax=float(total) if total else None,
-                      window_label=f"-{label}")
+                      window_label=axis_label(label, span, start, end))
         )
 
 
