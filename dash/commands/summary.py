@@ -48,16 +48,16 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR,
         fold(path, SummaryJob(), each, grammar)
     except LogCut as exc:  # a .gz that breaks off: the lines before it are summarised
         cut = str(exc)
-    doc = document(path, summary, alerts)
-    doc["read_error"] = cut
-    return doc
+    return document(path, summary, alerts, cut)
 
 
-def document(path: Path, summary: LogSummary,
-             alerts: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The summary's document, alerts replayed on the log's own clock."""
+def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None = None,
+             read_error: str | None = None) -> dict[str, Any]:
+    """The summary's document, alerts replayed on the log's own clock; `read_error`: where a
+    `.gz` broke off (None: read to its end)."""
     doc = summary.to_dict()
     doc["path"] = str(path)
+    doc["read_error"] = read_error
     doc["throughput_series"] = summary.throughput.series()
     # Imported here, not at the top: a large log's reading processes start before these load.
     from dash.core.alerts.model import alert_to_json
