@@ -123,13 +123,18 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     series = doc["throughput_series"]
     if len(series) >= 2:
         from dash.commands.textchart import render_chart  # plotext: only for the text report
+        from dash.core.config import AlertConfig
+
+        # Decode lines further apart than the silence alert's default are a silence: the chart
+        # leaves it blank rather than joining its two ends.
+        silence = AlertConfig().silent_after_s
 
         t0 = series[0][0]
         unit, scale = _time_unit(series[-1][0] - t0)
         xs = [(x - t0) / scale for x, _ in series]
         out.append(render_chart(xs, [y for _, y in series], min(width, 100), 12,
                                 f"gen throughput (tok/s) over the log (x: {unit} from first decode)",
-                                gap=SILENCE_S / scale))
+                                gap=silence / scale))
     if doc["event_counts"]:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["event_counts"].items()))
         out.append(f"  events      {counts}")
@@ -216,11 +221,6 @@ def _cut(text: str, n: int) -> str:
 def _terminal_width() -> int:
     """The terminal's width (COLUMNS first, as shells set it), 100 for a pipe; 60 to 140."""
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
-
-
-SILENCE_S = 300.0
-"""Decode lines further apart than this are a silence (the default `silent_after_s`): the chart
-leaves it blank rather than joining its two ends."""
 
 
 def _time_unit(span_s: float) -> tuple[str, float]:

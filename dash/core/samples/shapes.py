@@ -104,7 +104,7 @@ def text_of(body: Rec) -> tuple[str, str | None] | None:
         msg = choice.get("message")
         if isinstance(msg, dict):
             content = msg.get("content")
-            if not content and isinstance(msg.get("refusal"), str) and msg["refusal"]:
+            if refused(body):
                 return "openai-chat", msg["refusal"]  # the model's refusal is its answer
             return "openai-chat", content if isinstance(content, str) else join_parts(content)
         if "text" in choice:
