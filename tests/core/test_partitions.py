@@ -280,3 +280,17 @@ def test_a_partition_taken_up_late_is_measured_from_its_first_line_not_over_its_
     assert b.status == "running"
     assert b.rate_per_min == pytest.approx(60.0, rel=0.2)
     assert b.eta_s is not None and b.eta_s < 1200.0
+
+
+def test_a_partition_done_before_the_window_does_not_dilute_the_run_rate() -> None:
+    # A finished at 1000 s, long before the 10-minute window; after a pause the client took up
+    # B at 2000 s, at 60/min. A wrote nothing in the window, so it must not stretch the run's
+    # span to the whole window (that gave half B's own rate for the run).
+    t = PartitionsTracker({"A": 1000, "B": 1000})
+    for s in range(0, 2301, 5):
+        t.apply([OutputCount("A", "out/A.jsonl", min(1000, s)),
+                 OutputCount("B", "out/B.jsonl", max(0, s - 2000))], float(s))
+    tot = t.totals(2300.0)
+    b = t.snapshot(2300.0)[1]
+    assert b.rate_per_min == pytest.approx(60.0, rel=0.05)
+    assert tot.rate_per_min == pytest.approx(b.rate_per_min)

@@ -282,10 +282,11 @@ class PartitionsTracker:
         its own first line), when a client takes partitions in turn."""
         grown = [g for s in snaps if s.status != "stalled" and (part := self._parts.get(s.name))
                  and (g := part.growth(now, self._window, self._min_span)) is not None]
-        if not grown:
-            return None
-        start = min(g[0] for g in grown)
-        return sum(g[1] for g in grown) * 60.0 / (now - start)
+        wrote = [g for g in grown if g[1]]  # one that wrote nothing does not widen the span
+        if not wrote:
+            return 0.0 if grown else None
+        start = min(g[0] for g in wrote)
+        return sum(g[1] for g in wrote) * 60.0 / (now - start)
 
     def totals(self, now: float) -> RunTotals:
         """The whole run: sums, a run ETA, and the partition that will finish last."""
