@@ -65,7 +65,12 @@ def run_replay(ns: argparse.Namespace) -> int:
     if app.load_error:
         print(f"kdash: {app.load_error}", file=sys.stderr)
         return 2
-    return result if isinstance(result, int) else (app.return_code or 0)
+    code = result if isinstance(result, int) else (app.return_code or 0)
+    broke_off = app.timeline.broke_off if app.timeline is not None else None
+    if broke_off and code == 0:  # what came before was replayed; said again, as `zcat` would
+        print(f"kdash: {broke_off}", file=sys.stderr)
+        return 1
+    return code
 
 
 def replay_app(path: Path, outputs: tuple[str, ...], speed: float, **kwargs: Any) -> ReplayApp:

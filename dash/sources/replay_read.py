@@ -15,7 +15,7 @@ from dash.core.log.syntax import Grammar
 from dash.core.state.series_piece import SeriesPiece
 from dash.core.state.stamp_times import stamp_epochs
 from dash.core.state.timeline import MAX_RECORDS, Timeline
-from dash.sources.logread import LogError, Scan, ref_time, start_job
+from dash.sources.logread import LogCut, LogError, Scan, ref_time, start_job
 
 
 class SeriesJob:
@@ -49,7 +49,8 @@ def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAM
                   progress: Callable[[int], None] | None = None,
                   pieces: Pieces | None = None) -> Timeline:
     """Every record of the log (up to `cap`) with its epoch time, read by `pieces` (started
-    by `start_reading`) or from the start here; raises LogError."""
+    by `start_reading`) or from the start here; raises LogError. A `.gz` that breaks off is
+    not an error here: the records before the break are the timeline, `broke_off` says where."""
     timeline = Timeline(ref=ref_time(path) or 0.0, cap=cap)
     done = 0
     try:
@@ -63,6 +64,8 @@ def load_timeline(path: Path, *, cap: int = MAX_RECORDS, grammar: Grammar = GRAM
                     progress(len(timeline.records))
                 if not more:
                     break
+    except LogCut as exc:
+        timeline.broke_off = str(exc)
     except OSError as exc:
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     timeline.finish()

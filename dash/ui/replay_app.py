@@ -159,6 +159,9 @@ class ReplayApp(DashApp):
         timeline, outputs = got
         run = ReplayRun(self.cfg, timeline, outputs)
         self.timeline, self.run_ = timeline, run
+        if timeline.broke_off:  # the records before the break are replayed; the user is told
+            self.notify(timeline.broke_off, title="kdash", severity="warning", timeout=15,
+                        markup=False)  # thread-safe; a path is shown as it is
         done, paced, paused = 0, self._pacer(), False
         while True:
             self.post_message(ReplayFramed(run.frame(), done))

@@ -379,3 +379,27 @@ async def test_a_failing_load_is_one_line_and_exit_2(
     assert app.return_code == 2
     assert app.load_error is not None and "\n" not in app.load_error
     assert "could not start the processes that read it" in app.load_error
+
+
+def cut_gz(log: Path, to: Path) -> Path:
+    """The log compressed, its second half lost (a copy interrupted)."""
+    import gzip
+
+    whole = gzip.compress(log.read_bytes())
+    to.write_bytes(whole[: len(whole) // 2])
+    return to
+
+
+async def test_a_cut_gz_replays_the_lines_before_the_break_and_says_so(
+        sim_log: Path, tmp_path: Path) -> None:
+    app, pacer = make(cut_gz(sim_log, tmp_path / "server.log.gz"))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.load_error is None and app.timeline is not None
+        read = app.timeline.lines
+        assert read is not None and 0 < read < line_count(sim_log)
+        assert f"breaks off after line {read:,}" in (app.timeline.broke_off or "")
+        assert f"the log breaks off after line {read:,}" in app.status()[1]
+        assert any("breaks off" in str(n.message) for n in app._notifications)
+        await tick(app, pacer, 60.0)
+        assert app.frame is not None and app.frame.now > app.timeline.times[0]

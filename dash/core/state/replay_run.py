@@ -178,6 +178,8 @@ def status_lines(frame: ReplayFrame, timeline: Timeline, speed: float,
     if len(title) > 30:
         title = f"replay {at} {pct}" + (" end" if frame.at_end else " paused" if state else "")
     cut = f"  (first {len(timeline.records):,} records only)" if timeline.cut else ""
+    if timeline.broke_off:
+        cut += f"  (the log breaks off after line {timeline.lines or 0:,})"
     line = (f" REPLAY {at} (x{speed:g}) {pct} {state.upper()}  [{span}]{cut}  "
             "space pause  ←/→ 1 min  q quit  ? help  l log  a ack")
     return title, line

@@ -51,6 +51,9 @@ class Timeline:
         self.lines: int | None = None
         """The log's lines, every one read (None: not counted, or the log was cut): the lines
         after the last record count too, at the end of a replay."""
+        self.broke_off: str | None = None
+        """The compressed log broke off (cut short or damaged): the one-line message saying
+        after which line; the replay holds the records before the break."""
 
     def add(self, rec: Record) -> bool:
         """Keep one record; False once the cap is reached (the caller stops reading)."""
