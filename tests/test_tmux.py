@@ -208,3 +208,22 @@ def test_replay_and_the_dashboard_exit_status(tmp_path: Path, finished_run: Path
         assert not session.alternate_screen()
     finally:
         session.close()
+
+
+def test_replay_of_a_gz_that_breaks_off_exits_1_and_says_where(tmp_path: Path,
+                                                               finished_run: Path) -> None:
+    import gzip
+
+    whole = gzip.compress((finished_run / "server.log").read_bytes())
+    cut = tmp_path / "server.log.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    session = Tmux(tmp_path, f"replay {cut}")
+    try:
+        session.wait_for(lambda s: "breaks off after line" in s)  # the toast
+        session.keys("q")
+        assert session.exit_status() == 1
+        assert not session.alternate_screen()
+        said = session.screen()  # the shell's screen again: the stderr line kdash left on it
+        assert f"kdash: {cut}: the compressed log breaks off after line" in said
+    finally:
+        session.close()
