@@ -109,6 +109,10 @@ DECODE = StatsFamily(
         *_GRAPH_FIELDS,
         Field("timestamp", "timestamp", FLOAT), Field("#cache_miss", "cache_miss", INT),
         Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        # `--enable-mfu-metrics` (SGLang 0.5.x): estimated per GPU, like vLLM's `MFU:` line
+        Field("est. decode TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
+        Field("est. read BW (GB/s per GPU)", "read_gbps_per_gpu", FLOAT),
+        Field("est. write BW (GB/s per GPU)", "write_gbps_per_gpu", FLOAT),
     ),
     # hybrid models print `#full token` / `full token usage` instead of `#token` / `token usage`
     fallbacks=(("tokens", "full_tokens"), ("tokens", "gpu_tokens"),
@@ -145,6 +149,7 @@ PREFILL = StatsFamily(
         Field("#optimistic-req", "optimistic_req", INT),
         Field("waiting-image-req", "waiting_image_req", INT),
         *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        Field("est. prefill TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
     ),
     fallbacks=(("token_usage", "full_token_usage"),),
     require_all=("new_seq", "new_token"),
