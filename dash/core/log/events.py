@@ -36,6 +36,11 @@ _GRAPH_TOOK = re.compile(r"Graph capturing finished in ([0-9.]+) secs?(?:, took 
 _HICACHE = re.compile(r"Allocating (?:([0-9.]+) GB host memory for hierarchical KV cache"
                       r"|(\w{1,20}) hierarchical KV host pool: ([0-9]+) tokens, ([0-9.]+) GB)")
 
+# SGLang's hybrid (Mamba / GDN) state pool: `Mamba Cache is allocated. max_mamba_cache_size: 97,
+# conv_state size: 0.10GB, ssm_state size: 5.17GB` (with speculative decoding, more `... size:`
+# items follow, separated by spaces)
+_MAMBA = re.compile(r"max_mamba_cache_size: ([0-9]+)|(conv_state|ssm_state) size: ([0-9.]+) ?GB")
+
 
 def _num(m: re.Match[str] | None, group: int = 1) -> float | None:
     text = m.group(group) if m else None
@@ -57,6 +62,17 @@ def kv_cache(msg: str, _m: Match = None) -> Fields:
         else:
             out[names[key]] = _float(value.split(" ", 1)[0])
     return out
+
+
+def mamba_cache(msg: str, _m: Match = None) -> Fields | None:
+    """The slots of SGLang's Mamba state pool and the GB of its conv and SSM states."""
+    out: Fields = {}
+    for slots, state, gb in _MAMBA.findall(msg):
+        if slots:
+            out.setdefault("mamba_slots", _int(slots))
+        else:
+            out.setdefault(f"mamba_{state.removesuffix('_state')}_gb", _float(gb))
+    return out or None
 
 
 def capacity(msg: str, _m: Match = None) -> Fields:

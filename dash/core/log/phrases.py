@@ -158,6 +158,9 @@ _CAPACITY = (
     Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound"),
            extract=ev.kv_cache,
            examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",)),
+    Phrase("kv_cache", any=("Mamba Cache is allocated",), extract=ev.mamba_cache,
+           examples=("Mamba Cache is allocated. max_mamba_cache_size: 97, conv_state size: "
+                     "0.10GB, ssm_state size: 5.17GB ",)),
     Phrase("kv_cache", any=("max_total_num_token",), extract=ev.capacity,
            examples=("max_total_num_tokens=463000, max_prefill_tokens=16384",
                      "Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, "
