@@ -51,10 +51,41 @@ def _event(line: str) -> dict[str, Any]:
     ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens "
      "that can be stored in KV cache (52384). Try increasing `gpu_memory_utilization` or "
      "decreasing `max_model_len` when initializing the engine.",
-     {"event": "oom", "reason": "kv_cache_too_small"}),
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 131072, "kv_tokens": 52384,
+      "estimated_max_model_len": 52384}),
     ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB "
      "KV cache is needed, which is larger than the available KV cache memory (9.50 GiB).",
-     {"event": "oom", "reason": "kv_cache_too_small"}),
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 131072, "needed_gb": 16.0,
+      "available_gb": 9.5, "estimated_max_model_len": None}),
+    # vLLM v1/core/kv_cache_utils.py (main): f"To serve at least one request with the model's max
+    # seq len ({max_model_len}), ({format_gib(needed_memory)} GiB KV cache is needed, which is
+    # larger than the available KV cache memory ({format_gib(available_memory)} GiB).
+    # {estimated_msg}" with estimated_msg "Based on the available memory, the estimated maximum
+    # model length is {estimated_max_len}. "
+    (VLLM + "ValueError: To serve at least one request with the model's max seq len (262144), "
+     "(24.00 GiB KV cache is needed, which is larger than the available KV cache memory (8.04 "
+     "GiB). Based on the available memory, the estimated maximum model length is 87840. Try "
+     "increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+     "decreasing `max_model_len` when initializing the engine.",
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 262144, "needed_gb": 24.0,
+      "available_gb": 8.04, "estimated_max_model_len": 87840, "component": "EngineCore"}),
+    # vLLM v1/worker/gpu_worker.py determine_available_memory: "Error in memory profiling. "
+    # f"Initial free memory {GiB(self.init_snapshot.free_memory)} GiB, current free memory
+    # {GiB(free_gpu_memory)} GiB. This happens when other processes sharing the same container
+    # release GPU memory while vLLM is profiling during initialization. ..."
+    (VLLM + "AssertionError: Error in memory profiling. Initial free memory 70.1 GiB, current "
+     "free memory 75.3 GiB. This happens when other processes sharing the same container release "
+     "GPU memory while vLLM is profiling during initialization. To fix this, ensure consistent "
+     "GPU memory allocation or isolate vLLM in its own container.",
+     {"event": "oom", "reason": "gpu_memory_changed", "initial_free_gb": 70.1, "free_gb": 75.3}),
+    # the same in V0 worker.py, in bytes: f"Initial free memory {self.init_gpu_memory}, current
+    # free memory {free_gpu_memory}. This happens when the GPU memory was not properly cleaned up
+    # before initializing the vLLM instance."
+    ("AssertionError: Error in memory profiling. Initial free memory 12746588160, current free "
+     "memory 149023916032. This happens when the GPU memory was not properly cleaned up before "
+     "initializing the vLLM instance.",
+     {"event": "oom", "reason": "gpu_memory_changed", "initial_free_gb": 11.87,
+      "free_gb": 138.79}),
     ("[2026-06-01 12:03:11] Decode out of memory. Try to lower your batch size.",
      {"event": "oom", "reason": "kv_pool_full"}),
     ("Prefill out of memory. This should nerver happen.", {"event": "oom", "reason": "kv_pool_full"}),

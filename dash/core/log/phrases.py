@@ -47,6 +47,11 @@ _OOM = (
            extract=fail.kv_cache_too_small,
            examples=("ValueError: No available memory for the cache blocks. Try increasing "
                      "`gpu_memory_utilization` when initializing the engine.",)),
+    Phrase("oom", any=("Error in memory profiling",), extract=fail.memory_profiling,
+           examples=("AssertionError: Error in memory profiling. Initial free memory 70.10 GiB, "
+                     "current free memory 75.30 GiB. This happens when other processes sharing "
+                     "the same container release GPU memory while vLLM is profiling during "
+                     "initialization.",)),
     Phrase("oom", any=("Cuda failure 'out of memory'",), fields={"reason": "nccl_cuda_oom"},
            examples=("gpu-node:1187:1187 [3] NCCL WARN Cuda failure 'out of memory'",)),
     Phrase("oom", any=("CUBLAS_STATUS_ALLOC_FAILED",), fields={"reason": "cublas_alloc"},
