@@ -71,7 +71,11 @@ def test_vllm_prefixes() -> None:
     for prefix in ("INFO 05-01 12:00:10 [loggers.py:111] Engine 000: ",
                    "INFO 05-01 12:00:10 loggers.py:78] ",
                    "(APIServer pid=1) INFO 05-01 12:00:10 [loggers.py:236] Engine 000: ",
-                   "^[[1;36m(APIServer pid=1)^[[0;0m INFO 05-01 12:00:10 [loggers.py:236] "):
+                   "^[[1;36m(APIServer pid=1)^[[0;0m INFO 05-01 12:00:10 [loggers.py:236] ",
+                   # vllm/logger.py: f"{envs.VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s "
+                   # "[%(fileinfo)s:%(lineno)d] %(message)s", the prefix a bracketed tag
+                   "[node-3] INFO 05-01 12:00:10 [loggers.py:236] Engine 000: ",
+                   "(APIServer pid=1) [vllm]INFO 05-01 12:00:10 [loggers.py:236] Engine 000: "):
         rec = parse_line(prefix + stats + "^M")
         assert rec is not None, prefix
         assert (rec["engine"], rec["ts"], rec["running_req"], rec["queue_req"], rec["token_usage"]) == (

@@ -70,7 +70,9 @@ PREFIXES = Prefixes(
                r"(?:, ip=[^\s)]{1,64})?\) ?",),
     process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
-    vllm=r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    # `{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`
+    # (vllm/logger.py): a bracketed tag set in VLLM_LOGGING_PREFIX may come first
+    vllm=r"(?:\[[^\]\s]{1,64}\] ?)?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
          rf"({_MONTH_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
