@@ -119,3 +119,34 @@ def test_live_dashboard(tmp_path: Path) -> None:
     assert {k: server.last_decode[k] for k in LAST} == LAST
     assert server.last_prefill is not None
     assert server.last_prefill["tflops_per_gpu"] == 80.0 + 580 % 7
+
+
+def test_the_summary_says_what_the_server_estimated(tmp_path: Path) -> None:
+    """The mean and last over the log (`nan%`, not measured, is no sample), and the report line."""
+    from dash.commands.summary import render_text
+
+    doc = summarize(_log(tmp_path), GRAMMAR)
+    tflops = [10.0 + i % 5 for i in range(600)]
+    busy = [(50 + i % 40) / 100 for i in range(600) if i % 10]
+    assert doc["perf"] == {
+        "tflops_per_gpu": {"mean": round(sum(tflops) / 600, 4), "last": 14.0, "samples": 600},
+        "fwd_occupancy": {"mean": round(sum(busy) / len(busy), 4), "last": 0.89,
+                          "samples": 540}}
+    assert "est. perf   TFLOP/s per GPU mean 12.0, last 14.0 over 600 lines" in render_text(doc, 120)
+
+
+def test_vllm_mfu_lines_in_the_summary(tmp_path: Path) -> None:
+    """vllm/v1/metrics/perf.py: `"%sMFU: %.1f TF/s/GPU %.1f GB/s/GPU"`, after the stats line."""
+    api = "(APIServer pid=1) INFO 09-10 12:{m:02d}:{s:02d} [loggers.py:236] Engine 000: "
+    lines = []
+    for i in range(120):
+        m, s = divmod(10 * i, 60)
+        lines.append(api.format(m=m, s=s) + "Avg prompt throughput: 0.0 tokens/s, Avg generation "
+                     "throughput: 300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache "
+                     "usage: 12.0%, Prefix cache hit rate: 52.5%")
+        lines.append(api.format(m=m, s=s) + f"MFU: {300 + i % 3:.1f} TF/s/GPU 1520.3 GB/s/GPU")
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n")
+    doc = summarize(path, GRAMMAR)
+    assert doc["perf"] == {"tflops_per_gpu": {"mean": 301.0, "last": 302.0, "samples": 120},
+                           "fwd_occupancy": None}
