@@ -108,6 +108,35 @@ def test_the_healthy_budget_line_that_starts_the_same_way_is_no_oom() -> None:
     assert rec is None or rec.get("event") != "oom"
 
 
+@pytest.mark.parametrize(("line", "want"), [
+    # v1/worker/gpu_worker.py as vLLM 0.10.2-0.11 prints it (the KV memory in bytes)
+    ("(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
+     "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
+     "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
+     "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+     "`--kv-cache-memory=58333988249` to fit into requested memory, or "
+     "`--kv-cache-memory=66273897472` to fully utilize gpu memory. Current kv cache memory in use "
+     "is 59212694937 bytes.",
+     {"free_gb": 78.66, "total_gb": 79.19, "gpu_memory_utilization": 0.9, "requested_gb": 71.27,
+      "weights_gb": 14.08, "activation_gb": 1.97, "non_torch_gb": 0.07, "cudagraph_gb": 0.67,
+      "kv_size_gb": 55.15, "rank": "DP0"}),
+    # and later: weights and non-torch memory as one, the KV memory in GiB
+    ("(EngineCore pid=12764) INFO 08-22 20:20:16 [gpu_worker.py:789] Free memory on device "
+     "(22.45/23.99 GiB) on startup. Desired GPU memory utilization is (0.85, 20.39 GiB). Actual "
+     "usage is 1.49 GiB for consumed memory (weights + non-torch), 0.25 GiB for peak activation, "
+     "and 0.37 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+     "`--kv-cache-memory=19468210074` (18.13 GiB) to fit into requested memory, or "
+     "`--kv-cache-memory=21679683072` (20.19 GiB) to fully utilize gpu memory. Current kv cache "
+     "memory in use is 18.65 GiB.",
+     {"weights_gb": 1.49, "activation_gb": 0.25, "non_torch_gb": None, "cudagraph_gb": 0.37,
+      "kv_size_gb": 18.65, "requested_gb": 20.39}),
+])
+def test_the_startup_memory_budget_is_a_capacity_event(line: str, want: dict[str, Any]) -> None:
+    """vLLM's account of the GPU's memory at startup, every figure it prints."""
+    rec = _event(line)
+    assert rec["event"] == "kv_cache" and {k: rec.get(k) for k in want} == want
+
+
 def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:
     rec = _event("ValueError: Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less "
                  "than desired GPU memory utilization (0.9, 71.2 GiB).")

@@ -179,6 +179,12 @@ _CAPACITY = (
                      "model weights take 14.96GiB; non_torch_memory takes 0.10GiB; PyTorch "
                      "activation peak memory takes 9.37GiB; the rest of the memory reserved for "
                      "KV Cache is 4.20GiB.")),
+    Phrase("kv_cache", every=("Free memory on device", "Desired GPU memory utilization is"),
+           extract=ev.vllm_budget,
+           examples=("Free memory on device (78.66/79.19 GiB) on startup. Desired GPU memory "
+                     "utilization is (0.9, 71.27 GiB). Actual usage is 14.08 GiB for weight, "
+                     "1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB "
+                     "for CUDAGraph memory.",)),
     Phrase("kv_cache", any=("host memory for hierarchical KV cache", "hierarchical KV host pool"),
            extract=ev.hicache,
            examples=("Allocating 96.00 GB host memory for hierarchical KV cache.",
