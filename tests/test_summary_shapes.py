@@ -110,3 +110,32 @@ def test_the_summary_chart_of_a_long_log_reads_in_hours_and_leaves_a_silence_bla
     width = len(plots[0])
     # The silence spans 0.50..0.60 of the axis: its middle is blank in every row.
     assert all(p[int(width * 0.53):int(width * 0.57)].strip() == "" for p in plots)
+
+
+SGLANG_MFU = ("[2026-06-01 12:00:{s:02d} TP0] Decode batch, #running-req: 32, #token: 41230, "
+              "token usage: 0.09, accept len: 2.40, accept rate: {r}, cuda graph: True, gen "
+              "throughput (token/s): 2327.27, #queue-req: 0, est. decode TFLOPS/s (per GPU): "
+              "{tf}, est. read BW (GB/s per GPU): 810.00, est. write BW (GB/s per GPU): 4.00, "
+              "fwd occupancy: {occ}%")
+
+
+def test_the_tracker_keeps_the_last_estimated_figures_of_each_engine() -> None:
+    """vLLM's spec and MFU lines, SGLang's decode line: the last printed value of each; a
+    prefill line's TFLOPS (the prefill's) and an occupancy not measured yet (`nan%`) are not."""
+    tr = ServerLogTracker("vllm.log")
+    tr.feed([parse_line(line, n) for n, line in enumerate(VLLM_LOG.splitlines(), 1)], 1.9e9)
+    assert dict(tr.snapshot(1.9e9).perf) == {"accept_rate": 0.5, "tflops_per_gpu": 312.4,
+                                            "gbps_per_gpu": 1520.3}
+    tr = ServerLogTracker("sglang.log")
+    lines = [SGLANG_MFU.format(s=1, r="0.70", tf="12.50", occ="88.00"),
+             SGLANG_MFU.format(s=2, r="0.60", tf="14.00", occ="nan"),
+             "[2026-06-01 12:00:03 TP0] Prefill batch, #new-seq: 1, #new-token: 512, "
+             "#cached-token: 0, token usage: 0.10, #running-req: 31, #queue-req: 0, cuda graph: "
+             "False, input throughput (token/s): 2048.00, est. prefill TFLOPS/s (per GPU): 95.00"]
+    tr.feed([parse_line(line, n) for n, line in enumerate(lines, 1)], 1.9e9)
+    assert dict(tr.snapshot(1.9e9).perf) == {
+        "accept_rate": 0.6, "tflops_per_gpu": 14.0, "read_gbps_per_gpu": 810.0,
+        "write_gbps_per_gpu": 4.0, "fwd_occupancy": 0.88}
+    tr.feed([parse_line("[2026-06-01 12:01:00] server_args=ServerArgs(model_path='m')", 9)],
+            1.9e9)
+    assert dict(tr.snapshot(1.9e9).perf) == {}  # a new start prints its own

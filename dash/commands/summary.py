@@ -113,6 +113,8 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     spec = doc["spec"]
     if spec:
         out.append(f"  spec decode {_accept(spec)}")
+    if doc.get("perf"):
+        out.append(f"  est. perf   {_perf(doc['perf'])}")
     last = doc["last_decode"]
     if last:
         out.append(
@@ -172,6 +174,18 @@ def _accept(spec: dict[str, Any]) -> str:
                      f"over {length['samples']:,} lines")
     if rate:
         parts.append(f"accept rate mean {rate['mean']:.2f}, last {rate['last']:.2f}")
+    return "; ".join(parts)
+
+
+def _perf(perf: dict[str, Any]) -> str:
+    """What the server estimated of its decoding per GPU, and its forward occupancy."""
+    parts = []
+    tflops, busy = perf.get("tflops_per_gpu"), perf.get("fwd_occupancy")
+    if tflops:
+        parts.append(f"TFLOP/s per GPU mean {tflops['mean']:,.1f}, last {tflops['last']:,.1f} "
+                     f"over {tflops['samples']:,} lines")
+    if busy:
+        parts.append(f"fwd occupancy mean {busy['mean']:.0%}, last {busy['last']:.0%}")
     return "; ".join(parts)
 
 

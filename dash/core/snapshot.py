@@ -150,6 +150,10 @@ class ServerLogSnapshot:
     token_usage: SeriesView = SeriesView()
     accept_len: SeriesView = SeriesView()
     """Speculative decoding's acceptance length (empty when the server runs none)."""
+    perf: Mapping[str, float] = field(default_factory=dict)
+    """The last of each decoding figure the server estimates, as printed since it started:
+    `accept_rate`, `tflops_per_gpu`, `gbps_per_gpu` (vLLM) or `read_gbps_per_gpu` /
+    `write_gbps_per_gpu` (SGLang), `fwd_occupancy` (0..1); absent when it prints none."""
     last_record_at: float | None = None
     """Clock time of the last decode or prefill record (for `server_silent`)."""
     last_record_arrived_at: float | None = None

@@ -577,6 +577,34 @@ def test_a_stale_process_holding_the_gpu_is_named_with_what_it_holds() -> None:
     assert "holds 76.0 GiB" in oom.hint and "nvidia-smi" in oom.hint
 
 
+@pytest.mark.parametrize(("line", "title", "hint"), [
+    # vLLM v1/core/kv_cache_utils.py: the length that fits is in the hint
+    ("(EngineCore_DP0 pid=268) ERROR 10-21 00:35:03 [core.py:708] ValueError: To serve at least "
+     "one request with the models's max seq len (262144), (24.00 GiB KV cache is needed, which "
+     "is larger than the available KV cache memory (8.04 GiB). Based on the available memory, "
+     "the estimated maximum model length is 87840. Try increasing `gpu_memory_utilization` or "
+     "decreasing `max_model_len` when initializing the engine.",
+     "the KV cache does not fit at startup", "lower --max-model-len to 87,840 or less"),
+    # vLLM v1/worker/gpu_worker.py determine_available_memory
+    ("(EngineCore_DP0 pid=268) ERROR 10-21 00:35:03 [core.py:708] AssertionError: Error in "
+     "memory profiling. Initial free memory 70.10 GiB, current free memory 75.30 GiB. This "
+     "happens when other processes sharing the same container release GPU memory while vLLM is "
+     "profiling during initialization. To fix this, ensure consistent GPU memory allocation or "
+     "isolate vLLM in its own container.",
+     "GPU memory changed while the server measured it at startup", "GPUs of its own"),
+])
+def test_a_startup_memory_failure_says_what_to_change(line: str, title: str, hint: str) -> None:
+    from dash.core.log.parse import parse_line
+
+    rec = parse_line(line, 9)
+    assert rec is not None
+    run = Run()
+    run.feed(ev("server_args", args={}), rec)
+    run.tick()
+    oom = run.active()["server_oom"]
+    assert title in oom.message and hint in oom.hint
+
+
 @pytest.mark.parametrize(("reason", "words"), [("nccl_timeout", "NCCL"),
                                                 ("device_assert", "device-side assert"),
                                                 ("segfault", "segmentation fault")])

@@ -184,6 +184,9 @@ _CLEAN = [
     DECODE.replace("batch,", "batch."), DECODE + ", Decode batch", DECODE.replace("#token", "#full token"),
     DECODE.replace("cuda graph: True", "gen throughput (token/s): {u}"),
     DECODE.replace("cuda graph", "accept len: 2.1, cuda graph"), DECODE.replace(": {g}", ": {g}x"),
+    # SGLang --enable-mfu-metrics: plain figures, so learned shapes read them (the summary's perf)
+    DECODE + ", est. decode TFLOPS/s (per GPU): {g}, est. read BW (GB/s per GPU): 1.50",
+    DECODE + ", est. decode TFLOPS/s (per GPU): 12.50, fwd occupancy: 0.{u:02d}%",
     PREFILL, PREFILL, PREFILL, PREFILL + ", Decode batch, x", PREFILL.replace("{c}", "{g}"),
     PREFILL.replace("batch,", "batch."), PREFILL.replace("{c}, ", "{c}"),
     ACCESS, ACCESS, ACCESS, ACCESS.replace("POST", "GET /error"), ACCESS.replace("{t}", "x"),
@@ -487,3 +490,21 @@ def test_a_timeline_reads_as_the_list_of_its_records_across_its_pieces(
     assert records[5:n:1000] == want[5:n:1000]
     with pytest.raises(IndexError):
         records[n]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_estimated_figures_read_by_shapes_summarise_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+    """SGLang's `--enable-mfu-metrics` decode lines print plain figures: learned shapes read
+    them, and the summary's `perf` is what the records give."""
+    mfu = DECODE + (", est. decode TFLOPS/s (per GPU): {f}, est. read BW (GB/s per GPU): 810.00, "
+                    "est. write BW (GB/s per GPU): 4.00")
+    lines = [TS.format(m=i // 60 % 60, s=i % 60) + mfu.format(
+        r=8, t=100 + i, u=10, g=f"{50 + i % 9:.2f}", q=0, f=f"{10 + i % 7:.2f}")
+        for i in range(3000)]
+    path = tmp_path / "mfu.log"
+    path.write_text("\n".join(lines) + "\n")
+    want = reference(path)
+    assert want["perf"]["tflops_per_gpu"]["samples"] == 3000
+    assert fast(path, monkeypatch, 64 << 10, parallel) == want
+    assert _shape_rows(path.read_bytes()) == 3000

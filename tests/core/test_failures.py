@@ -51,10 +51,41 @@ def _event(line: str) -> dict[str, Any]:
     ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens "
      "that can be stored in KV cache (52384). Try increasing `gpu_memory_utilization` or "
      "decreasing `max_model_len` when initializing the engine.",
-     {"event": "oom", "reason": "kv_cache_too_small"}),
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 131072, "kv_tokens": 52384,
+      "estimated_max_model_len": 52384}),
     ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB "
      "KV cache is needed, which is larger than the available KV cache memory (9.50 GiB).",
-     {"event": "oom", "reason": "kv_cache_too_small"}),
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 131072, "needed_gb": 16.0,
+      "available_gb": 9.5, "estimated_max_model_len": None}),
+    # vLLM v1/core/kv_cache_utils.py (main): f"To serve at least one request with the model's max
+    # seq len ({max_model_len}), ({format_gib(needed_memory)} GiB KV cache is needed, which is
+    # larger than the available KV cache memory ({format_gib(available_memory)} GiB).
+    # {estimated_msg}" with estimated_msg "Based on the available memory, the estimated maximum
+    # model length is {estimated_max_len}. "
+    (VLLM + "ValueError: To serve at least one request with the model's max seq len (262144), "
+     "(24.00 GiB KV cache is needed, which is larger than the available KV cache memory (8.04 "
+     "GiB). Based on the available memory, the estimated maximum model length is 87840. Try "
+     "increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+     "decreasing `max_model_len` when initializing the engine.",
+     {"event": "oom", "reason": "kv_cache_too_small", "max_model_len": 262144, "needed_gb": 24.0,
+      "available_gb": 8.04, "estimated_max_model_len": 87840, "component": "EngineCore"}),
+    # vLLM v1/worker/gpu_worker.py determine_available_memory: "Error in memory profiling. "
+    # f"Initial free memory {GiB(self.init_snapshot.free_memory)} GiB, current free memory
+    # {GiB(free_gpu_memory)} GiB. This happens when other processes sharing the same container
+    # release GPU memory while vLLM is profiling during initialization. ..."
+    (VLLM + "AssertionError: Error in memory profiling. Initial free memory 70.1 GiB, current "
+     "free memory 75.3 GiB. This happens when other processes sharing the same container release "
+     "GPU memory while vLLM is profiling during initialization. To fix this, ensure consistent "
+     "GPU memory allocation or isolate vLLM in its own container.",
+     {"event": "oom", "reason": "gpu_memory_changed", "initial_free_gb": 70.1, "free_gb": 75.3}),
+    # the same in V0 worker.py, in bytes: f"Initial free memory {self.init_gpu_memory}, current
+    # free memory {free_gpu_memory}. This happens when the GPU memory was not properly cleaned up
+    # before initializing the vLLM instance."
+    ("AssertionError: Error in memory profiling. Initial free memory 12746588160, current free "
+     "memory 149023916032. This happens when the GPU memory was not properly cleaned up before "
+     "initializing the vLLM instance.",
+     {"event": "oom", "reason": "gpu_memory_changed", "initial_free_gb": 11.87,
+      "free_gb": 138.79}),
     ("[2026-06-01 12:03:11] Decode out of memory. Try to lower your batch size.",
      {"event": "oom", "reason": "kv_pool_full"}),
     ("Prefill out of memory. This should nerver happen.", {"event": "oom", "reason": "kv_pool_full"}),
@@ -75,6 +106,35 @@ def test_the_healthy_budget_line_that_starts_the_same_way_is_no_oom() -> None:
             "for non-torch memory, and 0.58 GiB for CUDAGraph memory.")
     rec = parse_line(line, 1)
     assert rec is None or rec.get("event") != "oom"
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # v1/worker/gpu_worker.py as vLLM 0.10.2-0.11 prints it (the KV memory in bytes)
+    ("(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
+     "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
+     "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
+     "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+     "`--kv-cache-memory=58333988249` to fit into requested memory, or "
+     "`--kv-cache-memory=66273897472` to fully utilize gpu memory. Current kv cache memory in use "
+     "is 59212694937 bytes.",
+     {"free_gb": 78.66, "total_gb": 79.19, "gpu_memory_utilization": 0.9, "requested_gb": 71.27,
+      "weights_gb": 14.08, "activation_gb": 1.97, "non_torch_gb": 0.07, "cudagraph_gb": 0.67,
+      "kv_size_gb": 55.15, "rank": "DP0"}),
+    # and later: weights and non-torch memory as one, the KV memory in GiB
+    ("(EngineCore pid=12764) INFO 08-22 20:20:16 [gpu_worker.py:789] Free memory on device "
+     "(22.45/23.99 GiB) on startup. Desired GPU memory utilization is (0.85, 20.39 GiB). Actual "
+     "usage is 1.49 GiB for consumed memory (weights + non-torch), 0.25 GiB for peak activation, "
+     "and 0.37 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+     "`--kv-cache-memory=19468210074` (18.13 GiB) to fit into requested memory, or "
+     "`--kv-cache-memory=21679683072` (20.19 GiB) to fully utilize gpu memory. Current kv cache "
+     "memory in use is 18.65 GiB.",
+     {"weights_gb": 1.49, "activation_gb": 0.25, "non_torch_gb": None, "cudagraph_gb": 0.37,
+      "kv_size_gb": 18.65, "requested_gb": 20.39}),
+])
+def test_the_startup_memory_budget_is_a_capacity_event(line: str, want: dict[str, Any]) -> None:
+    """vLLM's account of the GPU's memory at startup, every figure it prints."""
+    rec = _event(line)
+    assert rec["event"] == "kv_cache" and {k: rec.get(k) for k in want} == want
 
 
 def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:

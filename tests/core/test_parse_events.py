@@ -37,6 +37,25 @@ def test_startup_0_5_23() -> None:
     assert _event("[2026-06-01 11:58:41] The server is fired up and ready to roll!")["event"] == "ready"
 
 
+def test_hybrid_model_state_pool() -> None:
+    """SGLang 0.5.x `mem_cache/memory_pool.py` (`MambaPool`), printed before the KV pool's line
+    on a hybrid (Mamba / GDN) model:
+        f"Mamba Cache is allocated. "
+        f"max_mamba_cache_size: {size}, "
+        f"conv_state size: {get_tensor_size_bytes(conv_state) / GB:.2f}GB, "
+        f"ssm_state size: {get_tensor_size_bytes(temporal_state) / GB:.2f}GB "
+    and with speculative decoding `intermediate_ssm_state_cache size: {:.2f}GB ...` after it."""
+    m = _event("[2026-06-01 11:58:26 TP0] Mamba Cache is allocated. max_mamba_cache_size: 97, "
+               "conv_state size: 0.10GB, ssm_state size: 5.17GB ")
+    assert (m["event"], m["mamba_slots"], m["mamba_conv_gb"], m["mamba_ssm_gb"]) == (
+        "kv_cache", 97, 0.1, 5.17)
+    assert "tokens" not in m and "kv_size_gb" not in m  # no KV pool figure for the facts
+    spec = _event("[2026-06-01 11:58:26 TP0] Mamba Cache is allocated. max_mamba_cache_size: 48, "
+                  "conv_state size: 0.09GB, ssm_state size: 6.46GB intermediate_ssm_state_cache "
+                  "size: 1.20GB intermediate_conv_window_cache size: 0.02GB")
+    assert (spec["mamba_slots"], spec["mamba_conv_gb"], spec["mamba_ssm_gb"]) == (48, 0.09, 6.46)
+
+
 def test_startup_0_4_3_and_0_2() -> None:
     a = _event("[2025-02-20 11:57:58] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tokenizer_path='x, y', tp_size=1, dp_size=1, mem_fraction_static=0.88, kv_cache_dtype='auto', max_running_requests=None, context_length=8192, device=device(type='cuda'), port=30000)")
     assert (a["model"], a["tp_size"], a["context_length"], a["port"]) == ("meta-llama/Llama-3.1-8B-Instruct", 1, 8192, 30000)

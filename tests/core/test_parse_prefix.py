@@ -71,7 +71,11 @@ def test_vllm_prefixes() -> None:
     for prefix in ("INFO 05-01 12:00:10 [loggers.py:111] Engine 000: ",
                    "INFO 05-01 12:00:10 loggers.py:78] ",
                    "(APIServer pid=1) INFO 05-01 12:00:10 [loggers.py:236] Engine 000: ",
-                   "^[[1;36m(APIServer pid=1)^[[0;0m INFO 05-01 12:00:10 [loggers.py:236] "):
+                   "^[[1;36m(APIServer pid=1)^[[0;0m INFO 05-01 12:00:10 [loggers.py:236] ",
+                   # vllm/logger.py: f"{envs.VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s "
+                   # "[%(fileinfo)s:%(lineno)d] %(message)s", the prefix a bracketed tag
+                   "[node-3] INFO 05-01 12:00:10 [loggers.py:236] Engine 000: ",
+                   "(APIServer pid=1) [vllm]INFO 05-01 12:00:10 [loggers.py:236] Engine 000: "):
         rec = parse_line(prefix + stats + "^M")
         assert rec is not None, prefix
         assert (rec["engine"], rec["ts"], rec["running_req"], rec["queue_req"], rec["token_usage"]) == (
@@ -120,6 +124,14 @@ def test_near_miss_lines_never_raise(text: str) -> None:
     ("(RayWorkerWrapper pid=4123, ip=10.0.0.12) ", None, "RayWorkerWrapper"),
     ("\x1b[1;36m(Worker_TP1 pid=2302)\x1b[0;0m ", "TP1", "Worker"),
     ("2025-10-20T03:02:22.123456789Z (Worker_TP2 pid=2303) ", "TP2", "Worker"),
+    # a Ray worker's line forwarded by the engine process, which decorates its own stdout
+    # (vllm/utils `decorate_logs`: f"({process_name} pid={pid}) "): both tags, as printed in
+    # vLLM 0.10+ Ray runs (`(EngineCore_DP0 pid=479) (RayWorkerWrapper pid=223, ip=...) INFO`)
+    ("(EngineCore_DP0 pid=479) (RayWorkerWrapper pid=223, ip=192.168.141.7) ", "DP0",
+     "RayWorkerWrapper"),
+    ("(RayWorkerWrapper pid=3944622) (RayWorkerWrapper pid=3173774, ip=10.254.20.30) ", None,
+     "RayWorkerWrapper"),
+    ("(EngineCore_DP1 pid=479) (Worker_DP1_TP3 pid=500) ", "DP1 TP3", "Worker"),
 ])
 def test_vllm_process_tags_keep_the_stamp_level_and_rank(prefix: str, rank: str | None,
                                                          process: str) -> None:

@@ -107,3 +107,24 @@ async def test_a_quiet_log_says_its_newest_launch_may_have_stopped() -> None:
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("L")
         assert "quiet" not in " ".join(_rows(app))
+
+
+async def test_the_server_panel_shows_what_the_server_estimates() -> None:
+    """SGLang's `--enable-mfu-metrics` and device-timer figures, and the acceptance rate, on the
+    rows the panel already has for them (a row only when the log prints them)."""
+    from dash.core.series import SeriesView
+
+    plain = snapshot()
+    server = dataclasses.replace(
+        plain.server, accept_len=SeriesView((1.0, 2.0), (2.2, 2.5)),
+        perf={"accept_rate": 0.7, "tflops_per_gpu": 14.0, "read_gbps_per_gpu": 805.0,
+              "write_gbps_per_gpu": 4.0, "fwd_occupancy": 0.89})
+    app = build_app(dataclasses.replace(plain, server=server))
+    async with app.run_test(size=(160, 45)):
+        text = " ".join(app.query_one(ServerPanel).plain.split())
+        assert "accept len 2.50" in text and "mean 2.35 rate 70%" in text
+        assert ("est. perf 14.0 TFLOP/s, 805 GB/s read, 4 GB/s write per GPU; fwd busy 89%"
+                in text)
+    app = build_app(plain)
+    async with app.run_test(size=(160, 45)):
+        assert "est. perf" not in app.query_one(ServerPanel).plain

@@ -16,6 +16,7 @@ from dash.core.snapshot import Record, ServerLogSnapshot, Severity
 _OOM_TITLE = {
     "gpu_memory_taken": "not enough free GPU memory at startup: another process holds it",
     "kv_cache_too_small": "the KV cache does not fit at startup",
+    "gpu_memory_changed": "GPU memory changed while the server measured it at startup",
     "host_memory": "not enough host memory for the hierarchical KV cache",
 }
 

@@ -36,6 +36,24 @@ _GRAPH_TOOK = re.compile(r"Graph capturing finished in ([0-9.]+) secs?(?:, took 
 _HICACHE = re.compile(r"Allocating (?:([0-9.]+) GB host memory for hierarchical KV cache"
                       r"|(\w{1,20}) hierarchical KV host pool: ([0-9]+) tokens, ([0-9.]+) GB)")
 
+# SGLang's hybrid (Mamba / GDN) state pool: `Mamba Cache is allocated. max_mamba_cache_size: 97,
+# conv_state size: 0.10GB, ssm_state size: 5.17GB` (with speculative decoding, more `... size:`
+# items follow, separated by spaces)
+_MAMBA = re.compile(r"max_mamba_cache_size: ([0-9]+)|(conv_state|ssm_state) size: ([0-9.]+) ?GB")
+# vLLM's startup memory budget (v1/worker/gpu_worker.py, 0.10.2+): `Free memory on device
+# (78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage
+# is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67
+# GiB for CUDAGraph memory. ... Current kv cache memory in use is 59212694937 bytes.` (later
+# `... is 50.62 GiB.`, and `15.26 GiB for consumed memory (weights + non-torch)`)
+_BUDGET_HEAD = re.compile(r"Free memory on device ?\S* \(([0-9.]+)/([0-9.]+) GiB\) on startup\. "
+                          r"Desired GPU memory utilization is \(([0-9.]+), ([0-9.]+) GiB\)")
+_BUDGET_PART = re.compile(r"([0-9.]+) GiB for (weight|consumed memory|peak activation|"
+                          r"non-torch memory|CUDAGraph memory)")
+_BUDGET_KV = re.compile(r"Current kv cache memory in use is ([0-9.]+) ?(GiB|bytes)")
+_BUDGET_KEYS = {"weight": "weights_gb", "consumed memory": "weights_gb",
+                "peak activation": "activation_gb", "non-torch memory": "non_torch_gb",
+                "CUDAGraph memory": "cudagraph_gb"}
+
 
 def _num(m: re.Match[str] | None, group: int = 1) -> float | None:
     text = m.group(group) if m else None
@@ -57,6 +75,17 @@ def kv_cache(msg: str, _m: Match = None) -> Fields:
         else:
             out[names[key]] = _float(value.split(" ", 1)[0])
     return out
+
+
+def mamba_cache(msg: str, _m: Match = None) -> Fields | None:
+    """The slots of SGLang's Mamba state pool and the GB of its conv and SSM states."""
+    out: Fields = {}
+    for slots, state, gb in _MAMBA.findall(msg):
+        if slots:
+            out.setdefault("mamba_slots", _int(slots))
+        else:
+            out.setdefault(f"mamba_{state.removesuffix('_state')}_gb", _float(gb))
+    return out or None
 
 
 def capacity(msg: str, _m: Match = None) -> Fields:
@@ -93,6 +122,26 @@ def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
     if m:
         out["kv_size_gb"] = _float(m.group(1))
     return out or None
+
+
+def vllm_budget(msg: str, _m: Match = None) -> Fields | None:
+    """vLLM's account of the GPU memory at startup: what was free, what it was told to use, what
+    the weights, activations, non-torch memory and CUDA graphs take, and the KV cache's share."""
+    head = _BUDGET_HEAD.search(msg)
+    if head is None:
+        return None
+    out: Fields = {"free_gb": _float(head.group(1)), "total_gb": _float(head.group(2)),
+                   "gpu_memory_utilization": _float(head.group(3)),
+                   "requested_gb": _float(head.group(4))}
+    for gb, part in _BUDGET_PART.findall(msg):
+        out.setdefault(_BUDGET_KEYS[part], _float(gb))
+    kv = _BUDGET_KV.search(msg)
+    if kv is not None:
+        size = _float(kv.group(1))
+        if size is not None and kv.group(2) == "bytes":
+            size = round(size / (1 << 30), 2)
+        out["kv_size_gb"] = size
+    return out
 
 
 def graph_pool(_msg: str, m: Match) -> Fields:

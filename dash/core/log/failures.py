@@ -180,7 +180,57 @@ _KV_HINT = ("The KV cache does not fit: raise --gpu-memory-utilization (and chec
             "process holds GPU memory), or lower --max-model-len.")
 
 
-def kv_cache_too_small(_msg: str, _m: Match = None) -> Fields:
+# vLLM v1/core/kv_cache_utils.py: `To serve at least one request with the model's (0.10: `models's`)
+# max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache
+# memory (9.50 GiB). Based on the available memory, the estimated maximum model length is 77840.`
+# and before it `The model's max seq len (131072) is larger than the maximum number of tokens that
+# can be stored in KV cache (52384).`
+_KV_NEED = re.compile(r"max seq len \(([0-9]+)\), \(([0-9.]+) GiB KV cache is needed, which is larger "
+                      r"than the available KV cache memory \(([0-9.]+) GiB\)")
+_KV_TOKENS = re.compile(r"max seq len \(([0-9]+)\) is larger than the maximum number of tokens "
+                        r"that can be stored in KV cache \(([0-9]+)\)")
+_KV_ESTIMATE = re.compile(r"estimated maximum model length is ([0-9]+)")
+
+
+def kv_cache_too_small(msg: str, _m: Match = None) -> Fields:
     """vLLM's startup capacity errors: no memory left for the KV cache blocks, or not enough
-    for one request of the model's max length."""
-    return {"reason": "kv_cache_too_small", "hint": _KV_HINT}
+    for one request of the model's max length (with the figures it prints, and the length
+    that would fit where it says)."""
+    out: Fields = {"reason": "kv_cache_too_small"}
+    if (m := _KV_NEED.search(msg)) is not None:
+        out.update(max_model_len=int(m.group(1)), needed_gb=to_float(m.group(2)),
+                   available_gb=to_float(m.group(3)))
+    elif (t := _KV_TOKENS.search(msg)) is not None:
+        out.update(max_model_len=int(t.group(1)), kv_tokens=int(t.group(2)))
+    fits = _KV_ESTIMATE.search(msg)
+    fit = int(fits.group(1)) if fits else out.get("kv_tokens")
+    if fit and out.get("max_model_len"):
+        out["estimated_max_model_len"] = fit
+        out["hint"] = (f"The KV cache holds at most {fit:,} tokens of one request, fewer than "
+                       f"--max-model-len {out['max_model_len']:,}: lower --max-model-len to "
+                       f"{fit:,} or less, or raise --gpu-memory-utilization (and check that no "
+                       "other process holds GPU memory).")
+    else:
+        out["hint"] = _KV_HINT
+    return out
+
+
+def memory_profiling(msg: str, _m: Match = None) -> Fields:
+    """vLLM's startup assertion `Error in memory profiling. Initial free memory 70.1 GiB, current
+    free memory 75.3 GiB.`: another process on the GPU freed (or took) memory while the engine
+    measured what it may use, so the KV cache cannot be sized."""
+    out: Fields = {"reason": "gpu_memory_changed", "hint": _CHANGED_HINT}
+    m = _PROFILED.search(msg)
+    if m is not None:
+        scale = 1.0 if m.group(2) else float(1 << 30)  # bytes before 0.8
+        before, now = to_float(m.group(1)), to_float(m.group(3))
+        if before is not None and now is not None:
+            out.update(initial_free_gb=round(before / scale, 2), free_gb=round(now / scale, 2))
+    return out
+
+
+# `Initial free memory 70.10 GiB, current free memory 75.30 GiB` (0.8+); bytes before
+_PROFILED = re.compile(r"Initial free memory ([0-9.]+)( GiB)?, current free memory ?([0-9.]+)")
+_CHANGED_HINT = ("Another process on this GPU changed its memory while the server measured it at "
+                 "startup: give the server GPUs of its own (or its own container), then start "
+                 "it again.")

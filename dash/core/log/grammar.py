@@ -70,7 +70,9 @@ PREFIXES = Prefixes(
                r"(?:, ip=[^\s)]{1,64})?\) ?",),
     process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
-    vllm=r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    # `{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`
+    # (vllm/logger.py): a bracketed tag set in VLLM_LOGGING_PREFIX may come first
+    vllm=r"(?:\[[^\]\s]{1,64}\] ?)?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
          rf"({_MONTH_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
@@ -109,6 +111,10 @@ DECODE = StatsFamily(
         *_GRAPH_FIELDS,
         Field("timestamp", "timestamp", FLOAT), Field("#cache_miss", "cache_miss", INT),
         Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        # `--enable-mfu-metrics` (SGLang 0.5.x): estimated per GPU, like vLLM's `MFU:` line
+        Field("est. decode TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
+        Field("est. read BW (GB/s per GPU)", "read_gbps_per_gpu", FLOAT),
+        Field("est. write BW (GB/s per GPU)", "write_gbps_per_gpu", FLOAT),
     ),
     # hybrid models print `#full token` / `full token usage` instead of `#token` / `token usage`
     fallbacks=(("tokens", "full_tokens"), ("tokens", "gpu_tokens"),
@@ -145,6 +151,7 @@ PREFILL = StatsFamily(
         Field("#optimistic-req", "optimistic_req", INT),
         Field("waiting-image-req", "waiting_image_req", INT),
         *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        Field("est. prefill TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
     ),
     fallbacks=(("token_usage", "full_token_usage"),),
     require_all=("new_seq", "new_token"),

@@ -47,6 +47,11 @@ _OOM = (
            extract=fail.kv_cache_too_small,
            examples=("ValueError: No available memory for the cache blocks. Try increasing "
                      "`gpu_memory_utilization` when initializing the engine.",)),
+    Phrase("oom", any=("Error in memory profiling",), extract=fail.memory_profiling,
+           examples=("AssertionError: Error in memory profiling. Initial free memory 70.10 GiB, "
+                     "current free memory 75.30 GiB. This happens when other processes sharing "
+                     "the same container release GPU memory while vLLM is profiling during "
+                     "initialization.",)),
     Phrase("oom", any=("Cuda failure 'out of memory'",), fields={"reason": "nccl_cuda_oom"},
            examples=("gpu-node:1187:1187 [3] NCCL WARN Cuda failure 'out of memory'",)),
     Phrase("oom", any=("CUBLAS_STATUS_ALLOC_FAILED",), fields={"reason": "cublas_alloc"},
@@ -158,6 +163,9 @@ _CAPACITY = (
     Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound"),
            extract=ev.kv_cache,
            examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",)),
+    Phrase("kv_cache", any=("Mamba Cache is allocated",), extract=ev.mamba_cache,
+           examples=("Mamba Cache is allocated. max_mamba_cache_size: 97, conv_state size: "
+                     "0.10GB, ssm_state size: 5.17GB ",)),
     Phrase("kv_cache", any=("max_total_num_token",), extract=ev.capacity,
            examples=("max_total_num_tokens=463000, max_prefill_tokens=16384",
                      "Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, "
@@ -171,6 +179,12 @@ _CAPACITY = (
                      "model weights take 14.96GiB; non_torch_memory takes 0.10GiB; PyTorch "
                      "activation peak memory takes 9.37GiB; the rest of the memory reserved for "
                      "KV Cache is 4.20GiB.")),
+    Phrase("kv_cache", every=("Free memory on device", "Desired GPU memory utilization is"),
+           extract=ev.vllm_budget,
+           examples=("Free memory on device (78.66/79.19 GiB) on startup. Desired GPU memory "
+                     "utilization is (0.9, 71.27 GiB). Actual usage is 14.08 GiB for weight, "
+                     "1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB "
+                     "for CUDAGraph memory.",)),
     Phrase("kv_cache", any=("host memory for hierarchical KV cache", "hierarchical KV host pool"),
            extract=ev.hicache,
            examples=("Allocating 96.00 GB host memory for hierarchical KV cache.",

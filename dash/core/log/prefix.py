@@ -49,6 +49,18 @@ class Prefix:
     process: str | None = None  # the process tag's name, without its ranks (`EngineCore`)
 
 
+MAX_PROCESS_TAGS = 3
+
+
+def _joined(outer: str | None, inner: str | None) -> str | None:
+    """The ranks of nested process tags, the outer first, each once: `DP0` and `DP0 TP1` are
+    `DP0 TP1`."""
+    if not outer or not inner:
+        return outer or inner
+    tags = outer.split()
+    return " ".join([*tags, *(t for t in inner.split() if t not in tags)])
+
+
 def clean(text: str) -> str:
     """Drop colour codes, a trailing newline / `\\r` / `^M`, what a `\\r` overwrote, and Ray's
     repeat count."""
@@ -143,15 +155,22 @@ class PrefixReader:
         """Peel the prefixes off a cleaned line."""
         pos, zoned, soft = self._collected(line)
         engine = process = rank = None
-        if line.startswith("(", pos):
-            for proc in self.processes:
-                m = proc.match(line, pos)
-                if m:
-                    engine = self._process_engine(m.group(1))
-                    if m.group(1):
-                        process, rank = self._process_ranks(m.group(1))
-                    pos = m.end()
-                    break
+        for _ in range(MAX_PROCESS_TAGS):
+            if not line.startswith("(", pos):
+                break
+            m = next(filter(None, (proc.match(line, pos) for proc in self.processes)), None)
+            if m is None:
+                break
+            # tags in a row: a Ray worker's line as the process that forwards it printed it,
+            # `(EngineCore_DP0 pid=479) (RayWorkerWrapper pid=223, ip=...) INFO ...`; the last
+            # names the process, the ranks are all of theirs
+            named = self._process_engine(m.group(1))
+            if engine is None or named != self.spec.process_default:
+                engine = named
+            if m.group(1):
+                process, ranks = self._process_ranks(m.group(1))
+                rank = _joined(rank, ranks)
+            pos = m.end()
         pre = self._inner(line, pos, engine)
         if zoned or soft or process or rank:
             return Prefix(zoned or pre.ts or soft, pre.rank or rank, pre.engine, pre.level,

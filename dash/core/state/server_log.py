@@ -28,6 +28,10 @@ __all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker"]
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
 STATS_KINDS = ("decode", "prefill")
+PERF_KEYS = ("accept_rate", "tflops_per_gpu", "gbps_per_gpu", "read_gbps_per_gpu",
+             "write_gbps_per_gpu", "fwd_occupancy")
+"""Decoding figures a server estimates on its decode (SGLang), spec or MFU (vLLM) lines."""
+_PERF_KINDS = ("decode", "spec", "mfu")  # a prefill line's TFLOPS is the prefill's
 AHEAD_S = 60.0
 """A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 
@@ -81,6 +85,7 @@ class ServerLogTracker:
         self._facts: dict[str, Any] = {}
         self._last_decode: Record | None = None
         self._last_prefill: Record | None = None
+        self._perf: dict[str, float] = {}
         self._last_record_at: float | None = None
         self._arrived_at: float | None = None
         self._stamps_ahead = False
@@ -246,10 +251,16 @@ class ServerLogTracker:
         self._accept(rec, t)
 
     def _accept(self, rec: Mapping[str, Any], t: float) -> None:
-        """Speculative decoding's acceptance length: on SGLang's decode lines, vLLM's spec lines."""
+        """Speculative decoding's acceptance length: on SGLang's decode lines, vLLM's spec lines;
+        and the last decoding figures the server estimates as printed (`PERF_KEYS`)."""
         length = _num(rec, "accept_len")
         if length is not None:
             self._stats.series["accept_len"].append(t, length)
+        if rec.get("kind") in _PERF_KINDS:
+            for key in PERF_KEYS:
+                value = _num(rec, key)
+                if value is not None:
+                    self._perf[key] = value
 
     def _apply_stats(self, rec: Mapping[str, Any], kind: str, t: float, now: float) -> None:
         self._busy = True
@@ -312,6 +323,7 @@ class ServerLogTracker:
         self._ready = self._busy = False
         self._started_at = t
         self._stats.restart()
+        self._perf.clear()
         # What the server that ended ran with: the incident line after a crash names it, and the
         # new start's lines replace these facts.
         before = {k: v for k, v in self._facts.items() if k in _BEFORE_KEYS}
@@ -370,7 +382,7 @@ class ServerLogTracker:
             name=self.name, role=role if isinstance(role, str) else None, now=self._stats.now(),
             clock=self._times.view(now),
             path=self.path, engine=self._engine, last_decode=self._last_decode,
-            last_prefill=self._last_prefill, peak=self._stats.peak, events=self._frozen_events,
+            last_prefill=self._last_prefill, perf=MappingProxyType(dict(self._perf)), peak=self._stats.peak, events=self._frozen_events,
             facts=MappingProxyType(dict(self._facts)), last_record_at=self._last_record_at,
             last_record_arrived_at=self._arrived_at, stamps_ahead=self._stamps_ahead,
             lines=self._lines, records=self._records, unparsed=self._unparsed,

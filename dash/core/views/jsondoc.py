@@ -107,7 +107,8 @@ def _server_log(s: ServerLogSnapshot, now: float, live: Liveness) -> dict[str, A
     return {"path": s.path, "name": s.name, "role": s.role, "engine": s.engine,
             "status": s.status, "status_message": s.status_message, "now": now_json(s.now),
             "log_clock": _clock(s.clock, now), "last_decode": s.last_decode,
-            "last_prefill": s.last_prefill, "peak": peak, "events": list(s.events),
+            "last_prefill": s.last_prefill, "perf": dict(s.perf), "peak": peak,
+            "events": list(s.events),
             "facts": dict(s.facts), "lines": s.lines, "records": s.records,
             "unparsed": s.unparsed, "restarts": s.restarts, "last_record_at": s.last_record_at,
             "liveness": _liveness(live)}

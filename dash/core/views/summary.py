@@ -105,6 +105,8 @@ class Part:
     accepts: list[float] = field(default_factory=list)  # speculative acceptance lengths, in order
     accept_rates: list[float] = field(default_factory=list)
     hit_rates: list[float] = field(default_factory=list)  # printed prefix-cache hit rates (vLLM)
+    tflops: list[float] = field(default_factory=list)  # estimated decode TFLOP/s per GPU, in order
+    occupancy: list[float] = field(default_factory=list)  # forward occupancy (0..1), in order
     candidates: list[Candidate] = field(default_factory=list)  # decode records for alerts
     first_key: object = _NO_DECODE  # thinning key of the block's first decode record
     last_key: object = _NO_DECODE  # and of its last
@@ -145,6 +147,8 @@ def fold_other(part: Part, rec: Record) -> None:
         fold_accept(part, rec)
     elif kind == "cache":  # vLLM V0's own line of the rate
         fold_hit_rate(part, rec)
+    elif kind == "mfu":
+        fold_perf(part, rec)
 
 
 def fold_accept(part: Part, rec: Record) -> None:
@@ -154,6 +158,16 @@ def fold_accept(part: Part, rec: Record) -> None:
         part.accepts.append(length)
     if rate is not None:
         part.accept_rates.append(rate)
+
+
+def fold_perf(part: Part, rec: Record) -> None:
+    """What a server estimates of its decoding per GPU: SGLang's decode line
+    (`--enable-mfu-metrics`, the device timer's `fwd occupancy`), vLLM's `MFU:` line."""
+    tflops, occupancy = rec.get("tflops_per_gpu"), rec.get("fwd_occupancy")
+    if tflops is not None:
+        part.tflops.append(tflops)
+    if occupancy is not None:
+        part.occupancy.append(occupancy)
 
 
 def fold_hit_rate(part: Part, rec: Record) -> None:
@@ -194,6 +208,7 @@ class PartBuilder:
             self._decode(rec, ts)
             fold_accept(p, rec)
             fold_hit_rate(p, rec)
+            fold_perf(p, rec)
         else:
             fold_other(p, rec)
         if rec.get("incomplete"):
@@ -239,6 +254,8 @@ class LogSummary:
         self.incomplete_samples: list[Record] = []
         self.accept = _Mean()
         self.accept_rate = _Mean()
+        self.tflops = _Mean()
+        self.occupancy = _Mean()
         self.hit_rate = _Mean()
         self.first_ts: str | None = None
         self.last_ts: str | None = None
@@ -273,6 +290,8 @@ class LogSummary:
         self.incomplete_samples.extend(part.incomplete_samples[:max(0, room)])
         self.accept.extend(part.accepts)
         self.accept_rate.extend(part.accept_rates)
+        self.tflops.extend(part.tflops)
+        self.occupancy.extend(part.occupancy)
         self.hit_rate.extend(part.hit_rates)
         self._gens(part)
         cands = part.candidates
@@ -321,6 +340,14 @@ class LogSummary:
         if not self.accept.n and not self.accept_rate.n:
             return None
         return {"accept_len": self.accept.to_dict(), "accept_rate": self.accept_rate.to_dict()}
+
+    def _perf(self) -> dict[str, Any] | None:
+        """What the server estimated of its decoding per GPU over the log (None when it printed
+        nothing of it): TFLOP/s and forward occupancy."""
+        if not self.tflops.n and not self.occupancy.n:
+            return None
+        return {"tflops_per_gpu": self.tflops.to_dict(),
+                "fwd_occupancy": self.occupancy.to_dict()}
 
     def prefix_hit(self) -> dict[str, Any] | None:
         """The prefix cache's hit ratio over the log, as `kdash launches` works it out: cached
@@ -372,6 +399,7 @@ class LogSummary:
                                     "incomplete": r.get("incomplete")}
                                    for r in self.incomplete_samples],
             "spec": self._spec(),
+            "perf": self._perf(),
             "alerts": [],
         }
 

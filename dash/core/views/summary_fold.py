@@ -96,8 +96,9 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
     counts = [batch.count(s) for s in range(len(batch.shapes))]
     decode = [s for s, shape in enumerate(batch.shapes) if shape.family.kind == "decode"
               and counts[s]]
-    # acceptance figures from the parser's records too: folded in file order, record by record
-    other_decode = any(r["kind"] in ("decode", "spec") for r in batch.others)
+    # acceptance and estimated figures from the parser's records too: folded in file order,
+    # record by record
+    other_decode = any(r["kind"] in ("decode", "spec", "mfu") for r in batch.others)
     if len(decode) > 1 or (decode and other_decode):
         part = PartBuilder().feed_all(records(batch, stamps))
         part.lines = batch.lines
@@ -141,6 +142,8 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     part.accepts = list(map(float, batch.column(s, "accept_len") or []))
     part.accept_rates = list(map(float, batch.column(s, "accept_rate") or []))
     part.hit_rates = list(map(float, batch.column(s, "prefix_hit_rate") or []))
+    part.tflops = list(map(float, batch.column(s, "tflops_per_gpu") or []))
+    part.occupancy = list(map(float, batch.column(s, "fwd_occupancy") or []))
     if gens_col is None:
         return
     part.gens = gens

@@ -85,7 +85,8 @@ class ServerPanel(Panel):
             t.append(f"  {srv.status}: {fmt.clean(srv.status_message or '', 60)}",
                      self._st("warn"))
         if len(srv.accept_len):
-            self._accept(t, srv.accept_len)
+            self._accept(t, srv.accept_len, srv.perf.get("accept_rate"))
+        self._perf(t, srv.perf)
         self._http(t, snap)
         if snap.http.disagreement:
             t.append(f"\n{'':>12} {fmt.clean(snap.http.disagreement, 80)}",
@@ -114,14 +115,36 @@ class ServerPanel(Panel):
             t.append(f"{'launch' if i == 0 else '':>12} ", self._st("dim"))
             t.append(row + "\n")
 
-    def _accept(self, t: Text, series: SeriesView) -> None:
-        """Speculative decoding's acceptance length over time: the drafter's quality."""
+    def _accept(self, t: Text, series: SeriesView, rate: float | None) -> None:
+        """Speculative decoding's acceptance length over time: the drafter's quality; and the
+        share of drafted tokens accepted, where the server prints it."""
         recent = series.downsample(SPARK_POINTS).v[-SPARK_POINTS:]
         mean = sum(series.v) / len(series.v)
         t.append(f"\n{'accept len':>12} ", self._st("dim"))
         t.append(f"{series.v[-1]:.2f} ")
         t.append(fmt.spark(recent), self._st("ok"))
         t.append(f" mean {mean:.2f}", self._st("dim"))
+        if rate is not None:
+            t.append("  rate ", self._st("dim"))
+            t.append(f"{rate:.0%}")
+
+    def _perf(self, t: Text, perf: Mapping[str, float]) -> None:
+        """What the server estimates it achieves per GPU (SGLang `--enable-mfu-metrics`, vLLM
+        `MFU:`) and how much of the time its GPU runs a forward pass, as last printed."""
+        parts = []
+        if "tflops_per_gpu" in perf:
+            parts.append(f"{perf['tflops_per_gpu']:,.1f} TFLOP/s")
+        if "gbps_per_gpu" in perf:
+            parts.append(f"{perf['gbps_per_gpu']:,.0f} GB/s")
+        for key, word in (("read_gbps_per_gpu", "read"), ("write_gbps_per_gpu", "write")):
+            if key in perf:
+                parts.append(f"{perf[key]:,.0f} GB/s {word}")
+        text = ", ".join(parts) + (" per GPU" if parts else "")
+        if "fwd_occupancy" in perf:
+            text += ("; " if text else "") + f"fwd busy {perf['fwd_occupancy']:.0%}"
+        if text:
+            t.append(f"\n{'est. perf':>12} ", self._st("dim"))
+            t.append(fmt.clean(text, 120))
 
     def _http(self, t: Text, snap: RunSnapshot) -> None:
         """Which URL is polled, and why that one (or that HTTP is off)."""
