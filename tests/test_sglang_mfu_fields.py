@@ -150,3 +150,26 @@ def test_vllm_mfu_lines_in_the_summary(tmp_path: Path) -> None:
     doc = summarize(path, GRAMMAR)
     assert doc["perf"] == {"tflops_per_gpu": {"mean": 301.0, "last": 302.0, "samples": 120},
                            "fwd_occupancy": None}
+
+
+def test_the_device_timers_window_with_idle_time(tmp_path: Path,
+                                                capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    """SGLang 0.5.23 (`metrics_reporter.py`, `_ForwardOccupancyLogWindow.log_string`), appended
+    with `msg += ", " + self.forward_occupancy_log_string()` to the decode and prefill lines:
+
+        f"fwd occupancy: {fwd_occupancy:.2f}%"
+        f", fwd+idle occupancy: {fwd_idle_occupancy:.2f}%"
+    """
+    head = ("[2026-03-01 08:00:{s:02d} TP0] Decode batch, #running-req: 8, #token: 100, "
+            "token usage: 0.10, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0")
+    lines = [head.format(s=s) + f", fwd occupancy: {60 + s / 4:.2f}%, "
+             f"fwd+idle occupancy: {90 + s / 8:.2f}%" for s in range(60)]
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    d = parse_line(lines[2], 3)
+    assert d is not None and not d.get("incomplete")
+    assert (d["fwd_occupancy"], d["fwd_idle_occupancy"]) == (0.605, 0.9025)
+    run_export(path, "jsonl", GRAMMAR)
+    rows = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
+    printed = [float(f"{90 + s / 8:.2f}") for s in range(60)]
+    assert [r["fwd_idle_occupancy"] for r in rows] == [round(p / 100, 6) for p in printed]

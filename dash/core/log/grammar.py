@@ -85,6 +85,9 @@ _GRAPH_FIELDS = (Field("cuda graph", "cuda_graph", BOOL), Field("npu graph", "cu
                  Field("cpu graph", "cuda_graph", BOOL), Field("musa graph", "cuda_graph", BOOL))
 # `XPU KV cache usage` (vLLM 0.33) and any other device's: KV usage in percent, in any family
 _KV_USAGE = Field(" KV cache usage", "token_usage", RATIO, suffix=True)
+# SGLang 0.5.23+ with the device timer: the share of the log window the GPU was forwarding or
+# the scheduler idle (`_ForwardOccupancyLogWindow.log_string`); what is left is its overhead
+_FWD_IDLE = Field("fwd+idle occupancy", "fwd_idle_occupancy", RATIO)
 
 DECODE = StatsFamily(
     name="decode", kind="decode", engine="sglang",
@@ -110,7 +113,7 @@ DECODE = StatsFamily(
         Field("waiting-image-req", "waiting_image_req", INT),
         *_GRAPH_FIELDS,
         Field("timestamp", "timestamp", FLOAT), Field("#cache_miss", "cache_miss", INT),
-        Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        Field("fwd occupancy", "fwd_occupancy", RATIO), _FWD_IDLE, _KV_USAGE,
         # `--enable-mfu-metrics` (SGLang 0.5.x): estimated per GPU, like vLLM's `MFU:` line
         Field("est. decode TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
         Field("est. read BW (GB/s per GPU)", "read_gbps_per_gpu", FLOAT),
@@ -150,7 +153,7 @@ PREFILL = StatsFamily(
         Field("#bootstrap-req", "bootstrap_req", INT),
         Field("#optimistic-req", "optimistic_req", INT),
         Field("waiting-image-req", "waiting_image_req", INT),
-        *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", RATIO), _KV_USAGE,
+        *_GRAPH_FIELDS, Field("fwd occupancy", "fwd_occupancy", RATIO), _FWD_IDLE, _KV_USAGE,
         Field("est. prefill TFLOPS/s (per GPU)", "tflops_per_gpu", FLOAT),
     ),
     fallbacks=(("token_usage", "full_token_usage"),),
