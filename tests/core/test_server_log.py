@@ -84,6 +84,27 @@ def test_startup_facts_are_merged_and_memory_takes_the_smallest_rank() -> None:
     assert f["avail_mem_gb"] == 0.61  # the tighter of the two ranks
 
 
+def test_a_pool_sized_after_graph_capture_gives_the_headroom_it_left() -> None:
+    """SGLang 0.5.23+ can size the KV pool after CUDA graph capture: the capture's `avail mem`
+    is then taken before the pool, and the `Post-capture KV sizing` line says what is left."""
+    from dash.core.log.parse import parse_line
+
+    stamp = "[2026-06-01 11:58:{:02d} TP0] "
+    lines = ["KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 900000, K size: 55.00 GB, "
+             "V size: 55.00 GB",
+             "Capture target decode CUDA graph end. bs=[1, 2, 4], elapsed=9.81 s, "
+             "mem usage=0.62 GB, avail mem=61.20 GB.",
+             "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, "
+             "#tokens: 463000, KV size: 56.52 GB, avail mem=4.10 GB"]
+    records = [parse_line(stamp.format(i) + text, i) for i, text in enumerate(lines, 1)]
+    assert [r["event"] for r in records if r] == ["kv_cache", "cuda_graph", "kv_cache"]
+    tr = ServerLogTracker()
+    tr.feed(records, NOW)
+    f = tr.snapshot(NOW).facts
+    assert f["kv_tokens"] == 463000 and f["kv_size_gb"] == 56.52
+    assert f["avail_mem_gb"] == 4.10  # not the 61.20 GB free before the pool was allocated
+
+
 def test_a_second_start_counts_a_restart_resets_peak_and_keeps_counts() -> None:
     tr = ServerLogTracker()
     startup = [event("server_args", _ts(12, 0, 0), args={}),

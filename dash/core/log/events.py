@@ -74,6 +74,9 @@ def kv_cache(msg: str, _m: Match = None) -> Fields:
             out["tokens"] = _int(value)
         else:
             out[names[key]] = _float(value.split(" ", 1)[0])
+    avail = _AVAIL.search(msg)  # a pool sized after CUDA graph capture says what it left
+    if avail:
+        out["avail_mem_gb"] = _float(avail.group(1))
     return out
 
 

@@ -160,9 +160,15 @@ _CRASH = (
 
 # Memory and capacity at startup: numbers for the server panel's facts
 _CAPACITY = (
-    Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound"),
+    # SGLang 0.5.23+ may size the pool after CUDA graph capture (kv_pool_runtime.py): then the
+    # first line is the address space's upper bound and `Post-capture KV sizing: KV cache
+    # allocated. dtype: %s, #tokens: %d, KV size: %.2f GB, avail mem=%.2f GB` the real pool
+    Phrase("kv_cache", any=("KV Cache is allocated", "KV Cache VA upper bound",
+                            "KV cache allocated. dtype"),
            extract=ev.kv_cache,
-           examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",)),
+           examples=("KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",
+                     "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: "
+                     "463000, KV size: 56.52 GB, avail mem=5.60 GB")),
     Phrase("kv_cache", any=("Mamba Cache is allocated",), extract=ev.mamba_cache,
            examples=("Mamba Cache is allocated. max_mamba_cache_size: 97, conv_state size: "
                      "0.10GB, ssm_state size: 5.17GB ",)),

@@ -358,6 +358,8 @@ class ServerLogTracker:
             self._min_fact("load_avail_mem_gb", _num(rec, "avail_mem_gb"))
         elif event == "kv_cache":
             self._min_fact("available_gpu_mem_gb", _num(rec, "available_gpu_mem_gb"))
+            if rec.get("tokens") is not None:  # a pool sized after capture: what is left now
+                self._min_fact("avail_mem_gb", _num(rec, "avail_mem_gb"))
         if "avail_mem_gb" not in self._facts and "available_gpu_mem_gb" in self._facts:
             # The capacity line's figure is taken after CUDA graph capture too.
             self._facts["avail_mem_gb"] = self._facts["available_gpu_mem_gb"]
