@@ -128,6 +128,9 @@ def run_sim(ns: argparse.Namespace) -> int:
         raise UsageError(f"sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}") from None
     print(f"Simulating {ns.scenario!r} at {ns.speed:g}x in {run.dir} (Ctrl+C to stop). Watch it with:")
     print(f"  {watch_command(run)}")
+    if ns.api_key:
+        print(f"Its routes want the API key: add --api-key {shlex.quote(ns.api_key)} (without it, "
+              "kdash shows http_auth).")
     print("GPUs: the simulated NVML lives in this process only, so that kdash shows this machine's "
           "GPUs or 'NVML unavailable'; `kdash demo` shows the simulated GPUs.", flush=True)
     if ns.speed != 1:

@@ -72,7 +72,7 @@ def test_http_auth_clears_at_once_when_the_routes_answer_again() -> None:
     run = Run()
     for i in range(3):
         snap = run.poll(T0 + 2 * i, ALL_401)
-    assert _ids(snap) == {"http_auth": "warn"} and "no route answered" in snap.alerts[0].evidence
+    assert _ids(snap) == {"http_auth": "warn"} and "no route answers" in snap.alerts[0].evidence
     snap = run.poll(T0 + 6, (("/metrics", 200), ("/ready", 200), ("/server_info", 200),
                              ("/model_info", 200)))
     assert not snap.alerts  # a confirmed recovery: no hysteresis
@@ -112,9 +112,10 @@ def test_503_forever_is_crit_after_its_grace_not_after_three_polls() -> None:
     snap = run.poll(T0 + 34, every)
     assert _ids(snap) == {"http_errors": "crit"}
     [alert] = snap.alerts
-    assert alert.message.startswith("the server answers 503 on /metrics, /ready, /server_info")
-    assert "no route answered" in alert.evidence and "HTTP 503 Service Unavailable" in alert.evidence
-    assert "not ready" in alert.hint and "Health check failed" in alert.hint
+    assert alert.message == "the server answers HTTP 503 Service Unavailable to every request"
+    assert "no route answers" in alert.evidence
+    assert "HTTP 503 Service Unavailable from /metrics, /ready, /server_info" in alert.evidence
+    assert "Not ready" in alert.hint and "Health check failed" in alert.hint
 
 
 def test_ready_503_with_metrics_open_says_not_ready_and_is_crit() -> None:
@@ -124,7 +125,8 @@ def test_ready_503_with_metrics_open_says_not_ready_and_is_crit() -> None:
         assert not run.poll(T0 + 2 * i, answers).alerts
     [alert] = run.poll(T0 + 14, answers).alerts
     assert alert.id == "http_errors" and alert.severity == "crit"
-    assert alert.message == "the server says it is not ready: /ready answers 503 (for 14 s)"
+    assert alert.message == "the server says it is not ready: /ready answers 503"
+    assert "for 14 s (8 polls)" in alert.evidence
     assert alert.since == T0
 
 
@@ -158,6 +160,7 @@ def test_a_gateway_error_everywhere_is_crit_and_says_gateway() -> None:
         snap = run.poll(T0 + 2 * i, answers)
     [alert] = snap.alerts
     assert (alert.id, alert.severity) == ("http_errors", "crit")
+    assert alert.message == "the server answers HTTP 502 Bad Gateway to every request"
     assert "proxy" in alert.hint
 
 

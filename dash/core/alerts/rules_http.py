@@ -22,9 +22,9 @@ from dash.core.snapshot import FailingRoute, Severity
 
 _REASONS = {401: "Unauthorized", 403: "Forbidden", 500: "Internal Server Error",
             502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
-KEY_HINT = ("`--api-key KEY`, or `[http] api_key = \"KEY\"` in ./kdash.toml or the user config "
-            "file (a flag is visible to `ps`, a file is not); kdash sends it as "
-            "`Authorization: Bearer KEY` and never shows it")
+KEY_HINT = ("`--api-key KEY`, or `[http] api_key = \"KEY\"` in ./kdash.toml (a flag is "
+            "visible to `ps`, a file is not); kdash sends it as `Authorization: Bearer KEY` and "
+            "never shows it")
 
 
 def _status(code: int) -> str:
@@ -33,6 +33,11 @@ def _status(code: int) -> str:
 
 def _paths(routes: Sequence[FailingRoute]) -> str:
     return ", ".join(dict.fromkeys(r.path for r in routes))
+
+
+def _where(ctx: RuleContext, routes: Sequence[FailingRoute]) -> str:
+    """`on /server_info, /model_info`, or `to every request` when no route answered."""
+    return "to every request" if not ctx.snap.http.served else f"on {_paths(routes)}"
 
 
 def _streak(ctx: RuleContext, routes: Sequence[FailingRoute]) -> str:
@@ -44,7 +49,7 @@ def _streak(ctx: RuleContext, routes: Sequence[FailingRoute]) -> str:
 
 def _served(ctx: RuleContext) -> str:
     return ("other routes answer" if ctx.snap.http.served
-            else "no route answered this poll")
+            else "no route answers")
 
 
 def _started_with_key(ctx: RuleContext) -> bool:
@@ -76,11 +81,11 @@ def rule_http_auth(ctx: RuleContext) -> Iterator[Finding]:
                 f"kdash {'sends a key (not shown)' if http.key_sent else 'sends no key'}"
                 f"{logged}{lost}")
     if http.key_sent:
-        message = f"the server refuses kdash's API key: {_status(code)} on {paths}"
+        message = f"the server refuses kdash's API key: {_status(code)} {_where(ctx, refused)}"
         hint = ("The key kdash sends is not the server's: pass the server's own --api-key "
                 "(SGLang's --admin-api-key does not open these routes) as " + KEY_HINT + ".")
     else:
-        message = f"the server wants an API key: {_status(code)} on {paths}"
+        message = f"the server wants an API key: {_status(code)} {_where(ctx, refused)}"
         hint = ("The server was started with --api-key: give kdash the same key: " + KEY_HINT
                 + ("; $VLLM_API_KEY is read too." if ctx.snap.server.engine == "vllm" else "."))
     if code == 403:
@@ -115,28 +120,26 @@ def rule_http_errors(ctx: RuleContext) -> Iterator[Finding]:
     engine = ctx.snap.server.engine
     if code == 503:
         message = ("the server says it is not ready: /ready answers 503" if not_ready and
-                   len(routes) == 1 else f"the server answers 503 on {_paths(routes)}")
-        message += f" (for {fmt_duration(max(0.0, ctx.now - min(r.since for r in routes)))})"
+                   len(routes) == 1 else f"the server answers {_status(code)} {_where(ctx, routes)}")
         yield Finding("http_errors", severity, message, evidence, _unavailable_hint(engine),
                       fire_after=ctx.cfg.unavailable_after_s,
                       since=min(r.since for r in routes))
         return
-    message = f"{_paths(routes)} fail{'s' * (len(routes) == 1)}: {_status(code)}"
+    message = (f"the server answers {_status(code)} to every request" if not http.served else
+               f"{_paths(routes)} fail{'s' * (len(routes) == 1)}: {_status(code)}")
     yield Finding("http_errors", severity, message, evidence, _failing_hint(engine, code),
                   since=min(r.since for r in routes))
 
 
 def _unavailable_hint(engine: str | None) -> str:
     if engine == "vllm":
-        return ("Something answers 503 Service Unavailable: vLLM itself answers 503 on /health "
-                "once its engine died; a router or proxy in front of the server answers 503 "
-                "when no server behind it is healthy. Check the end of the server log; if the "
-                "engine died, restart the server.")
-    return ("The server says it is not ready, or is overloaded. SGLang's /ready answers 503 "
-            "while the server starts, is paused (/pause_generation; /continue_generation "
-            "resumes it), after a failed health check (\"Health check failed\" in its log: a "
-            "hung scheduler, restart it) and while it shuts down; a router or proxy in front "
-            "answers 503 when no server behind it is healthy. Check the end of the server log.")
+        return ("Not ready, or overloaded: vLLM answers 503 on /health once its engine died "
+                "(restart it); a router or proxy answers 503 when no server behind it is "
+                "healthy. See the end of the server log.")
+    return ("Not ready, or overloaded: SGLang's /ready answers 503 while it is paused "
+            "(/continue_generation resumes it), after a failed health check (\"Health check "
+            "failed\" in its log: restart it) or shutting down; a router or proxy answers 503 "
+            "when no server behind it is healthy. See the end of the server log.")
 
 
 def _failing_hint(engine: str | None, code: int) -> str:
