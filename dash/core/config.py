@@ -347,6 +347,10 @@ class AlertConfig:
     """Recent samples a partition needs before its shares count (`outputs_*`, reasoning)."""
     stalled_after_s: float = 600.0
     """`output_stalled`: a running partition's output has not grown for this long."""
+    client_errors_window_s: float = 600.0
+    """`client_errors`: the window the client log's retries and errors are counted over."""
+    client_errors_min: int = 5
+    """`client_errors`: retries and errors within the window that fire the alert."""
     client_after_s: float = 30.0
     """`client_missing` / `client_duplicate`: how long the process count must be wrong."""
     done_show_s: float = 1800.0
@@ -378,7 +382,7 @@ RATIO_THRESHOLDS = frozenset({"plateau_drop", "kv_bound_usage", "kv_usage", "ran
                               "empty_share", "reasoning_missing_share"})
 """Thresholds that are fractions 0..1 (a usage, a fall from the peak, a share of the samples):
 `truncated_share = 10` meant as 10 % would never fire, so it is refused, not taken."""
-COUNT_THRESHOLDS = frozenset({"down_polls", "http_error_polls", "buffered_min_lines", "plateau_min_points",
+COUNT_THRESHOLDS = frozenset({"down_polls", "http_error_polls", "client_errors_min", "buffered_min_lines", "plateau_min_points",
                               "retract_min_events", "invalid_lines", "outputs_min_samples"})
 """Thresholds that count things: whole numbers, at least 1."""
 

@@ -22,7 +22,8 @@ RULE_IDS = (
     "server_restarted", "server_silent",
     "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions", "rank_imbalance",
     "rank_silent",
-    "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
+    "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate",
+    "client_errors", "partition_done",
     "outputs_truncated", "outputs_invalid", "outputs_errors", "outputs_empty", "reasoning_missing",
 )
 
