@@ -70,3 +70,29 @@ def test_old_retries_leave_the_window() -> None:
 def test_each_cause_is_named(line: str, says: str) -> None:
     what, fix = cause_of(line)
     assert says in what + fix
+
+
+def test_a_server_restart_ends_the_count_and_a_down_server_is_the_root() -> None:
+    from dash.core.log.parse import parse_line
+    from dash.core.log.timestamps import ts_to_epoch
+    from dash.core.state.http_state import HttpSample
+
+    state = RunState(Config(log=Path("server.log"), client_log=Path("client.log"),  # type: ignore[arg-type]
+                            url="http://127.0.0.1:30000"))
+    day = "2026-01-02"
+    t = ts_to_epoch(f"{day}T10:00:00", ref=T0)
+    state.feed_server_log([parse_line(f"[{day} 10:00:00] server_args=ServerArgs(port=30000)", 1),
+                           parse_line(f"[{day} 10:00:20] The server is fired up and ready to "
+                                      "roll!", 2)], t + 20)
+    state.client.feed([], t + 20)
+    state.http.apply(HttpSample(at=t + 21, reachable=True, url="http://127.0.0.1:30000"), t + 21)
+    for i in range(3):
+        state.http.apply(HttpSample(at=t + 600 + 2 * i, reachable=False, error="connection refused",
+                                    url="http://127.0.0.1:30000"), t + 600 + 2 * i)
+    refused = "openai.APIConnectionError: Connection error."
+    snap = _feed(state, t + 606, *[refused] * 5)
+    [incident] = [i for i in snap.incidents if i.root.id == "server_down"]
+    assert [a.id for a in incident.consequences] == ["client_errors"]
+    state.feed_server_log([parse_line(f"[{day} 10:11:00] server_args=ServerArgs(port=30000)", 3)],
+                          t + 660)
+    assert not _alerts(_feed(state, t + 661))  # the new launch: the old errors are over

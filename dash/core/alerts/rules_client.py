@@ -1,7 +1,9 @@
 """Alert rules about what the client log says of its requests: retries and errors piling up.
 
 The client log has no stamps of its own: an event's time is when kdash read its line, so the
-lines of the log's end read at start (`backfill`) are not counted: they may be days old.
+lines of the log's end read at start (`backfill`) are not counted: they may be days old. A
+server restart ends the count: what the client met while the old server died is that
+incident's (it folds under the OOM, the crash or the down server that caused it).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import re
 from collections.abc import Iterator
 
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
+from dash.core.alerts.rules_server import launch_start
 
 _CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\b(?:401|403)\b|Unauthorized|Forbidden|AuthenticationError|PermissionDenied",
@@ -54,8 +57,11 @@ def rule_client_errors(ctx: RuleContext) -> Iterator[Finding]:
     log within `client_errors_window_s`, read as they arrived; names the last one, what it
     says happened, and the fix."""
     window = ctx.cfg.client_errors_window_s
+    ctx.launch_ended("client_errors")
+    start = launch_start(ctx)
     recent = [e for e in ctx.snap.client.events if not e.get("backfill")
-              and isinstance(e.get("at"), (int, float)) and ctx.now - e["at"] <= window]
+              and isinstance(e.get("at"), (int, float)) and ctx.now - e["at"] <= window
+              and e["at"] > start]
     if len(recent) < ctx.cfg.client_errors_min:
         return
     retries = sum(1 for e in recent if e.get("event") == "retry")
