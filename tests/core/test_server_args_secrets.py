@@ -33,3 +33,12 @@ def test_an_unset_key_stays_none_and_the_message_untouched() -> None:
     rec = parse_line(line, 1)
     assert rec is not None and rec["args"]["api_key"] is None
     assert rec["message"].endswith("api_key=None, port=1)")
+
+
+def test_a_launch_remembered_with_a_key_is_read_back_without_it() -> None:
+    from dash.core.launch import launch_from_json
+
+    launch = launch_from_json({"key": "k", "args": {"api_key": "sk-old-file", "port": 1,
+                                                    "admin_api_key": None}})
+    assert launch is not None and launch.args == {"api_key": "***", "port": 1,
+                                                  "admin_api_key": None}
