@@ -67,8 +67,10 @@ class _Sampler:
         self.window = window
         self.polls_planned = 0 if not cfg.http_enabled else (
             1 if window == 0 else max(1, _alerts_down_polls(cfg)))
-        # "Down" is judged on the polls this window makes (all of them failed), not more.
-        alerts = {**cfg.alerts, "down_polls": max(1, self.polls_planned)}
+        # "Down" is judged on the polls this window makes (all of them failed), not more; so
+        # is a route's error answer (every poll of the window got it).
+        polls = max(1, self.polls_planned)
+        alerts = {**cfg.alerts, "down_polls": polls, "http_error_polls": polls}
         self.cfg = dataclasses.replace(cfg, alerts=alerts)
         self.clock = clock
         self.collector = Collector(self.cfg, nvml_module=nvml_module)

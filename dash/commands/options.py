@@ -41,6 +41,10 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
                         "else the engine's default port, 30000 for SGLang, 8000 for vLLM)")
     g.add_argument("--no-http", dest="url", action="store_const", const="",
                    help="do not poll the server over HTTP (the log alone tells its state)")
+    g.add_argument("--api-key", metavar="KEY",
+                   help="the server's --api-key, sent as `Authorization: Bearer KEY` (default: "
+                        "[http] api_key in a config file, else $VLLM_API_KEY; a flag is "
+                        "visible to `ps`, a config file is not)")
     g.add_argument("--client-log", metavar="PATH", help="the inference client's log")
     g.add_argument("--outputs", metavar="GLOB", action="append", help="per-partition JSONL outputs")
     g.add_argument("--inputs", metavar="GLOB", action="append", help="per-partition prompt files")
@@ -65,7 +69,7 @@ def add_window(p: argparse.ArgumentParser) -> None:
 
 
 def _flags(ns: argparse.Namespace) -> dict[str, Any]:
-    keys = ("log", "url", "client_log", "outputs", "inputs", "expect", "process", "gpus", "refresh",
+    keys = ("log", "url", "api_key", "client_log", "outputs", "inputs", "expect", "process", "gpus", "refresh",
             "poll", "on_alert", "webhook", "bell", "metrics_port", "metrics_host")
     # --url and --no-http share `url`: the last one given wins, as for any repeated flag.
     return {k: getattr(ns, k, None) for k in keys}

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                             help="SGLang log family (default: the scenario's, else 0.5.12)")
         parser.add_argument("--duration", type=float, metavar="SECONDS",
                             help="stop after this many simulated seconds")
+        parser.add_argument("--api-key", metavar="KEY",
+                            help="answer as a server started with --api-key KEY: 401 without "
+                                 "`Authorization: Bearer KEY` (/health, /ready, /metrics open)")
         speed = SIM_SPEED
     else:
         parser.description = "A simulated run and the dashboard on it (no GPU needed)."
@@ -114,7 +117,7 @@ def run_sim(ns: argparse.Namespace) -> int:
         raise UsageError(f"sim: {problem}")
     run = SimRun(Path(ns.dir).expanduser(), ns.scenario, seed=ns.seed, speed=ns.speed,
                  gpus=ns.gpus, log_format=ns.log_format and resolve_family(ns.log_format),
-                 port=ns.port, duration=ns.duration, dp=ns.dp)
+                 port=ns.port, duration=ns.duration, dp=ns.dp, api_key=ns.api_key)
     try:
         run.prepare()
     except OSError as exc:
@@ -125,6 +128,9 @@ def run_sim(ns: argparse.Namespace) -> int:
         raise UsageError(f"sim: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}") from None
     print(f"Simulating {ns.scenario!r} at {ns.speed:g}x in {run.dir} (Ctrl+C to stop). Watch it with:")
     print(f"  {watch_command(run)}")
+    if ns.api_key:
+        print(f"Its routes want the API key: add --api-key {shlex.quote(ns.api_key)} (without it, "
+              "kdash shows http_auth).")
     print("GPUs: the simulated NVML lives in this process only, so that kdash shows this machine's "
           "GPUs or 'NVML unavailable'; `kdash demo` shows the simulated GPUs.", flush=True)
     if ns.speed != 1:

@@ -41,6 +41,9 @@ class Config:
     url: str | None = None
     """The server's base URL. None: host and port from the log's server_args, else the engine's
     default port; an empty string (`--no-http`) turns HTTP polling off."""
+    api_key: str | None = field(default=None, repr=False)
+    """The server's API key (its `--api-key`), sent as `Authorization: Bearer KEY`; in TOML
+    `[http] api_key`. None: `VLLM_API_KEY` from the environment, where set. Never shown."""
     client_log: Path | None = None
     """The inference client's stdout/stderr log."""
     outputs: tuple[str, ...] = ()
@@ -101,9 +104,12 @@ _FLOAT_FIELDS = {"refresh", "http_interval", "nvml_interval", "nvml_process_inte
 _INT_FIELDS = {"backfill_bytes", "metrics_port"}
 _BOOL_FIELDS = {"poll", "bell", "alert_history"}
 _STR_FIELDS = {"url", "process", "metrics_host", "on_alert", "webhook"}
-FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Config)) - {"more_logs", "output_fields"}
+FIELD_NAMES = (frozenset(f.name for f in dataclasses.fields(Config))
+               - {"more_logs", "output_fields"}) | {"http"}
 """The settings a file or a flag may name (`log` sets `more_logs` too; `output_fields` comes from
-the `[outputs]` table)."""
+the `[outputs]` table; the `[http]` table holds `api_key`)."""
+HTTP_TABLE = frozenset({"api_key"})
+"""What the `[http]` table may hold."""
 MAX_LOGS = 32
 """Server logs one kdash follows (a glob matching more is cut there, and says so)."""
 
@@ -143,6 +149,10 @@ def _coerce(name: str, value: Any, where: str) -> Any:
 
     if value is None:
         return None
+    if name == "api_key":  # before the others: no error message may repeat a secret
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: api_key must be a string (the server's --api-key)")
+        return api_key_of(value, where)
     if name == "log" and isinstance(value, (list, tuple)):
         if not value or not all(isinstance(v, (str, Path)) and str(v) for v in value):
             raise bad("a path, a glob or a list of them")
@@ -191,6 +201,29 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         AlertConfig.from_mapping(value, f"{where} [alerts]")  # the file in the error, not later
         return dict(value)
     raise ConfigError(f"{where}: unknown setting {name!r}")  # pragma: no cover
+
+
+def api_key_of(value: str, where: str) -> str | None:
+    """The key as sent in a header: one line of visible characters; "" is no key. The error
+    never repeats the value (it is a secret)."""
+    key = value.strip()
+    if key.lower().startswith("bearer "):
+        key = key[7:].strip()  # the whole header value pasted: the key is what follows
+    if any(not 0x20 < ord(c) < 0x7f for c in key):
+        raise ConfigError(f"{where}: api_key must be printable ASCII with no spaces "
+                          "(the server's --api-key)")
+    return key or None
+
+
+def _http_table(value: Any, where: str) -> dict[str, Any]:
+    """The `[http]` table's settings, checked: only `api_key` for now."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: http must be a table ([http] api_key = \"...\")")
+    for name in value:
+        if name not in HTTP_TABLE:
+            raise ConfigError(f"{where}: unknown setting {name!r} in [http]"
+                              f"{did_you_mean(str(name), HTTP_TABLE)}")
+    return dict(value)
 
 
 def parse_expect(value: Any, where: str = "--expect") -> dict[str, int]:
@@ -251,6 +284,12 @@ class AlertConfig:
     incident_show_s: float = 3600.0
     """`server_restarted` after an OOM or crash: the incident line stays at least this long,
     and after that until acknowledged."""
+    http_error_polls: int = 3
+    """`http_auth` / `http_errors`: polls in a row in which a route's last answer was the same
+    error (401, 403, 5xx) before the alert fires."""
+    unavailable_after_s: float = 120.0
+    """`http_errors` for a 503 ("not ready", overloaded): how much longer it must last after
+    those polls; never while the log shows the server starting (a warm-up answers 503)."""
     log_live_s: float = 60.0
     """A decode/prefill line at most this old means the server is running: an unreachable URL is
     then `http_unreachable` (a warning about the URL), not `server_down`."""
@@ -308,6 +347,10 @@ class AlertConfig:
     """Recent samples a partition needs before its shares count (`outputs_*`, reasoning)."""
     stalled_after_s: float = 600.0
     """`output_stalled`: a running partition's output has not grown for this long."""
+    client_errors_window_s: float = 600.0
+    """`client_errors`: the window the client log's retries and errors are counted over."""
+    client_errors_min: int = 5
+    """`client_errors`: retries and errors within the window that fire the alert."""
     client_after_s: float = 30.0
     """`client_missing` / `client_duplicate`: how long the process count must be wrong."""
     done_show_s: float = 1800.0
@@ -339,7 +382,7 @@ RATIO_THRESHOLDS = frozenset({"plateau_drop", "kv_bound_usage", "kv_usage", "ran
                               "empty_share", "reasoning_missing_share"})
 """Thresholds that are fractions 0..1 (a usage, a fall from the peak, a share of the samples):
 `truncated_share = 10` meant as 10 % would never fire, so it is refused, not taken."""
-COUNT_THRESHOLDS = frozenset({"down_polls", "buffered_min_lines", "plateau_min_points",
+COUNT_THRESHOLDS = frozenset({"down_polls", "http_error_polls", "client_errors_min", "buffered_min_lines", "plateau_min_points",
                               "retract_min_events", "invalid_lines", "outputs_min_samples"})
 """Thresholds that count things: whole numbers, at least 1."""
 
@@ -373,6 +416,12 @@ def merge_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:
             if name not in FIELD_NAMES:
                 raise ConfigError(f"{where}: unknown setting {name!r}"
                                   f"{did_you_mean(name, FIELD_NAMES)}")
+            if name == "http":
+                layer_http = _http_table(value, where)
+                if layer_http.get("api_key") is not None:
+                    merged["api_key"] = _coerce("api_key", layer_http["api_key"],
+                                                f"{where} [http]")
+                continue
             if name == "outputs" and isinstance(value, Mapping):
                 files, merged["output_fields"] = parse_outputs_table(
                     value, where, merged.get("output_fields"))

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dash.core.log.server_args import REDACTED, SECRET_ARGS
+
 OUTCOMES = ("running", "oom", "crash", "shutdown", "stopped", "log_ended")
 """How a launch ended: still `running`; died of `oom` or a `crash`; a clean `shutdown`;
 `stopped` (the next start came, or the log was rewritten, with no end logged); `log_ended`
@@ -163,6 +165,13 @@ def _figures(doc: Any) -> LaunchFigures:
     return LaunchFigures(**values)
 
 
+def _without_secrets(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments read back, a secret kept as `***` (a file written before they were redacted
+    at parse time still holds them)."""
+    return {k: REDACTED if k in SECRET_ARGS and v not in (None, "", [], "None") else v
+            for k, v in args.items()}
+
+
 def launch_from_json(doc: Any) -> Launch | None:
     """A launch read back from its JSON form (remembered: `earlier`); None when it is not one
     (a damaged or foreign file)."""
@@ -178,7 +187,7 @@ def launch_from_json(doc: Any) -> Launch | None:
         ended_at=_typed(doc, "ended_at", _NUMBERS),
         outcome=outcome if outcome in OUTCOMES else "stopped",
         reason=_typed(doc, "reason", (str,)), component=_typed(doc, "component", (str,)),
-        args=dict(args) if isinstance(args, Mapping) else {},
+        args=_without_secrets(args) if isinstance(args, Mapping) else {},
         capacity={k: v for k, v in capacity.items() if k in CAPACITY_KEYS}
         if isinstance(capacity, Mapping) else {},
         figures=_figures(doc.get("figures")), source=_typed(doc, "source", (str,)),

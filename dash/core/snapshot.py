@@ -190,6 +190,19 @@ class ServerLogSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class FailingRoute:
+    """A path whose last answer was an HTTP error (401, 403, 5xx), and how long it has been."""
+
+    path: str
+    status: int
+    since: float
+    """When it first gave this status (the streak's start)."""
+    polls: int
+    """Polls since then in which the server answered and this path's last answer stayed this
+    status (a path asked once a minute counts every poll in between)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HttpSnapshot:
     """What polling the server over HTTP says."""
 
@@ -217,6 +230,12 @@ class HttpSnapshot:
     """Set when /metrics and the log disagree by a wide margin on running/queue/usage."""
     generated_at: float | None = None
     """When /metrics last showed the count of generated tokens growing (None: never seen)."""
+    failing: tuple[FailingRoute, ...] = ()
+    """The paths whose last answer was an HTTP error, in the order they were asked."""
+    served: bool = False
+    """The last poll got at least one 200: some route works (the errors are not everywhere)."""
+    key_sent: bool = False
+    """kdash sends an API key (`Authorization: Bearer ...`); never the key itself."""
 
 
 LogLiveness = Literal["live", "quiet", "crashed", "waiting", "error", "none"]

@@ -4,7 +4,10 @@ The current family serves `/server_info`, `/model_info`, their deprecated `/get_
 `/metrics`, `/health` and `/ready`; the 0.4.x families only the `/get_*` names, `/metrics` and
 `/health` (404 elsewhere), as those versions did. `/health` and `/ready` answer 503 until the
 ready banner. Gauges change only when a decode line is written (SGLang updates them at
-its decode and prefill reports).
+its decode and prefill reports). With an API key (SGLang's `--api-key`), every path but
+`/health*`, `/ready*` and `/metrics*` answers 401 `{"error": "Unauthorized"}` unless the request
+says `Authorization: Bearer KEY`, as SGLang 0.5.x does (unknown paths too: its check comes
+before the routing).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dash.sim.engine import CONTEXT_LEN, MAX_RUNNING, MODEL, Simulation
 from dash.sim.scenarios import Load
 
 _CURRENT_ONLY = ("/server_info", "/model_info", "/ready")
+_OPEN_PREFIXES = ("/health", "/ready", "/metrics")
+"""What SGLang leaves open to every caller when it has an API key (probes, Prometheus)."""
 _LABELS = f'engine_type="unified",model_name="{MODEL}",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
 
 
@@ -110,8 +115,19 @@ def metrics_text(sim: Simulation, t: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def answer(sim: Simulation, t: float, path: str) -> Response:
+def authorized(path: str, authorization: str | None, api_key: str | None) -> bool:
+    """Whether a request to `path` with this `Authorization` header gets past SGLang's key."""
+    if not api_key or path.split("?", 1)[0].startswith(_OPEN_PREFIXES):
+        return True
+    scheme, _, token = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and token == api_key
+
+
+def answer(sim: Simulation, t: float, path: str, authorization: str | None = None,
+           api_key: str | None = None) -> Response:
     """The response to `GET path` at simulated time t (the caller checks the server is up)."""
+    if not authorized(path, authorization, api_key):
+        return _json(401, {"error": "Unauthorized"})
     path = path.split("?", 1)[0]
     if sim.fmt.legacy and path in _CURRENT_ONLY:
         return _json(404, {"detail": "Not Found"})

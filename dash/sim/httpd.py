@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from dash.sim.endpoints import Response
 
-Answer = Callable[[str], Response]
+Answer = Callable[[str, str | None], Response]
+"""(path, the request's `Authorization` header) -> the response."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -33,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         answer: Answer = self.server.answer  # type: ignore[attr-defined]
-        resp = answer(self.path)
+        resp = answer(self.path, self.headers.get("Authorization"))
         self.send_response(resp.status)
         self.send_header("content-type", resp.content_type)
         self.send_header("content-length", str(len(resp.body)))
@@ -45,7 +46,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class SimHttpServer:
-    """Starts and stops a ThreadingHTTPServer on one port, answering with `answer(path)`."""
+    """Starts and stops a ThreadingHTTPServer on one port, answering with `answer(path,
+    authorization)`."""
 
     def __init__(self, answer: Answer, port: int = 0, host: str = "127.0.0.1") -> None:
         self._answer = answer

@@ -50,7 +50,8 @@ class SimRun:
                  speed: float = 10.0, gpus: int = 8, log_format: str | None = None, *,
                  port: int = 0, start_epoch: float | None = None,
                  duration: float | None = None, dp: int | None = None,
-                 sample_bytes: tuple[int, int] | None = None) -> None:
+                 sample_bytes: tuple[int, int] | None = None,
+                 api_key: str | None = None) -> None:
         if not (math.isfinite(speed) and speed > 0) or gpus < 1:
             raise ValueError("speed must be a finite number > 0 and gpus >= 1")
         self.dir = Path(dir)
@@ -69,6 +70,8 @@ class SimRun:
                               port=port or 30000, inputs_dir=str(self.inputs_dir), dp=dp,
                               sample_bytes=sample_bytes)
         self._seed = seed
+        self.api_key = api_key
+        """The simulated server's `--api-key`: its routes then want `Authorization: Bearer`."""
         self._http = SimHttpServer(self._answer, port)
         self._serving = False
         self._lock = threading.RLock()
@@ -206,9 +209,9 @@ class SimRun:
                 return
             self.advance_to(now)
 
-    def _answer(self, path: str) -> Response:
+    def _answer(self, path: str, authorization: str | None = None) -> Response:
         with self._lock:
-            return endpoints.answer(self.sim, self._t, path)
+            return endpoints.answer(self.sim, self._t, path, authorization, self.api_key)
 
     def _write(self, out: StepOutput) -> None:
         cut = len(out.server) if out.rewrite_at is None else out.rewrite_at

@@ -198,7 +198,7 @@ class Collector:
         if self._http is None:
             from dash.sources.http import HttpPoller
 
-            self._http = HttpPoller(choice.url)
+            self._http = HttpPoller(choice.url, api_key=self.cfg.api_key)
         sample = await self._http.poll(time.time())
         return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
                                    url_why=choice.why, log_port=choice.log_port)

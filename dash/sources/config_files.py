@@ -2,7 +2,7 @@
 
 Precedence, later wins: the user config file (platformdirs), `./kdash.toml`, `--config FILE`,
 then flags. The schema and its checks are pure (`dash.core.config`); this module reads the files,
-the user's directories and the environment (`CUDA_VISIBLE_DEVICES`).
+the user's directories and the environment (`CUDA_VISIBLE_DEVICES`, `VLLM_API_KEY`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dash.core.config import FIELD_NAMES, Config, merge_layers, parse_gpus
+from dash.core.config import FIELD_NAMES, Config, api_key_of, merge_layers, parse_gpus
 from dash.core.errors import ConfigError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
+
+
+API_KEY_ENV = "VLLM_API_KEY"
+"""The environment variable a server reads its API key from (vLLM's; SGLang has none)."""
 
 
 def user_config_path() -> Path:
@@ -102,4 +106,12 @@ def build_config(
             cfg = dataclasses.replace(cfg, gpus=parse_gpus(os.environ["CUDA_VISIBLE_DEVICES"]))
         except ConfigError:
             pass  # UUIDs or MIG names: show every GPU rather than refuse to start
+    if cfg.api_key is None and os.environ.get(API_KEY_ENV, "").strip():
+        # vLLM reads its key from here when --api-key is not given (SGLang reads none): kdash
+        # started beside the server's launch in the same shell finds the same key.
+        try:
+            cfg = dataclasses.replace(cfg, api_key=api_key_of(os.environ[API_KEY_ENV],
+                                                              f"${API_KEY_ENV}"))
+        except ConfigError as exc:
+            notices.append(str(exc) + "; not sent")
     return cfg

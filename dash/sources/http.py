@@ -78,6 +78,7 @@ class _Cycle:
     engine: str | None = None
     ready: bool | None = None
     endpoints: dict[str, str] = field(default_factory=dict)
+    answers: list[tuple[str, int]] = field(default_factory=list)
 
     def note(self, reply: _Reply) -> bool:
         """Record reachability; True when the server answered HTTP."""
@@ -88,7 +89,13 @@ class _Cycle:
             self.problem(reply.error or "no answer", reply.path)
             return False
         self.answered = True
+        self.answers.append((reply.path, reply.status))
         return True
+
+    @property
+    def refused(self) -> bool:
+        """A request of this cycle was refused for want of a (right) API key."""
+        return any(status in (401, 403) for _, status in self.answers)
 
     def problem(self, what: str, path: str) -> None:
         self.error = self.error or what
@@ -138,8 +145,11 @@ class HttpPoller:
         read_timeout: float = 2.0,
         info_interval: float = 60.0,
         recheck_interval: float = 60.0,
+        api_key: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        """Sent with every request; never logged or shown (the key is a secret)."""
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._info_interval = info_interval
@@ -162,6 +172,7 @@ class HttpPoller:
             # trust_env=False: a cluster's HTTP_PROXY must not capture a local server's port.
             self._client = httpx.Client(
                 base_url=self.url, timeout=timeout, trust_env=False, follow_redirects=True,
+                headers=self._headers,
                 limits=httpx.Limits(max_connections=2, max_keepalive_connections=2),
             )
         return self._client
@@ -202,6 +213,7 @@ class HttpPoller:
             server_info=cyc.server_info, model_info=cyc.model_info, metrics=cyc.metrics,
             metrics_enabled=cyc.metrics_enabled, metric_families=cyc.families,
             ready=cyc.ready, endpoints=dict(cyc.endpoints), engine=cyc.engine,
+            answers=tuple(cyc.answers), key_sent=bool(self._headers),
         )
 
     def _step_metrics(self, cyc: _Cycle, now: float) -> None:
@@ -246,7 +258,7 @@ class HttpPoller:
         if now < self._info_due:
             return
         cyc.server_info = self._info(cyc, "server_info", SERVER_INFO_PATHS)
-        if cyc.server_info is None and not cyc.stop:
+        if cyc.server_info is None and not cyc.stop and not cyc.refused:
             cyc.server_info = self._info(cyc, "version", ("/version",))  # vLLM
         if not cyc.stop:
             cyc.model_info = self._info(cyc, "model_info", MODEL_INFO_PATHS)

@@ -13,9 +13,9 @@ which sample for seconds) fires every finding at once instead of after its durat
 finding says how long the log shows it holding (`held_s`) and that is shorter.
 
 Rule ids are a contract (scripts, `--json`): server_oom, server_crash, server_down,
-http_unreachable, server_restarted, server_silent, client_log_buffered, throughput_plateau,
+http_unreachable, http_auth, http_errors, server_restarted, server_silent, client_log_buffered, throughput_plateau,
 kv_saturated, retractions, rank_imbalance, rank_silent, gpu_headroom_low, output_stalled, client_missing,
-client_duplicate, partition_done, outputs_truncated, outputs_invalid, outputs_errors,
+client_duplicate, client_errors, partition_done, outputs_truncated, outputs_invalid, outputs_errors,
 outputs_empty, reasoning_missing.
 
 With several server logs the rules about one server run once per server, each on a snapshot
@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dash.core.alerts.model import AlertChanges, Finding, Rule, RuleContext, ServerEvents
+from dash.core.alerts.rules_client import CLIENT_RULES
+from dash.core.alerts.rules_http import HTTP_RULES
 from dash.core.alerts.rules_outputs import OUTPUT_RULES
 from dash.core.alerts.rules_ranks import RANK_RULES
 from dash.core.alerts.rules_run import RUN_RULES
@@ -161,7 +163,8 @@ class AlertEngine:
 
 def default_rules() -> tuple[Rule, ...]:
     """Every rule, server first."""
-    return SERVER_RULES + THROUGHPUT_RULES + RANK_RULES + RUN_RULES + OUTPUT_RULES
+    return (SERVER_RULES + HTTP_RULES + THROUGHPUT_RULES + RANK_RULES + RUN_RULES + CLIENT_RULES
+            + OUTPUT_RULES)
 
 
 def _scopes(snap: RunSnapshot) -> list[tuple[str | None, RunSnapshot]]:

@@ -20,9 +20,9 @@ from dash.core.snapshot import SEVERITY_ORDER, Alert, Incident, Record
 ROOTS = ("server_oom", "server_crash", "server_down")
 """Alerts that can cause others, the deepest cause first."""
 CONSEQUENCES: Mapping[str, tuple[str, ...]] = {
-    "server_oom": ("server_crash", "server_down", "server_silent"),
-    "server_crash": ("server_down", "server_silent"),
-    "server_down": ("server_silent",),
+    "server_oom": ("server_crash", "server_down", "server_silent", "client_errors"),
+    "server_crash": ("server_down", "server_silent", "client_errors"),
+    "server_down": ("server_silent", "client_errors"),
 }
 _STAMP = re.compile(r"(\d{1,2}):(\d{2})")
 

@@ -18,11 +18,12 @@ from dash.core.linenums import line_text
 from dash.core.snapshot import Alert, Record, RunSnapshot, Severity
 
 RULE_IDS = (
-    "server_oom", "server_crash", "server_down", "http_unreachable", "server_restarted",
-    "server_silent",
+    "server_oom", "server_crash", "server_down", "http_unreachable", "http_auth", "http_errors",
+    "server_restarted", "server_silent",
     "client_log_buffered", "throughput_plateau", "kv_saturated", "retractions", "rank_imbalance",
     "rank_silent",
-    "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate", "partition_done",
+    "gpu_headroom_low", "output_stalled", "client_missing", "client_duplicate",
+    "client_errors", "partition_done",
     "outputs_truncated", "outputs_invalid", "outputs_errors", "outputs_empty", "reasoning_missing",
 )
 

@@ -261,7 +261,7 @@ def _probe(engine: str | None, url: str | None) -> str:
     return f"`curl {base}/health_generate` (a one-token generation)"
 
 
-def _launch_start(ctx: RuleContext) -> float:
+def launch_start(ctx: RuleContext) -> float:
     """When the running launch began: its restart's time (-inf with no restart seen)."""
     i = ctx.events.last_restart
     at = ctx.events.all[i].get("at") if i is not None else None
@@ -272,7 +272,7 @@ def rule_retractions(ctx: RuleContext) -> Iterator[Finding]:
     """`retractions` (warn): at least `retract_min_events` retractions within the window."""
     window = ctx.cfg.retract_window_s
     ctx.launch_ended("retractions")
-    start = _launch_start(ctx)
+    start = launch_start(ctx)
     seen: dict[tuple[Any, Any], Record] = {}
     for e in ctx.events.retracts_within(ctx.now, window):
         if e["at"] < start:

@@ -4,7 +4,9 @@
 
 Values are Python reprs; each is read with `ast.literal_eval` where it is a literal and kept as
 text otherwise (`device(type='cuda')`). A dump cut short by the line cap still yields the
-arguments before the cut.
+arguments before the cut. Secrets the servers print with their arguments (SGLang's `api_key`
+and `admin_api_key`, vLLM's `api_key` and `hf_token`) are kept as `'***'`, in the arguments and
+in the event's message: nothing kdash prints, exports or remembers carries them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import json
 from typing import Any
 
 _MAX_VALUE = 2000
+SECRET_ARGS = frozenset({"api_key", "admin_api_key", "hf_token", "ssl_keyfile_password"})
+"""Arguments whose value is a secret: kept as `REDACTED` when set."""
+REDACTED = "***"
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -100,11 +105,20 @@ def parse_server_args(msg: str) -> dict[str, Any] | None:
     if body.endswith(closer):
         body = body[:-1]
     args: dict[str, Any] = {}
+    secrets: list[str] = []
     for item in _split_top(body):
         kv = _key(item, dict_form=opener == "{")
         if kv is not None:
-            args[kv[0]] = _value(kv[1])
+            value = _value(kv[1])
+            if kv[0] in SECRET_ARGS and value not in (None, "", [], "None"):
+                secrets.append(kv[1].strip())
+                value = REDACTED
+            args[kv[0]] = value
     out: dict[str, Any] = {"event": "server_args", "args": args}
+    if secrets:
+        for raw in secrets:
+            msg = msg.replace(raw, repr(REDACTED))
+        out["message"] = msg.strip()
     for name, sources in _TOP_LEVEL.items():
         for src in sources:
             if src in args:

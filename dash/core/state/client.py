@@ -104,9 +104,15 @@ class ClientTracker:
         self._message: str | None = None
         self._lineno = 0
         self._in_traceback = False
+        self._fed = False
+        self._backfill = True
+        """The lines now fed are the first read's (the log's end read at start): when they
+        were written is not known (the client log has no stamps), so their events are marked
+        `backfill`."""
 
     def feed(self, lines: Iterable[str], now: float, partial: str = "") -> None:
         """New complete lines, and the line being drawn (a tqdm bar between redraws)."""
+        self._backfill, self._fed = not self._fed, True
         for raw in lines:
             self._lineno += 1
             self._line(raw[:MAX_TEXT], now)
@@ -153,7 +159,8 @@ class ClientTracker:
 
     def _event(self, message: str, now: float, event: str = "error") -> None:
         self._events.append({"kind": "event", "event": event, "message": message,
-                             "line": self._lineno, "ts": None, "at": now})
+                             "line": self._lineno, "ts": None, "at": now,
+                             "backfill": self._backfill})
 
     def note_file(self, size: int | None, now: float, status: str = "ok",
                   message: str | None = None) -> None:

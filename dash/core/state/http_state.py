@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dash.core.snapshot import HttpSnapshot, Record
+from dash.core.snapshot import FailingRoute, HttpSnapshot, Record
 
 State = Literal["up", "down", "degraded"]
 
@@ -51,6 +51,10 @@ class HttpSample:
     url_why: str | None = None
     log_port: int | None = None
     """The port the log's server_args name, when they do."""
+    answers: tuple[tuple[str, int], ...] = ()
+    """Every HTTP answer of this poll, in order: (path, status)."""
+    key_sent: bool = False
+    """An API key went with the requests (`Authorization: Bearer ...`)."""
 
     @property
     def state(self) -> State:
@@ -97,6 +101,11 @@ def facts_from_model_info(info: Mapping[str, Any]) -> dict[str, Any]:
         if _scalar(info.get(key)):
             facts[key] = info[key]
     return facts
+
+
+ERROR_STATUSES = frozenset({401, 403}) | frozenset(range(500, 600))
+"""Answers that say the server refuses or fails a request (404 and 405 say a route is absent:
+older and other servers lack some)."""
 
 
 def _scalar(value: object) -> bool:
@@ -152,6 +161,9 @@ class HttpTracker:
         self._metrics: Mapping[str, float] = {}
         self._generated: float | None = None
         self._generated_at: float | None = None
+        self._failing: dict[str, FailingRoute] = {}
+        self._served = False
+        self._key_sent = False
 
     def apply(self, sample: HttpSample, now: float) -> None:
         """Fold one poll into the state; the time of a state change is `now`.
@@ -175,10 +187,30 @@ class HttpTracker:
         else:
             self._failures += 1
         self._merge_facts(sample)
+        self._note_answers(sample, now)
         # /metrics is read every poll where it exists: no numbers this poll means none to show
         # (stale numbers from a dead or broken server would mislead).
         self._metrics = dict(sample.metrics) if sample.metrics is not None else {}
         self._note_generated(self._metrics.get("generation_tokens_total"), now)
+
+    def _note_answers(self, sample: HttpSample, now: float) -> None:
+        """Keep each path's error streak: a path keeps its last answer until it is asked again
+        (the info routes are asked once a minute), and every poll the server answers counts.
+        A poll with no answer at all starts afresh: what comes back may be another server."""
+        self._key_sent = sample.key_sent
+        if not sample.reachable:
+            self._failing.clear()
+            self._served = False
+            return
+        self._served = any(status == 200 for _, status in sample.answers)
+        for path, status in sample.answers:
+            old = self._failing.get(path)
+            if status not in ERROR_STATUSES:
+                self._failing.pop(path, None)
+            elif old is None or old.status != status:
+                self._failing[path] = FailingRoute(path, status, now, 0)
+        self._failing = {p: FailingRoute(f.path, f.status, f.since, f.polls + 1)
+                         for p, f in self._failing.items()}
 
     def _note_generated(self, total: float | None, now: float) -> None:
         """When the server's count of generated tokens last grew: it generates then, whatever
@@ -195,6 +227,7 @@ class HttpTracker:
         self._failures, self._last_ok = 0, None
         self._metrics = {}
         self._generated = self._generated_at = None
+        self._failing, self._served = {}, False
 
     def _merge_facts(self, sample: HttpSample) -> None:
         if sample.server_info is not None:
@@ -237,4 +270,7 @@ class HttpTracker:
             metrics=dict(self._metrics),
             disagreement=disagree,
             generated_at=self._generated_at,
+            failing=tuple(self._failing.values()),
+            served=self._served,
+            key_sent=self._key_sent,
         )

@@ -65,7 +65,10 @@ def _http(h: HttpSnapshot) -> dict[str, Any]:
             "state": h.state, "since": h.since, "reason": h.reason,
             "latency": h.latency_s, "consecutive_failures": h.consecutive_failures,
             "last_ok_at": h.last_ok_at, "metrics": dict(h.metrics), "facts": dict(h.facts),
-            "disagreement": h.disagreement}
+            "disagreement": h.disagreement,
+            "failing": [{"path": f.path, "status": f.status, "since": f.since, "polls": f.polls}
+                        for f in h.failing],
+            "served": h.served, "key_sent": h.key_sent}
 
 
 def _rank(r: RankNow) -> dict[str, Any]:
