@@ -65,7 +65,8 @@ def test_info_routes_refused_fire_http_auth_with_the_key_fix_after_three_polls()
     assert "sends no key" in alert.evidence and "lacks the model" in alert.evidence
     assert "--api-key KEY" in alert.hint and "[http] api_key" in alert.hint
     assert "Authorization: Bearer KEY" in alert.hint
-    assert snap.http.state == "up"  # this poll's answers were fine: the alert says the rest
+    # the refused routes were not asked this poll, and still stand: no flip back to "up"
+    assert (snap.http.state, snap.http.reason) == ("degraded", "HTTP 401 /server_info")
 
 
 def test_http_auth_clears_at_once_when_the_routes_answer_again() -> None:

@@ -52,6 +52,20 @@ def test_state_changes_keep_their_time_and_reason() -> None:
     assert snap.state == "up" and snap.reason is None and snap.consecutive_failures == 0
 
 
+def test_a_route_asked_less_often_keeps_the_state_degraded_between_its_asks() -> None:
+    """The info routes are asked once a minute: a 401 there is still the state at the polls in
+    between, which ask only the open routes (the header must not flip to "up" and back)."""
+    tr = HttpTracker("u")
+    tr.apply(_up(T0, error="HTTP 401", answers=(("/health", 200), ("/server_info", 401))), T0)
+    for i in (2, 4, 6):
+        tr.apply(_up(T0 + i, answers=(("/health", 200), ("/metrics", 200))), T0 + i)
+        snap = tr.snapshot(T0 + i)
+        assert (snap.state, snap.since, snap.reason) == ("degraded", T0, "HTTP 401 /server_info")
+    tr.apply(_up(T0 + 60, answers=(("/health", 200), ("/server_info", 200))), T0 + 60)
+    snap = tr.snapshot(T0 + 60)
+    assert (snap.state, snap.reason, snap.failing) == ("up", None, ())
+
+
 def test_only_a_change_kdash_saw_has_a_known_start() -> None:
     # The first poll finds the server up: it came up at some time before kdash started.
     tr = HttpTracker("u")

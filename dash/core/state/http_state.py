@@ -176,18 +176,23 @@ class HttpTracker:
         if sample.url_source is not None:
             self._url_source, self._url_why = sample.url_source, sample.url_why
         self._log_port = sample.log_port
-        state = sample.state
+        self._note_answers(sample, now)
+        state, reason = sample.state, sample.error
+        if state == "up" and self._failing:
+            # A route asked less often (the info routes, once a minute) still fails: the polls
+            # between that ask only the open routes must not flip the state back to "up".
+            failing = next(iter(self._failing.values()))
+            state, reason = "degraded", f"HTTP {failing.status} {failing.path}"
         if state != self._state:
             self._since_seen = self._state != "unknown"
             self._state, self._since = state, now
-        self._reason = sample.error
+        self._reason = reason
         self._latency = sample.latency_s
         if state == "up":
             self._failures, self._last_ok = 0, now
         else:
             self._failures += 1
         self._merge_facts(sample)
-        self._note_answers(sample, now)
         # /metrics is read every poll where it exists: no numbers this poll means none to show
         # (stale numbers from a dead or broken server would mislead).
         self._metrics = dict(sample.metrics) if sample.metrics is not None else {}
