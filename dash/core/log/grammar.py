@@ -273,6 +273,35 @@ PREFIX_CACHE_V0 = StatsFamily(
     examples=("Prefix cache hit rate: GPU: 45.20%, CPU: 0.00%",),
 )
 
-FAMILIES = (DECODE, PREFILL, VLLM_STATS, PREFILL_V01, SPEC, MFU, PREFIX_CACHE_V0)
+ITERATION = StatsFamily(
+    # vLLM 0.3x with --enable-logging-iteration-details: a line for every engine step
+    # (`vllm/v1/metrics/loggers.py`, `_log_iteration_details`): "%sIteration(%d): %d context
+    # requests, %d context tokens, %d generation requests, %d generation tokens, iteration
+    # elapsed time: %.2f ms%s, %s KV cache usage: %.1f%%%s". Its numbers come before their
+    # names, so the head reads them; kept as its own kind (export), not as a stats line
+    name="iteration", kind="iteration", engine="vllm", triggers=("Iteration(",),
+    head=r"(?:Engine (?P<engine>\d+): )?Iteration\((?P<step>\d+)\): (?P<ctx_req>\d+) context "
+         r"requests, (?P<ctx_tok>\d+) context tokens, (?P<gen_req>\d+) generation requests, "
+         r"(?P<gen_tok>\d+) generation tokens, iteration elapsed time: (?P<ms>[0-9.]+) ms"
+         r"(?P<dummy> \(dummy\))?, ",
+    head_fields=(HeadField("engine", "engine_index", int), HeadField("step", "iteration", int),
+                 HeadField("ctx_req", "context_req", int),
+                 HeadField("ctx_tok", "context_tokens", int),
+                 HeadField("gen_req", "generation_req", int),
+                 HeadField("gen_tok", "generation_tokens", int),
+                 HeadField("ms", "elapsed_ms", FLOAT.read),
+                 HeadField("dummy", "dummy", bool)),
+    fields=(_KV_USAGE, Field("encoder inputs", "encoder_inputs", COUNT),
+            Field("encoder output embeddings", "encoder_output_tokens", COUNT)),
+    require_all=("iteration", "elapsed_ms"),
+    schema=("iteration", "context_req", "context_tokens", "generation_req", "generation_tokens",
+            "elapsed_ms", "token_usage"),
+    expect=("token_usage",),
+    examples=("Engine 000: Iteration(1234): 2 context requests, 4096 context tokens, 30 "
+              "generation requests, 30 generation tokens, iteration elapsed time: 45.20 ms, "
+              "GPU KV cache usage: 33.0%",),
+)
+
+FAMILIES = (DECODE, PREFILL, VLLM_STATS, PREFILL_V01, SPEC, MFU, PREFIX_CACHE_V0, ITERATION)
 
 GRAMMAR = Grammar(PREFIXES, FAMILIES, PHRASES)
