@@ -86,6 +86,20 @@ def test_sglang_accept_len_and_rate_on_decode_lines() -> None:
 def test_vllm_speculative_decoding_records(line: str, want: dict[str, Any]) -> None:
     rec = _rec(line)
     _has(rec, want)
+
+
+def test_a_figure_the_server_could_not_measure_is_no_value_and_no_damage() -> None:
+    """vLLM 0.34 (v1/spec_decode/metrics.py) prints `num_accepted / num_draft * 100` as
+    `nan%` when an interval had no drafts, and the per-position list as `nan`s: the line is
+    whole, its rate unknown (a cut line lacking the rate is still damaged)."""
+    head = (API + "SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: 0.00 "
+            "tokens/s, Drafted throughput: 0.00 tokens/s, Accepted: 0 tokens, Drafted: 0 tokens, "
+            "Per-position acceptance rate: nan, nan, nan, ")
+    rec = _rec(head + "Avg Draft acceptance rate: nan%")
+    _has(rec, {"kind": "spec", "accept_len": 1.0, "accept_rate": None, "drafted_tokens": 0})
+    assert "incomplete" not in rec
+    cut = _rec(head + "Avg Draft accep")
+    assert cut["incomplete"] == ["no accept_rate"]
     assert "incomplete" not in rec
 
 

@@ -70,10 +70,26 @@ def damage(fam: StatsFamily, msg: str, rec: Fields, head: re.Match[str] | None,
     """What is wrong with a stats line the family read: a field it always prints is missing
     (a line cut short, a value the converter refused), text stands before its head (a prefix
     no rule peels: its stamp is lost), or a second head follows (two lines glued into one)."""
-    out = [f"no {k}" for k in fam.expect if rec.get(k) is None]
+    out = [f"no {k}" for k in fam.expect if rec.get(k) is None and not _unmeasured(fam, msg, k)]
     if head is not None and head.start() and msg[:head.start()].strip():
         out.append("text before the head")
     first = heads.search(msg)
     if first is not None and heads.search(msg, first.end()) is not None:
         out.append("two stats lines in one")
     return out
+
+
+_UNMEASURED = ("nan", "inf", "-inf")
+"""What Python prints for a figure a server had nothing to measure with (vLLM's draft
+acceptance rate with no drafts in the interval: `nan%`; SGLang's occupancy before its first
+window): no value, and no sign of a damaged line."""
+
+
+def _unmeasured(fam: StatsFamily, msg: str, key: str) -> bool:
+    for f in fam.fields:
+        if f.key == key:
+            at = msg.find(f"{f.printed}: ")
+            if at >= 0 and msg[at + len(f.printed) + 2:].startswith(_UNMEASURED):
+                return True
+    return False
+
