@@ -148,3 +148,32 @@ def test_tick_and_snapshot_equals_tick_then_snapshot() -> None:
     changes, snap = a.tick_and_snapshot(1000.0)
     assert changes == b.tick(1000.0)
     assert snap == b.snapshot(1000.0)
+
+
+async def test_a_wrapped_alert_whose_age_changes_repaints_one_row_as_a_fresh_render_would(
+        make_app: MakeApp) -> None:
+    """A young alert's age changes every second: its first row is drawn again, cut where it was
+    (the wrap is not worked out again), and the rows are those a new panel draws."""
+    alert = Alert("outputs_truncated", "warn", NOW - 12.0,
+                  "B3_agent: 12 of 110 recent samples (11%) stopped at the 16,384-token limit "
+                  "and the rest of this message wraps onto the next rows of the panel",
+                  "finish_reason length; limit 16,384 tokens (from the records); output tokens "
+                  "median 2,573, max 16,384", "raise the client's max tokens", subject="B3_agent")
+    state = FrozenState(snapshot(alerts=(alert,)))
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.query_one(AlertsPanel)
+        before, rows = panel.rows_repainted, panel.plain_rows()
+        assert "(12 s)" in rows[0] and rows[1].startswith("     ")
+        state.snap = dataclasses.replace(state.snap, now=NOW + 1.0)
+        app.refresh_state()
+        await pilot.pause()
+        assert panel.rows_repainted - before == 1
+        after = panel.plain_rows()
+        assert "(13 s)" in after[0] and after[1:] == rows[1:]
+        strips = list(panel._strips)
+    fresh = make_app(state=FrozenState(dataclasses.replace(state.snap)))
+    async with fresh.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert fresh.query_one(AlertsPanel)._strips == strips

@@ -38,6 +38,12 @@ def incidents_of(snap: RunSnapshot) -> tuple[Incident, ...]:
     return tuple(Incident(a) for a in ordered(snap.alerts))
 
 
+def _line(text: str = "", style: str | Style = "") -> Text:
+    """One line of the panel: a long word folds onto the next row rather than being cut."""
+    line = Text(overflow="fold")
+    return line.append(text, style) if text else line
+
+
 @dataclass(frozen=True, slots=True)
 class _Block:
     """Where one incident starts in the panel's text (a line index)."""
@@ -105,30 +111,26 @@ class AlertsPanel(Panel, can_focus=True):
         keys = [i.key for i in incidents]
         if self.selected not in keys or not self.has_focus:
             self.selected = keys[0]  # unfocused, the top one is the one shown in full
-        self.show_text(self._render_incidents(snap, incidents, compact))
+        self.show_lines(self._render_incidents(snap, incidents, compact))
 
-    def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...], compact: bool) -> Text:
-        t = Text(overflow="fold")
+    def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
+                          compact: bool) -> list[Text]:
+        lines: list[Text] = []
         self._blocks = []
-        line = 0
         for inc in incidents:
-            if len(t):
-                t.append("\n")
-            self._blocks.append(_Block(inc.key, line))
+            self._blocks.append(_Block(inc.key, len(lines)))
             mode = "full" if not compact else ("hint" if inc.key == self.selected else "line")
-            block = self._incident(snap, inc, mode)
-            t.append_text(block)
-            line += block.plain.count("\n") + 1
-        return t
+            lines.extend(self._incident(snap, inc, mode))
+        return lines
 
-    def _incident(self, snap: RunSnapshot, inc: Incident, mode: str) -> Text:
-        """One incident: "full" (evidence, hint, each consequence), "hint" (the message and the
-        fix, consequences on one line: the compact layout's selected one) or "line"."""
+    def _incident(self, snap: RunSnapshot, inc: Incident, mode: str) -> list[Text]:
+        """One incident's lines: "full" (evidence, hint, each consequence), "hint" (the message
+        and the fix, consequences on one line: the compact layout's selected one) or "line"."""
         a = inc.root
         dim = self._st("dim")
         style = dim if a.acknowledged else self._st(a.severity)
         chosen = inc.key == self.selected and self.has_focus
-        t = Text()
+        t = _line()
         t.append("▶" if chosen else " ", self._st("selected") if chosen else dim)
         t.append(f"{a.severity.upper():<4} ", self._st("selected") if chosen else style)
         # The age goes before the message: after it, wrapping could glue it to the last word.
@@ -139,19 +141,21 @@ class AlertsPanel(Panel, can_focus=True):
                  dim if a.acknowledged else "bold")
         if a.acknowledged:
             t.append("  ack'd", dim)
+        lines = [t]
         if mode == "full" and a.evidence:
-            t.append(f"\n{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim)
+            lines.append(_line(f"{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim))
         if mode != "line" and a.hint:
-            t.append(f"\n{'':{INDENT}}→ {fmt.clean(a.hint, 800)}")
+            lines.append(_line(f"{'':{INDENT}}→ {fmt.clean(a.hint, 800)}"))
         if mode == "full":
             for c in inc.consequences:
-                t.append(f"\n{'':{INDENT}}↳ ", dim)
+                t = _line(f"{'':{INDENT}}↳ ", dim)
                 t.append(f"{c.severity.upper()} ", dim if c.acknowledged else self._st(c.severity))
                 t.append(fmt.clean(c.message, 200), dim)
+                lines.append(t)
         elif inc.consequences and mode == "hint":
             what = ", ".join(SHORT.get(c.id, c.id) for c in inc.consequences)
-            t.append(f"\n{'':{INDENT}}↳ caused: {what} (enter: all)", dim)
-        return t
+            lines.append(_line(f"{'':{INDENT}}↳ caused: {what} (enter: all)", dim))
+        return lines
 
     def on_resize(self) -> None:
         super().on_resize()
