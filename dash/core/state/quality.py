@@ -28,7 +28,10 @@ UNMATCHED_AFTER = 20
 LIVE_PERIOD_S = 5.0
 """The live screen's figures are worked out at most this often while samples arrive: a window
 of 200 samples moves a little with every read, and redoing it each refresh only makes the
-partition table and every quality alert's evidence jitter (and redraw) each second."""
+partition table and every quality alert's evidence jitter (and redraw) each second. Every
+partition's figures are worked out in the same refresh, so the screen changes once a period,
+not once for each partition (and the alerts panel's height, which lays the screen out again,
+at most once)."""
 REASONING_SEEN = 20
 """Samples with reasoning after which the run's records are expected to carry it: one client
 and one model write every partition, so reasoning seen in one partition is expected in all."""
@@ -72,6 +75,8 @@ class QualityTracker:
         self.spec = spec or OutputFields()
         self._min_span = min_span_s
         self._period = period_s
+        self._round_at = float("-inf")
+        """When the figures of every partition with new samples were last worked out."""
         self._parts: dict[str, _Part] = {}
 
     def apply(self, batches: Iterable[SampleBatch], now: float) -> list[str]:
@@ -113,7 +118,10 @@ class QualityTracker:
         if p is None:
             return None
         s = p.stats
-        if p.cache is None or (p.cache[0] != s.version and now - p.cache[1] >= self._period):
+        if now - self._round_at >= self._period:
+            self._round_at = now  # a new period: figures worked out before now are due
+        if p.cache is None or (p.cache[0] != s.version and (self._period <= 0
+                                                            or p.cache[1] < self._round_at)):
             p.cache = (s.version, now, s.window(), s.total())
         _, _, window, total = p.cache
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
