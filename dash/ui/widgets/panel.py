@@ -206,8 +206,9 @@ class Panel(ScrollView, can_focus=False):
         new = self._render(width, full) if width else []
         rows = range(max(len(new), len(self._strips))) if full else changed_rows(self._strips, new)
         self._strips, self._width = new, width
-        if self.virtual_size != Size(width, len(new)):
-            self.virtual_size = Size(width, len(new))
+        size = Size(width, len(new))
+        if self.virtual_size != size and not self._resize_in_place(size):
+            self.virtual_size = size  # lays the screen out again: the panel's height follows
             self.refresh()
             self.rows_repainted += len(new)
             return
@@ -216,6 +217,24 @@ class Panel(ScrollView, can_focus=False):
             row_width = max(self.virtual_size.width, self.size.width)
             self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
+
+    def _resize_in_place(self, size: Size) -> bool:
+        """Take a new content size without laying the screen out again, where the panel's
+        height does not follow its content (the alerts: an evidence a row longer) and its
+        scrollbars stay as they are; as Textual itself takes a size that needs no layout."""
+        if self.styles.height is None or self.styles.height.is_auto or not self.is_mounted:
+            return False
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        offset = self.scroll_offset
+        self.set_reactive(Panel.virtual_size, size)
+        self._scroll_update(size)
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
+            self.refresh(layout=True)  # a scrollbar came or went: the rows' width changes
+            return False
+        if self.scroll_offset != offset:  # the end scrolled back into the view
+            self.refresh()
+            return False
+        return True
 
     def _render(self, width: int, full: bool) -> list[Strip]:
         """Every row, re-rendering only the lines of text that changed since the last render."""
