@@ -11,7 +11,16 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from dash.ui.widgets.panel import _hanging, cut_rows, line_rows, line_strips, row_spans, same_layout
+from dash.ui.widgets.panel import (
+    _hanging,
+    _respell,
+    _row_strip,
+    cut_rows,
+    line_rows,
+    line_strips,
+    row_spans,
+    same_layout,
+)
 
 STYLES = st.sampled_from(["", "bold", "dim", "bold red", Style(color="green"),
                           Style(bold=True, dim=True), Style(italic=True, color="yellow")])
@@ -93,6 +102,12 @@ def test_a_line_of_the_same_layout_is_cut_where_the_one_before_was(
     assert want is not None
     got = cut_rows(changed, spans)
     assert [(r.plain, r.spans, r.style) for r in got] == [(r.plain, r.spans, r.style) for r in want]
+    # ...and each row's strip, its characters put into the old row's segments, is the new row's.
+    for was, row in zip(rows, want, strict=True):
+        respelled = _respell(_row_strip(console, was, width), was.plain, row.plain)
+        if respelled is not None:
+            assert _cells([respelled]) == _cells([_row_strip(console, row, width)])
+            assert respelled.cell_length == _row_strip(console, row, width).cell_length
 
 
 def test_a_changed_space_or_width_is_not_the_same_layout() -> None:

@@ -129,6 +129,21 @@ def _hanging(console: Console, line: Text, width: int, indent: int) -> list[Text
     return [first, *(Text(" " * indent) + piece for piece in pieces)]
 
 
+def _respell(strip: Strip, old: str, new: str) -> Strip | None:
+    """`strip` (which reads `old`) reading `new` instead, each segment keeping its style: `new`
+    has the same layout as `old` and the same styles at the same places (None: the strip does
+    not read `old`: a row cut with an ellipsis)."""
+    segments = list(strip)
+    if "".join(seg.text for seg in segments) != old or any(seg.control for seg in segments):
+        return None
+    out: list[Segment] = []
+    at = 0
+    for seg in segments:
+        out.append(Segment(new[at:at + len(seg.text)], seg.style))
+        at += len(seg.text)
+    return Strip(out, strip.cell_length)
+
+
 def changed_rows(old: list[Strip], new: list[Strip]) -> list[int]:
     """Indexes of the rows that differ between two renders (a row present in one only counts)."""
     return [y for y in range(max(len(old), len(new)))
@@ -141,7 +156,7 @@ class _Line:
 
     __slots__ = ("rows", "spans", "strips", "text")
 
-    def __init__(self, text: Text, strips: list[Strip], rows: list[Text],
+    def __init__(self, text: Text, strips: list[Strip], rows: list[Text | None],
                  spans: Spans | None) -> None:
         self.text, self.strips, self.rows, self.spans = text, strips, rows, spans
 
@@ -254,18 +269,30 @@ class Panel(ScrollView, can_focus=False):
 
     def _line(self, line: Text, width: int, wrap: bool, base: Style, old: _Line | None) -> _Line:
         """One changed line's rows. A line that wraps as the one it replaces (an age or a count
-        of as many digits) is cut where that one was, and its rows that did not change keep
-        their strips: only the changed row is drawn again."""
+        of as many digits) is cut where that one was; with the same styles at the same places,
+        a row whose characters did not change keeps its strip, and one whose did takes them
+        into its strip's segments (the same cells, the same styles): nothing is drawn again."""
         console = self.app.console
         if old is not None and old.spans is not None and same_layout(old.text.plain, line.plain):
-            # The same styles at the same places: a row whose characters are the same is too.
             styled_alike = line.spans == old.text.spans and line.style == old.text.style
             before, now = old.text.plain, line.plain
-            rows, strips = [], []
+            rows: list[Text | None] = []
+            strips: list[Strip] = []
             for span, was, strip in zip(old.spans, old.rows, old.strips, strict=True):
-                start, end, _ = span
-                if not (styled_alike and before[start:end] == now[start:end]):
+                start, end, pad = span
+                if styled_alike:
+                    if before[start:end] != now[start:end]:
+                        respelled = _respell(strip, " " * pad + before[start:end],
+                                             " " * pad + now[start:end])
+                        if respelled is None:
+                            was = cut_rows(line, [span])[0]
+                            strip = _row_strip(console, was, width).apply_style(base)
+                        else:
+                            was, strip = None, respelled  # cut from the line when asked
+                else:
                     row = cut_rows(line, [span])[0]
+                    if was is None:
+                        was = cut_rows(old.text, [span])[0]
                     if row != was or row.style != was.style:
                         was, strip = row, _row_strip(console, row, width).apply_style(base)
                 rows.append(was)
@@ -276,9 +303,10 @@ class Panel(ScrollView, can_focus=False):
             return _Line(line, [strip.apply_style(base)
                                 for strip in line_strips(console, line, width, wrap)], [], None)
         strips = [_row_strip(console, row, width).apply_style(base) for row in laid]
+        if len(laid) == 1:
+            return _Line(line, strips, [line], [(0, len(line.plain), 0)])
         indent = self.INDENT if 0 < self.INDENT < width // 2 else 0
-        spans = row_spans(line, laid, indent) if len(laid) > 1 else None
-        return _Line(line, strips, laid, spans)
+        return _Line(line, strips, list(laid), row_spans(line, laid, indent))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows of the text at `width` (for `height: auto`)."""
