@@ -83,6 +83,13 @@ class AlertsPanel(Panel, can_focus=True):
         self._snap: RunSnapshot | None = None
         self._compact = False
         self._blocks: list[_Block] = []
+        self._rest: dict[tuple[Incident, str], list[Text]] = {}
+        """Each incident's lines after its first (the age is in the first): an age ticking
+        every second leaves them as they were, and the panel finds them unchanged at once."""
+
+    def notify_style_update(self) -> None:
+        self._rest.clear()  # the lines carry the panel's colours
+        super().notify_style_update()
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"alerts--{name}")
@@ -117,15 +124,21 @@ class AlertsPanel(Panel, can_focus=True):
                           compact: bool) -> list[Text]:
         lines: list[Text] = []
         self._blocks = []
+        kept, self._rest = self._rest, {}
         for inc in incidents:
             self._blocks.append(_Block(inc.key, len(lines)))
             mode = "full" if not compact else ("hint" if inc.key == self.selected else "line")
-            lines.extend(self._incident(snap, inc, mode))
+            lines.append(self._first_line(snap, inc, mode))
+            rest = kept.get((inc, mode))
+            if rest is None:
+                rest = self._rest_lines(inc, mode)
+            self._rest[inc, mode] = rest
+            lines.extend(rest)
         return lines
 
-    def _incident(self, snap: RunSnapshot, inc: Incident, mode: str) -> list[Text]:
-        """One incident's lines: "full" (evidence, hint, each consequence), "hint" (the message
-        and the fix, consequences on one line: the compact layout's selected one) or "line"."""
+    def _first_line(self, snap: RunSnapshot, inc: Incident, mode: str) -> Text:
+        """An incident's first line: its severity, age and message (in the "line" mode, cut to
+        the panel's width)."""
         a = inc.root
         dim = self._st("dim")
         style = dim if a.acknowledged else self._st(a.severity)
@@ -141,7 +154,14 @@ class AlertsPanel(Panel, can_focus=True):
                  dim if a.acknowledged else "bold")
         if a.acknowledged:
             t.append("  ack'd", dim)
-        lines = [t]
+        return t
+
+    def _rest_lines(self, inc: Incident, mode: str) -> list[Text]:
+        """The lines after the first: "full" (evidence, hint, each consequence), "hint" (the
+        fix, consequences on one line: the compact layout's selected one) or none ("line")."""
+        a = inc.root
+        dim = self._st("dim")
+        lines: list[Text] = []
         if mode == "full" and a.evidence:
             lines.append(_line(f"{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim))
         if mode != "line" and a.hint:
