@@ -143,3 +143,23 @@ def test_every_partition_s_live_figures_change_in_the_same_refresh() -> None:
     assert a is not None and b is not None
     assert (a.window.samples, b.window.samples) == (3, 3)  # b too, 3 s after its first figures
     assert (a.window.truncated, b.window.truncated) == (2, 2)
+
+
+def test_the_last_error_and_the_limits_change_with_the_figures_they_stand_beside() -> None:
+    """An alert's evidence names the last error record and the token limit beside the counts:
+    on the live screen they change with the figures, once a period, not with every record."""
+    tr = QualityTracker(period_s=5.0)
+    tr.apply([batch([s(100, error="first", limit=1024)])], 0.0)
+    first = tr.snapshot("p", 0.0)
+    assert first is not None and first.last_error == "first" and first.limits == (1024,)
+    tr.apply([batch([s(100, error="second", limit=2048), s(100, limit=2048)])], 1.0)
+    kept = tr.snapshot("p", 4.0)
+    assert kept is not None and (kept.last_error, kept.limits) == ("first", (1024,))
+    later = tr.snapshot("p", 5.0)
+    assert later is not None and later.last_error == "second" and later.limits[0] == 2048
+    exact = QualityTracker()  # the headless commands': every snapshot exact
+    exact.apply([batch([s(100, error="first")])], 0.0)
+    exact.snapshot("p", 0.0)
+    exact.apply([batch([s(100, error="second")])], 1.0)
+    now = exact.snapshot("p", 1.0)
+    assert now is not None and now.last_error == "second"
