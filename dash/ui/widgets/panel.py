@@ -28,16 +28,6 @@ SCROLL_BINDINGS = [
 """The keys of a focused scrolling view (the log pane, the full-screen alert views)."""
 
 
-def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
-    """`text` as one Strip per screen row of `width` cells (wrapped, or cut with an ellipsis).
-
-    Wrapped rows after the first of a line start `indent` cells in (a hanging indent).
-    """
-    wrap = wrap if text.no_wrap is None else not text.no_wrap
-    return [strip for line in text.split("\n", allow_blank=True)
-            for strip in line_strips(console, line, width, wrap, indent)]
-
-
 def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
     """One line of text (no newline in it) as the Strips of its screen rows."""
     rows = line_rows(console, line, width, wrap, indent)
