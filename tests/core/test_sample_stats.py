@@ -118,3 +118,48 @@ def test_a_rewritten_file_and_a_first_invalid_line_show_at_once() -> None:
     tr.apply([batch([s(100)], invalid_count=1, extra_lines=1)], 3.0)
     kept = tr.snapshot("p", 3.0)  # later ones wait for the period like the rest
     assert kept is not None and kept.total.invalid == 1
+
+
+def test_every_partition_s_live_figures_change_in_the_same_refresh() -> None:
+    """Partitions whose samples came at different times still show new figures together, once
+    a period: each on a clock of its own changed the screen (and the alerts' rows) up to once
+    per partition."""
+    tr = QualityTracker(period_s=5.0)
+
+    def part(name: str, finish: str = "stop") -> SampleBatch:
+        return SampleBatch(name, f"{name}.jsonl", lines=1, samples=(s(100, finish),))
+
+    tr.apply([part("a")], 0.0)
+    tr.snapshot("a", 0.0)  # a's first figures, and a period starts
+    tr.apply([part("b")], 2.0)
+    first_b = tr.snapshot("b", 2.0)  # b's first figures show at once
+    assert first_b is not None and first_b.window.samples == 1
+    for now in (3.0, 4.0):
+        tr.apply([part("a", "length"), part("b", "length")], now)
+        a, b = tr.snapshot("a", now), tr.snapshot("b", now)
+        assert a is not None and b is not None
+        assert (a.window.samples, b.window.samples) == (1, 1)  # both wait for the period
+    a, b = tr.snapshot("a", 5.0), tr.snapshot("b", 5.0)
+    assert a is not None and b is not None
+    assert (a.window.samples, b.window.samples) == (3, 3)  # b too, 3 s after its first figures
+    assert (a.window.truncated, b.window.truncated) == (2, 2)
+
+
+def test_the_last_error_and_the_limits_change_with_the_figures_they_stand_beside() -> None:
+    """An alert's evidence names the last error record and the token limit beside the counts:
+    on the live screen they change with the figures, once a period, not with every record."""
+    tr = QualityTracker(period_s=5.0)
+    tr.apply([batch([s(100, error="first", limit=1024)])], 0.0)
+    first = tr.snapshot("p", 0.0)
+    assert first is not None and first.last_error == "first" and first.limits == (1024,)
+    tr.apply([batch([s(100, error="second", limit=2048), s(100, limit=2048)])], 1.0)
+    kept = tr.snapshot("p", 4.0)
+    assert kept is not None and (kept.last_error, kept.limits) == ("first", (1024,))
+    later = tr.snapshot("p", 5.0)
+    assert later is not None and later.last_error == "second" and later.limits[0] == 2048
+    exact = QualityTracker()  # the headless commands': every snapshot exact
+    exact.apply([batch([s(100, error="first")])], 0.0)
+    exact.snapshot("p", 0.0)
+    exact.apply([batch([s(100, error="second")])], 1.0)
+    now = exact.snapshot("p", 1.0)
+    assert now is not None and now.last_error == "second"

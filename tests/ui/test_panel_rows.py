@@ -11,7 +11,16 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from dash.ui.widgets.panel import _hanging, line_strips
+from dash.ui.widgets.panel import (
+    _hanging,
+    _respell,
+    _row_strip,
+    cut_rows,
+    line_rows,
+    line_strips,
+    row_spans,
+    same_layout,
+)
 
 STYLES = st.sampled_from(["", "bold", "dim", "bold red", Style(color="green"),
                           Style(bold=True, dim=True), Style(italic=True, color="yellow")])
@@ -59,6 +68,54 @@ def test_wrapped_rows_with_a_hanging_indent_are_what_rich_would_lay_out(
     laid_out = [Strip(row) for row in console.render_lines(rows, options, pad=False,
                                                             new_lines=False)]
     assert _cells(line_strips(console, line, width, True, indent)) == _cells(laid_out)
+
+
+ASCII = st.characters(min_codepoint=0x21, max_codepoint=0x7E)
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=STYLES, pieces=st.lists(st.tuples(PIECES, STYLES), min_size=1, max_size=16),
+       width=st.integers(4, 60), indent=st.integers(0, 12), data=st.data())
+def test_a_line_of_the_same_layout_is_cut_where_the_one_before_was(
+        base, pieces, width: int, indent: int, data: st.DataObject) -> None:
+    """An age or a count that changes but keeps its digits: the new line is cut at the rows of
+    the old one instead of wrapped again, and the rows are the ones wrapping would give."""
+    console = Console(width=200)
+    line = Text(style=base)
+    for text, style in pieces:
+        line.append(text, style)
+    rows = line_rows(console, line, width, True, indent)
+    assume(rows is not None and len(rows) > 1)
+    assert rows is not None
+    spans = row_spans(line, rows, indent if 0 < indent < width // 2 else 0)
+    assume(spans is not None)
+    assert spans is not None
+    # Printable ASCII where printable ASCII was (spaces stay spaces), the same styles.
+    plain = list(line.plain)
+    for i in data.draw(st.lists(st.integers(0, len(plain) - 1), max_size=6)):
+        if "!" <= plain[i] <= "~":
+            plain[i] = data.draw(ASCII)
+    changed = line.copy()
+    changed.plain = "".join(plain)
+    assert same_layout(line.plain, changed.plain)
+    want = line_rows(console, changed, width, True, indent)
+    assert want is not None
+    got = cut_rows(changed, spans)
+    assert [(r.plain, r.spans, r.style) for r in got] == [(r.plain, r.spans, r.style) for r in want]
+    # ...and each row's strip, its characters put into the old row's segments, is the new row's.
+    for was, row in zip(rows, want, strict=True):
+        respelled = _respell(_row_strip(console, was, width), was.plain, row.plain)
+        if respelled is not None:
+            assert _cells([respelled]) == _cells([_row_strip(console, row, width)])
+            assert respelled.cell_length == _row_strip(console, row, width).cell_length
+
+
+def test_a_changed_space_or_width_is_not_the_same_layout() -> None:
+    assert same_layout("since 13:05 (8 s) x", "since 13:05 (9 s) x")
+    assert not same_layout("(9 s) x", "(10 s) x")  # longer
+    assert not same_layout("a b", "ab ")  # a space moved
+    assert not same_layout("ab", "a日")  # two cells
+    assert not same_layout("aé", "ae")  # not ASCII on one side
 
 
 async def test_the_partitions_box_says_when_rows_are_off_screen() -> None:

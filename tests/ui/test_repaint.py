@@ -148,3 +148,72 @@ def test_tick_and_snapshot_equals_tick_then_snapshot() -> None:
     changes, snap = a.tick_and_snapshot(1000.0)
     assert changes == b.tick(1000.0)
     assert snap == b.snapshot(1000.0)
+
+
+async def test_a_wrapped_alert_whose_age_changes_repaints_one_row_as_a_fresh_render_would(
+        make_app: MakeApp) -> None:
+    """A young alert's age changes every second: its first row is drawn again, cut where it was
+    (the wrap is not worked out again), and the rows are those a new panel draws."""
+    alert = Alert("outputs_truncated", "warn", NOW - 12.0,
+                  "B3_agent: 12 of 110 recent samples (11%) stopped at the 16,384-token limit "
+                  "and the rest of this message wraps onto the next rows of the panel",
+                  "finish_reason length; limit 16,384 tokens (from the records); output tokens "
+                  "median 2,573, max 16,384", "raise the client's max tokens", subject="B3_agent")
+    state = FrozenState(snapshot(alerts=(alert,)))
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.query_one(AlertsPanel)
+        before, rows = panel.rows_repainted, panel.plain_rows()
+        assert "(12 s)" in rows[0] and rows[1].startswith("     ")
+        state.snap = dataclasses.replace(state.snap, now=NOW + 1.0)
+        app.refresh_state()
+        await pilot.pause()
+        assert panel.rows_repainted - before == 1
+        after = panel.plain_rows()
+        assert "(13 s)" in after[0] and after[1:] == rows[1:]
+        strips = list(panel._strips)
+    fresh = make_app(state=FrozenState(dataclasses.replace(state.snap)))
+    async with fresh.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert fresh.query_one(AlertsPanel)._strips == strips
+
+
+async def test_an_alert_a_row_longer_does_not_lay_the_screen_out_again(
+        make_app: MakeApp, monkeypatch) -> None:
+    """The alerts panel's height is the screen's, not its text's: an evidence that takes one
+    row more redraws the rows from there down, and the screen keeps its layout (a layout pass
+    over every widget costs more than the whole rest of a refresh)."""
+    from textual.screen import Screen
+
+    def alert(i: int, evidence: str) -> Alert:
+        return Alert("outputs_truncated", "warn", NOW - 600.0 - i, f"P{i}: 12 of 110 recent "
+                     "samples (11%) stopped at the 16,384-token limit", evidence,
+                     "raise the client's max tokens", subject=f"P{i}")
+
+    short = "finish_reason length; output tokens median 2,573"
+    longer = short + ", max 16,384; " + "a longer evidence that wraps onto one more row " * 2
+    alerts = tuple(alert(i, short) for i in range(12))  # more than the panel shows: it scrolls
+    state = FrozenState(snapshot(alerts=alerts))
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.query_one(AlertsPanel)
+        assert panel.show_vertical_scrollbar
+        height, before = panel.virtual_size.height, panel.rows_repainted
+        layouts: list[object] = []
+        real = Screen._refresh_layout
+        monkeypatch.setattr(Screen, "_refresh_layout",
+                            lambda self, *a, **k: (layouts.append(a), real(self, *a, **k))[1])
+        state.snap = settled(dataclasses.replace(
+            state.snap, alerts=(*alerts[:10], alert(10, longer), alerts[11])))
+        app.refresh_state()
+        await pilot.pause()
+        assert panel.virtual_size.height > height
+        assert layouts == []
+        assert 0 < panel.rows_repainted - before < panel.virtual_size.height
+        rows = panel.plain_rows()
+    fresh = make_app(state=FrozenState(state.snap))
+    async with fresh.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert fresh.query_one(AlertsPanel).plain_rows() == rows

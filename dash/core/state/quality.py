@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from dash.core.samples.fieldspec import OutputFields
-from dash.core.samples.model import FieldHits, RawSample, SampleBatch
+from dash.core.samples.model import FieldHits, InvalidLine, RawSample, SampleBatch
 from dash.core.samples.snapshot import QualitySnapshot
 from dash.core.samples.stats import QualityFigures, QualityStats
 
@@ -28,10 +29,29 @@ UNMATCHED_AFTER = 20
 LIVE_PERIOD_S = 5.0
 """The live screen's figures are worked out at most this often while samples arrive: a window
 of 200 samples moves a little with every read, and redoing it each refresh only makes the
-partition table and every quality alert's evidence jitter (and redraw) each second."""
+partition table and every quality alert's evidence jitter (and redraw) each second. Every
+partition's figures are worked out in the same refresh, so the screen changes once a period,
+not once for each partition (and the alerts panel's height, which lays the screen out again,
+at most once)."""
 REASONING_SEEN = 20
 """Samples with reasoning after which the run's records are expected to carry it: one client
 and one model write every partition, so reasoning seen in one partition is expected in all."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """What the screen shows of a partition's statistics, at one version of them: on the live
+    screen they change together, once a period (an alert's evidence names the last error and
+    the limit beside the counts)."""
+
+    version: int
+    at: float
+    window: QualityFigures
+    total: QualityFigures
+    shape: str | None
+    limits: tuple[int, ...]
+    last_error: str | None
+    last_invalid: InvalidLine | None
 
 
 class _Part:
@@ -46,7 +66,7 @@ class _Part:
         self.arrivals: deque[tuple[float, int]] = deque()
         self.first_live: float | None = None
         self.reasoning_seen = 0
-        self.cache: tuple[int, float, QualityFigures, QualityFigures] | None = None
+        self.cache: _Figures | None = None
         """The figures at a version of the stats, and when they were worked out."""
 
     def keep(self, raws: Iterable[RawSample]) -> None:
@@ -72,6 +92,8 @@ class QualityTracker:
         self.spec = spec or OutputFields()
         self._min_span = min_span_s
         self._period = period_s
+        self._round_at = float("-inf")
+        """When the figures of every partition with new samples were last worked out."""
         self._parts: dict[str, _Part] = {}
 
     def apply(self, batches: Iterable[SampleBatch], now: float) -> list[str]:
@@ -113,16 +135,20 @@ class QualityTracker:
         if p is None:
             return None
         s = p.stats
-        if p.cache is None or (p.cache[0] != s.version and now - p.cache[1] >= self._period):
-            p.cache = (s.version, now, s.window(), s.total())
-        _, _, window, total = p.cache
+        if now - self._round_at >= self._period:
+            self._round_at = now  # a new period: figures worked out before now are due
+        if p.cache is None or (p.cache.version != s.version and (self._period <= 0
+                                                                 or p.cache.at < self._round_at)):
+            p.cache = _Figures(s.version, now, s.window(), s.total(), s.shape(), s.limits(),
+                               s.last_error, s.last_invalid)
+        f = p.cache
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
             (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
         expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
                     else seen_in is not None)
         return QualitySnapshot(
-            window=window, total=total, shape=s.shape(), limits=s.limits(),
-            last_error=s.last_error, last_invalid=s.last_invalid, oversized=s.oversized,
+            window=f.window, total=f.total, shape=f.shape, limits=f.limits,
+            last_error=f.last_error, last_invalid=f.last_invalid, oversized=s.oversized,
             skipped_bytes=s.skipped_bytes, latest=tuple(p.latest),
             fields=tuple(p.fields.values()), tokens_per_s=self._rate(p, now),
             reasoning_expected=expected, reasoning_seen_in=seen_in,

@@ -38,6 +38,12 @@ def incidents_of(snap: RunSnapshot) -> tuple[Incident, ...]:
     return tuple(Incident(a) for a in ordered(snap.alerts))
 
 
+def _line(text: str = "", style: str | Style = "") -> Text:
+    """One line of the panel: a long word folds onto the next row rather than being cut."""
+    line = Text(overflow="fold")
+    return line.append(text, style) if text else line
+
+
 @dataclass(frozen=True, slots=True)
 class _Block:
     """Where one incident starts in the panel's text (a line index)."""
@@ -77,6 +83,13 @@ class AlertsPanel(Panel, can_focus=True):
         self._snap: RunSnapshot | None = None
         self._compact = False
         self._blocks: list[_Block] = []
+        self._rest: dict[tuple[Incident, str], list[Text]] = {}
+        """Each incident's lines after its first (the age is in the first): an age ticking
+        every second leaves them as they were, and the panel finds them unchanged at once."""
+
+    def notify_style_update(self) -> None:
+        self._rest.clear()  # the lines carry the panel's colours
+        super().notify_style_update()
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"alerts--{name}")
@@ -105,30 +118,32 @@ class AlertsPanel(Panel, can_focus=True):
         keys = [i.key for i in incidents]
         if self.selected not in keys or not self.has_focus:
             self.selected = keys[0]  # unfocused, the top one is the one shown in full
-        self.show_text(self._render_incidents(snap, incidents, compact))
+        self.show_lines(self._render_incidents(snap, incidents, compact))
 
-    def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...], compact: bool) -> Text:
-        t = Text(overflow="fold")
+    def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
+                          compact: bool) -> list[Text]:
+        lines: list[Text] = []
         self._blocks = []
-        line = 0
+        kept, self._rest = self._rest, {}
         for inc in incidents:
-            if len(t):
-                t.append("\n")
-            self._blocks.append(_Block(inc.key, line))
+            self._blocks.append(_Block(inc.key, len(lines)))
             mode = "full" if not compact else ("hint" if inc.key == self.selected else "line")
-            block = self._incident(snap, inc, mode)
-            t.append_text(block)
-            line += block.plain.count("\n") + 1
-        return t
+            lines.append(self._first_line(snap, inc, mode))
+            rest = kept.get((inc, mode))
+            if rest is None:
+                rest = self._rest_lines(inc, mode)
+            self._rest[inc, mode] = rest
+            lines.extend(rest)
+        return lines
 
-    def _incident(self, snap: RunSnapshot, inc: Incident, mode: str) -> Text:
-        """One incident: "full" (evidence, hint, each consequence), "hint" (the message and the
-        fix, consequences on one line: the compact layout's selected one) or "line"."""
+    def _first_line(self, snap: RunSnapshot, inc: Incident, mode: str) -> Text:
+        """An incident's first line: its severity, age and message (in the "line" mode, cut to
+        the panel's width)."""
         a = inc.root
         dim = self._st("dim")
         style = dim if a.acknowledged else self._st(a.severity)
         chosen = inc.key == self.selected and self.has_focus
-        t = Text()
+        t = _line()
         t.append("▶" if chosen else " ", self._st("selected") if chosen else dim)
         t.append(f"{a.severity.upper():<4} ", self._st("selected") if chosen else style)
         # The age goes before the message: after it, wrapping could glue it to the last word.
@@ -139,19 +154,28 @@ class AlertsPanel(Panel, can_focus=True):
                  dim if a.acknowledged else "bold")
         if a.acknowledged:
             t.append("  ack'd", dim)
+        return t
+
+    def _rest_lines(self, inc: Incident, mode: str) -> list[Text]:
+        """The lines after the first: "full" (evidence, hint, each consequence), "hint" (the
+        fix, consequences on one line: the compact layout's selected one) or none ("line")."""
+        a = inc.root
+        dim = self._st("dim")
+        lines: list[Text] = []
         if mode == "full" and a.evidence:
-            t.append(f"\n{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim)
+            lines.append(_line(f"{'':{INDENT}}{fmt.clean(a.evidence, 400)}", dim))
         if mode != "line" and a.hint:
-            t.append(f"\n{'':{INDENT}}→ {fmt.clean(a.hint, 800)}")
+            lines.append(_line(f"{'':{INDENT}}→ {fmt.clean(a.hint, 800)}"))
         if mode == "full":
             for c in inc.consequences:
-                t.append(f"\n{'':{INDENT}}↳ ", dim)
+                t = _line(f"{'':{INDENT}}↳ ", dim)
                 t.append(f"{c.severity.upper()} ", dim if c.acknowledged else self._st(c.severity))
                 t.append(fmt.clean(c.message, 200), dim)
+                lines.append(t)
         elif inc.consequences and mode == "hint":
             what = ", ".join(SHORT.get(c.id, c.id) for c in inc.consequences)
-            t.append(f"\n{'':{INDENT}}↳ caused: {what} (enter: all)", dim)
-        return t
+            lines.append(_line(f"{'':{INDENT}}↳ caused: {what} (enter: all)", dim))
+        return lines
 
     def on_resize(self) -> None:
         super().on_resize()

@@ -28,31 +28,71 @@ SCROLL_BINDINGS = [
 """The keys of a focused scrolling view (the log pane, the full-screen alert views)."""
 
 
-def text_strips(console: Console, text: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
-    """`text` as one Strip per screen row of `width` cells (wrapped, or cut with an ellipsis).
-
-    Wrapped rows after the first of a line start `indent` cells in (a hanging indent).
-    """
-    wrap = wrap if text.no_wrap is None else not text.no_wrap
-    return [strip for line in text.split("\n", allow_blank=True)
-            for strip in line_strips(console, line, width, wrap, indent)]
-
-
 def line_strips(console: Console, line: Text, width: int, wrap: bool, indent: int = 0) -> list[Strip]:
     """One line of text (no newline in it) as the Strips of its screen rows."""
-    plain = line.plain
-    if not plain or "\t" in plain:  # tabs to expand: Rich's whole layout pass
+    rows = line_rows(console, line, width, wrap, indent)
+    if rows is None:  # tabs to expand: Rich's whole layout pass
         options = console.options.update(width=width, no_wrap=not wrap, overflow="ellipsis",
                                          highlight=False, markup=False)
         return [Strip(row) for row in console.render_lines(line, options, pad=False,
                                                            new_lines=False)]
+    return [_row_strip(console, row, width) for row in rows]
+
+
+def line_rows(console: Console, line: Text, width: int, wrap: bool,
+              indent: int = 0) -> list[Text] | None:
+    """One line's screen rows as Texts, each drawn by `_row_strip` (None: a blank line or one
+    with tabs, which only Rich's layout pass draws right)."""
+    plain = line.plain
+    if not plain or "\t" in plain:
+        return None
     if line.cell_len <= width or not wrap:
-        return [_row_strip(console, line, width)]
+        return [line]
     # Rich divides the line into rows; each is then drawn from its own segments: Rich's layout
     # pass over the rows joined again would wrap them a second time, twice the cost.
-    rows = (_hanging(console, line, width, indent) if 0 < indent < width // 2
+    return (_hanging(console, line, width, indent) if 0 < indent < width // 2
             else line.wrap(console, width, overflow=line.overflow or "ellipsis"))
-    return [_row_strip(console, row, width) for row in rows]
+
+
+_LAYOUT = str.maketrans(dict.fromkeys(range(0x21, 0x7F), "x"))
+"""Printable ASCII but the space, as one letter: wrapping sees only where the spaces are and
+how wide each character is, and each of these is one cell."""
+
+
+def same_layout(old: str, new: str) -> bool:
+    """Whether `new` wraps where `old` does: as long, spaces at the same places, and where the
+    two differ, printable ASCII on both sides (`(8 s)` and `(9 s)`, `110` and `111`)."""
+    return len(old) == len(new) and old.translate(_LAYOUT) == new.translate(_LAYOUT)
+
+
+Spans = list[tuple[int, int, int]]
+"""Where each row of a wrapped line comes from: (start, end, indent) in the line's text."""
+
+
+def row_spans(line: Text, rows: list[Text], indent: int) -> Spans | None:
+    """The spans `rows` were cut from, when cutting `line` there gives them back exactly
+    (else None: a row cut with an ellipsis is not a piece of the line)."""
+    plain = line.plain
+    spans: Spans = []
+    at = 0
+    for k, row in enumerate(rows):
+        pad = indent if k and row.plain[:indent].isspace() and not row.style else 0
+        start = plain.find(row.plain[pad:], at)
+        if start < 0:
+            return None
+        at = start + len(row.plain) - pad
+        spans.append((start, at, pad))
+    again = cut_rows(line, spans)
+    if any(a != b or a.style != b.style for a, b in zip(again, rows, strict=True)):
+        return None
+    return spans
+
+
+def cut_rows(line: Text, spans: Spans) -> list[Text]:
+    """The rows of `line` cut at `spans` (a line of the same layout as the one they came from
+    wraps into them: `same_layout`)."""
+    return [Text(" " * pad) + line[start:end] if pad else line[start:end]
+            for start, end, pad in spans]
 
 
 def _row_strip(console: Console, line: Text, width: int) -> Strip:
@@ -79,10 +119,36 @@ def _hanging(console: Console, line: Text, width: int, indent: int) -> list[Text
     return [first, *(Text(" " * indent) + piece for piece in pieces)]
 
 
+def _respell(strip: Strip, old: str, new: str) -> Strip | None:
+    """`strip` (which reads `old`) reading `new` instead, each segment keeping its style: `new`
+    has the same layout as `old` and the same styles at the same places (None: the strip does
+    not read `old`: a row cut with an ellipsis)."""
+    segments = list(strip)
+    if "".join(seg.text for seg in segments) != old or any(seg.control for seg in segments):
+        return None
+    out: list[Segment] = []
+    at = 0
+    for seg in segments:
+        out.append(Segment(new[at:at + len(seg.text)], seg.style))
+        at += len(seg.text)
+    return Strip(out, strip.cell_length)
+
+
 def changed_rows(old: list[Strip], new: list[Strip]) -> list[int]:
     """Indexes of the rows that differ between two renders (a row present in one only counts)."""
     return [y for y in range(max(len(old), len(new)))
             if y >= len(old) or y >= len(new) or old[y] != new[y]]
+
+
+class _Line:
+    """One line of a panel's text as drawn: its rows' strips and, for a wrapped line, its rows
+    and where they were cut."""
+
+    __slots__ = ("rows", "spans", "strips", "text")
+
+    def __init__(self, text: Text, strips: list[Strip], rows: list[Text | None],
+                 spans: Spans | None) -> None:
+        self.text, self.strips, self.rows, self.spans = text, strips, rows, spans
 
 
 class Panel(ScrollView, can_focus=False):
@@ -97,21 +163,36 @@ class Panel(ScrollView, can_focus=False):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._text = Text()
+        self._text: Text | None = Text()
+        """The text shown, when it was given whole (`show_text`)."""
+        self._given: list[Text] = [Text()]
+        """Its lines (`show_lines` gives them without the whole)."""
+        self._wrap = self.WRAP
         self._strips: list[Strip] = []
         self._width = -1
         self._base: Style | None = None
         self._parts: dict[str, Style] = {}
-        self._lines: dict[int, tuple[Text, list[Strip]]] = {}
+        self._lines: dict[int, _Line] = {}
         self.rows_repainted = 0
         """Rows marked for repaint since mount, each row of a whole repaint counted (tests check
         that an unchanged text marks none)."""
 
     def show_text(self, text: Text) -> None:
         """Show `text`; only the rows that changed are repainted."""
-        if text == self._text and self._width >= 0:
+        if self._text is not None and text == self._text and self._width >= 0:
             return
-        self._text = text
+        self._text, self._given = text, list(text.split("\n", allow_blank=True))
+        self._wrap = self.WRAP if text.no_wrap is None else not text.no_wrap
+        self._rebuild(self._width)
+
+    def show_lines(self, lines: list[Text]) -> None:
+        """Show these lines, as `show_text` does them joined by newlines (without the joining,
+        and Rich's splitting of the whole again)."""
+        if (self._text is None and self._width >= 0 and len(lines) == len(self._given)
+                and all(a == b and a.style == b.style
+                        for a, b in zip(lines, self._given, strict=True))):
+            return
+        self._text, self._given, self._wrap = None, list(lines), self.WRAP
         self._rebuild(self._width)
 
     def on_resize(self) -> None:
@@ -130,8 +211,9 @@ class Panel(ScrollView, can_focus=False):
         new = self._render(width, full) if width else []
         rows = range(max(len(new), len(self._strips))) if full else changed_rows(self._strips, new)
         self._strips, self._width = new, width
-        if self.virtual_size != Size(width, len(new)):
-            self.virtual_size = Size(width, len(new))
+        size = Size(width, len(new))
+        if self.virtual_size != size and not self._resize_in_place(size):
+            self.virtual_size = size  # lays the screen out again: the panel's height follows
             self.refresh()
             self.rows_repainted += len(new)
             return
@@ -141,27 +223,86 @@ class Panel(ScrollView, can_focus=False):
             self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
 
+    def _resize_in_place(self, size: Size) -> bool:
+        """Take a new content size without laying the screen out again, where the panel's
+        height does not follow its content (the alerts: an evidence a row longer) and its
+        scrollbars stay as they are; as Textual itself takes a size that needs no layout."""
+        if self.styles.height is None or self.styles.height.is_auto or not self.is_mounted:
+            return False
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        offset = self.scroll_offset
+        self.set_reactive(Panel.virtual_size, size)
+        self._scroll_update(size)
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
+            self.refresh(layout=True)  # a scrollbar came or went: the rows' width changes
+            return False
+        if self.scroll_offset != offset:  # the end scrolled back into the view
+            self.refresh()
+            return False
+        return True
+
     def _render(self, width: int, full: bool) -> list[Strip]:
         """Every row, re-rendering only the lines of text that changed since the last render."""
         if full or width != self._width:
             self._lines.clear()
-        text, base = self._text, self.base_style
-        wrap = self.WRAP if text.no_wrap is None else not text.no_wrap
+        base, wrap = self.base_style, self._wrap
         out: list[Strip] = []
         i = -1
-        for i, line in enumerate(text.split("\n", allow_blank=True)):
+        for i, line in enumerate(self._given):
             cached = self._lines.get(i)
-            if cached is None or cached[0] != line or cached[0].style != line.style:
-                strips = line_strips(self.app.console, line, max(1, width), wrap, self.INDENT)
-                cached = self._lines[i] = (line, [strip.apply_style(base) for strip in strips])
-            out.extend(cached[1])
+            if cached is None or cached.text != line or cached.text.style != line.style:
+                cached = self._lines[i] = self._line(line, max(1, width), wrap, base, cached)
+            out.extend(cached.strips)
         for gone in [k for k in self._lines if k > i]:
             del self._lines[gone]
         return out
 
+    def _line(self, line: Text, width: int, wrap: bool, base: Style, old: _Line | None) -> _Line:
+        """One changed line's rows. A line that wraps as the one it replaces (an age or a count
+        of as many digits) is cut where that one was; with the same styles at the same places,
+        a row whose characters did not change keeps its strip, and one whose did takes them
+        into its strip's segments (the same cells, the same styles): nothing is drawn again."""
+        console = self.app.console
+        if old is not None and old.spans is not None and same_layout(old.text.plain, line.plain):
+            styled_alike = line.spans == old.text.spans and line.style == old.text.style
+            before, now = old.text.plain, line.plain
+            rows: list[Text | None] = []
+            strips: list[Strip] = []
+            for span, was, strip in zip(old.spans, old.rows, old.strips, strict=True):
+                start, end, pad = span
+                if styled_alike:
+                    if before[start:end] != now[start:end]:
+                        respelled = _respell(strip, " " * pad + before[start:end],
+                                             " " * pad + now[start:end])
+                        if respelled is None:
+                            was = cut_rows(line, [span])[0]
+                            strip = _row_strip(console, was, width).apply_style(base)
+                        else:
+                            was, strip = None, respelled  # cut from the line when asked
+                else:
+                    row = cut_rows(line, [span])[0]
+                    if was is None:
+                        was = cut_rows(old.text, [span])[0]
+                    if row != was or row.style != was.style:
+                        was, strip = row, _row_strip(console, row, width).apply_style(base)
+                rows.append(was)
+                strips.append(strip)
+            return _Line(line, strips, rows, old.spans)
+        laid = line_rows(console, line, width, wrap, self.INDENT)
+        if laid is None:
+            return _Line(line, [strip.apply_style(base)
+                                for strip in line_strips(console, line, width, wrap)], [], None)
+        strips = [_row_strip(console, row, width).apply_style(base) for row in laid]
+        if len(laid) == 1:
+            return _Line(line, strips, [line], [(0, len(line.plain), 0)])
+        indent = self.INDENT if 0 < self.INDENT < width // 2 else 0
+        return _Line(line, strips, list(laid), row_spans(line, laid, indent))
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows of the text at `width` (for `height: auto`)."""
-        return len(text_strips(self.app.console, self._text, max(1, width), self.WRAP, self.INDENT))
+        console = self.app.console
+        return sum(len(line_strips(console, line, max(1, width), self._wrap, self.INDENT))
+                   for line in self._given)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -188,12 +329,12 @@ class Panel(ScrollView, can_focus=False):
 
     def row_of_line(self, index: int) -> int:
         """The screen row (in the scrolled content) where line `index` of the text starts."""
-        return sum(len(self._lines[i][1]) for i in range(index) if i in self._lines)
+        return sum(len(self._lines[i].strips) for i in range(index) if i in self._lines)
 
     @property
     def plain(self) -> str:
         """The text shown, without styles."""
-        return self._text.plain
+        return "\n".join(line.plain for line in self._given)
 
     def plain_rows(self) -> list[str]:
         """The rows as laid out at the current width (wrapped or cut), without styles."""
