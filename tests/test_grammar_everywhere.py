@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import pytest
-
-from dash.commands.export import run_export
 from dash.commands.summary import summarize
 from dash.core.config import Config
 from dash.core.log.convert import INT
@@ -16,7 +14,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parser import LineParser
 from dash.core.log.syntax import Field, Grammar, Phrase
 from dash.core.state.run import RunState
-from dash.sources import logread, replay_read
+from dash.sources import replay_read
 from dash.sources.collector import Collector, apply_files
 
 FOO = GRAMMAR.with_field("decode", Field("#foo-req", "foo_req", INT)).with_phrase(
@@ -42,20 +40,13 @@ def _last_foo(seconds: int = 600) -> int:
     return (seconds - 1) % 7
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_export(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes],
-                monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+def test_export(tmp_path: Path, exported: Callable[..., list[dict[str, Any]]]) -> None:
     path = _log(tmp_path)
-    monkeypatch.setattr(logread, "PARALLEL_MIN", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(logread, "PIECE", 8192)
-    monkeypatch.setenv("KDASH_PROCESSES", "2")
-    run_export(path, "jsonl", FOO)
-    rows = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
+    rows = exported(path, FOO)
     decodes = [r for r in rows if r["kind"] == "decode"]
     assert len(decodes) == 600 and [r["foo_req"] for r in decodes[:8]] == [0, 1, 2, 3, 4, 5, 6, 0]
     assert [(r["event"], r["reactor"]) for r in rows if r["kind"] == "event"] == [("foo_trip", "foo")]
-    run_export(path, "jsonl", GRAMMAR)  # not in kdash's own grammar
-    plain = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
+    plain = exported(path, GRAMMAR)  # not in kdash's own grammar
     assert plain and all("foo_req" not in r for r in plain)
 
 

@@ -18,19 +18,16 @@ appended after `#queue-req: {n}` (decode) and `input throughput (token/s): {x:.2
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import pytest
-
-from dash.commands.export import run_export
 from dash.commands.summary import summarize
 from dash.core.config import Config
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import parse_line
 from dash.core.log.parser import LineParser
 from dash.core.state.run import RunState
-from dash.sources import logread
 from dash.sources.collector import Collector, apply_files
 
 DECODE = ("[2026-03-01 08:{m:02d}:{s:02d} TP0] Decode batch, #running-req: 8, #token: 100, "
@@ -83,16 +80,10 @@ def test_an_occupancy_not_yet_measured_is_no_value() -> None:
     assert not d.get("incomplete")
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_export(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes],
-                monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+def test_export(tmp_path: Path, exported: Callable[..., list[dict[str, Any]]]) -> None:
     """The bulk reader (learned shapes, worker processes) reads them as the line parser does."""
     path = _log(tmp_path)
-    monkeypatch.setattr(logread, "PARALLEL_MIN", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(logread, "PIECE", 8192)
-    monkeypatch.setenv("KDASH_PROCESSES", "2")
-    run_export(path, "jsonl", GRAMMAR)
-    rows = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
+    rows = exported(path)
     want = [parse_line(text, n) for n, text in enumerate(path.read_text().splitlines(), 1)]
     assert [r["tflops_per_gpu"] for r in rows] == [w["tflops_per_gpu"] for w in want if w]
     decodes = [r for r in rows if r["kind"] == "decode"]
@@ -152,8 +143,8 @@ def test_vllm_mfu_lines_in_the_summary(tmp_path: Path) -> None:
                            "fwd_occupancy": None}
 
 
-def test_the_device_timers_window_with_idle_time(tmp_path: Path,
-                                                capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_the_device_timers_window_with_idle_time(
+        tmp_path: Path, exported: Callable[..., list[dict[str, Any]]]) -> None:
     """SGLang 0.5.23 (`metrics_reporter.py`, `_ForwardOccupancyLogWindow.log_string`), appended
     with `msg += ", " + self.forward_occupancy_log_string()` to the decode and prefill lines:
 
@@ -169,7 +160,6 @@ def test_the_device_timers_window_with_idle_time(tmp_path: Path,
     d = parse_line(lines[2], 3)
     assert d is not None and not d.get("incomplete")
     assert (d["fwd_occupancy"], d["fwd_idle_occupancy"]) == (0.605, 0.9025)
-    run_export(path, "jsonl", GRAMMAR)
-    rows = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
+    rows = exported(path)
     printed = [float(f"{90 + s / 8:.2f}") for s in range(60)]
     assert [r["fwd_idle_occupancy"] for r in rows] == [round(p / 100, 6) for p in printed]

@@ -17,16 +17,12 @@ A line a step: before, each was counted as a stats line kdash could not read.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import pytest
-
-from dash.commands.export import run_export
-from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import parse_line
 from dash.core.state.server_log import ServerLogTracker
-from dash.sources import logread
 
 PREFIX = "(EngineCore_DP0 pid=479) INFO 12-01 10:{m:02d}:{s:02d} [loggers.py:199] "
 
@@ -60,16 +56,8 @@ def test_step_lines_are_not_counted_as_lines_kdash_cannot_read() -> None:
     assert (snap.lines, snap.unparsed) == (100, 0)
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_export_reads_them_as_the_line_parser_does(
-        tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes],
-        monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+def test_export_reads_them_as_the_line_parser_does(tmp_path: Path, exported: Callable[..., list[dict[str, Any]]]) -> None:
     path = tmp_path / "vllm.log"
     path.write_text("".join(_line(i) + "\n" for i in range(1, 3001)), encoding="utf-8")
-    monkeypatch.setattr(logread, "PARALLEL_MIN", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(logread, "PIECE", 16384)
-    monkeypatch.setenv("KDASH_PROCESSES", "2")
-    run_export(path, "jsonl", GRAMMAR)
-    rows = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
     want = [parse_line(text, n) for n, text in enumerate(path.read_text().splitlines(), 1)]
-    assert rows == want and len(rows) == 3000
+    assert exported(path) == want and len(want) == 3000
