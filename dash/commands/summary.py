@@ -165,28 +165,24 @@ def _launch_lines(launches: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
+def _mean_last(label: str, fig: dict[str, Any] | None, fmt: str, lines: bool) -> list[str]:
+    """`label mean M, last L[ over N lines]` of a figure the summary kept, or nothing."""
+    if not fig:
+        return []
+    over = f" over {fig['samples']:,} lines" if lines else ""
+    return [f"{label} mean {fig['mean']:{fmt}}, last {fig['last']:{fmt}}{over}"]
+
+
 def _accept(spec: dict[str, Any]) -> str:
     """Speculative decoding's acceptance: what a drafter's quality looks like from the server."""
-    parts = []
-    length, rate = spec.get("accept_len"), spec.get("accept_rate")
-    if length:
-        parts.append(f"accept len mean {length['mean']:.2f}, last {length['last']:.2f} "
-                     f"over {length['samples']:,} lines")
-    if rate:
-        parts.append(f"accept rate mean {rate['mean']:.2f}, last {rate['last']:.2f}")
-    return "; ".join(parts)
+    return "; ".join(_mean_last("accept len", spec.get("accept_len"), ".2f", True)
+                     + _mean_last("accept rate", spec.get("accept_rate"), ".2f", False))
 
 
 def _perf(perf: dict[str, Any]) -> str:
     """What the server estimated of its decoding per GPU, and its forward occupancy."""
-    parts = []
-    tflops, busy = perf.get("tflops_per_gpu"), perf.get("fwd_occupancy")
-    if tflops:
-        parts.append(f"TFLOP/s per GPU mean {tflops['mean']:,.1f}, last {tflops['last']:,.1f} "
-                     f"over {tflops['samples']:,} lines")
-    if busy:
-        parts.append(f"fwd occupancy mean {busy['mean']:.0%}, last {busy['last']:.0%}")
-    return "; ".join(parts)
+    return "; ".join(_mean_last("TFLOP/s per GPU", perf.get("tflops_per_gpu"), ",.1f", True)
+                     + _mean_last("fwd occupancy", perf.get("fwd_occupancy"), ".0%", False))
 
 
 def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
