@@ -262,3 +262,31 @@ async def test_quit_with_a_hung_nvml_poll_ends_within_the_shutdown_budget() -> N
         release.set()
     assert app.return_code == 0
     assert took < workers.JOIN_TIMEOUT_S + workers.MIN_CLOSE_S + 1.5
+
+
+# -- the tick ---------------------------------------------------------------------------------
+
+async def test_the_tick_follows_the_reads_and_the_timer_ticks_only_while_none_comes() -> None:
+    """A busy run's reads, one a refresh, each tick at once (one wake a refresh, not a read and
+    a timer apart); while a read hangs the timer keeps the screen's beat."""
+    sources = ScriptedSources()
+    release = threading.Event()
+    cfg = _cfg(refresh=0.5)
+    app = _app(sources, cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(2.6)
+        by_read, by_timer = app.ticks["read"], app.ticks["timer"]
+        assert by_read >= 4
+        assert by_timer <= 1, app.ticks
+        sources.before_read.append(lambda: release.wait(5))  # the next read hangs
+        await pilot.pause(2.0)
+        assert app.ticks["timer"] - by_timer >= 2, app.ticks
+        frames = app.frames
+        await pilot.pause(1.1)
+        assert app.frames >= frames + 2  # still 1 Hz, from the timer
+        release.set()
+        reads = app.ticks["read"]
+        await pilot.pause(1.6)
+        assert app.ticks["read"] > reads  # the reads take the beat back
+        await pilot.press("q")
+    assert app.return_code == 0
