@@ -251,6 +251,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     def refresh_state(self) -> None:
         """Evaluate alerts and, unless paused, render the current snapshot."""
+        for sample in self.take_gpu_samples():  # each at its own time
+            collector.apply_gpus(self.state, sample.reading, sample.at)
         now = self.clock.now()
         changes, fresh = self.state.tick_and_snapshot(now)
         self.latest = fresh

@@ -3,7 +3,10 @@
 Blocking sources (files, NVML, processes) run in `SourceThread`s that loop until the app stops;
 HTTP and the file watcher run in async workers on the app's loop. None of them touches a widget
 or the run state: they post `dash.ui.messages` observations that the app applies on its main
-thread. One loop per source means two polls of the same source can never overlap.
+thread. One loop per source means two polls of the same source can never overlap. The GPU
+samples, taken every second, are not posted: each would wake the main thread between two ticks
+to be applied, and the screen shows them only at the next tick. They wait in a bounded mailbox
+that the tick empties first (`take_gpu_samples`), each applied at its own time.
 
 Errors: an I/O error is a value inside the observation; one that escapes a source anyway
 (`OSError`) becomes a notice and the loop carries on. Anything else is a bug, and stops the app
@@ -21,6 +24,7 @@ import contextlib
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -38,8 +42,8 @@ from dash.core.state.gpus import GpuSample
 from dash.sources.blocking import run_blocking
 from dash.sources.observations import FilesRead, Sources
 from dash.ui.messages import (
+    MAX_FOLDED_SAMPLES,
     FilesObserved,
-    GpusSampled,
     HttpSampled,
     ProcessesSampled,
     SourceFailed,
@@ -140,6 +144,9 @@ class WorkerApp(App[int]):
         self.launch_keepers = launch_keepers
         """Save the logs' launches to the state directory (none: they are not kept)."""
         self._launch_state: RunState | None = None
+        self._gpu_mail: deque[GpuSample] = deque(maxlen=MAX_FOLDED_SAMPLES)
+        """GPU samples taken since the last tick, oldest first (appended by the NVML thread;
+        a main thread stalled longer than the charts' history loses only the oldest)."""
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal; on Linux and macOS one whose input thread sleeps
@@ -244,8 +251,13 @@ class WorkerApp(App[int]):
     def _sample_gpus(self, sources: Sources) -> None:
         """Sample the GPUs every `nvml_interval` seconds (NVML calls can stall: not on the loop)."""
         reading = sources.sample_gpus()
-        self.post_message(GpusSampled(GpuSample(reading, self.clock.now())))
+        self._gpu_mail.append(GpuSample(reading, self.clock.now()))
         self._stop.wait(self.cfg.nvml_interval)
+
+    def take_gpu_samples(self) -> tuple[GpuSample, ...]:
+        """The GPU samples taken since the last call, oldest first (for the tick to apply)."""
+        mail = self._gpu_mail
+        return tuple(mail.popleft() for _ in range(len(mail)))
 
     def _sample_processes(self, sources: Sources) -> None:
         """Look for the client processes every few seconds (slow-changing and not free)."""

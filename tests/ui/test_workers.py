@@ -290,3 +290,26 @@ async def test_the_tick_follows_the_reads_and_the_timer_ticks_only_while_none_co
         assert app.ticks["read"] > reads  # the reads take the beat back
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_gpu_samples_wait_for_the_tick_without_waking_the_main_thread() -> None:
+    """Sampled 20 times a second and ticked twice: every sample reaches the history at its own
+    time, none through a message of its own (each would wake the main thread)."""
+    sources = ScriptedSources(gpus=(_gpu(30),))
+    cfg = _cfg(refresh=0.5, nvml_interval=0.05)
+    state = RunState(cfg)
+    app = _app(sources, cfg, state)
+    posted: list[str] = []
+    real_post = app.post_message
+
+    def post(message: object) -> bool:
+        posted.append(type(message).__name__)
+        return real_post(message)  # type: ignore[arg-type]
+
+    app.post_message = post  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        history = state.gpus.snapshot().memory_used_history[0]
+        await pilot.press("q")
+    assert len(history.t) >= 8  # the fake clock stands still: one point a sample, same time
+    assert "GpusSampled" not in posted and "FilesObserved" in posted
