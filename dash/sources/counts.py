@@ -24,15 +24,11 @@ from dash.core.mark import Mark
 from dash.core.state.globs import partition_name
 from dash.core.state.partitions import OutputCount
 from dash.sources.bgcount import CountJob, count_newlines
-from dash.sources.files import read_spans
+from dash.sources.files import SETTLED_NS, read_spans
 from dash.sources.globwatch import GlobWatch
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
-SETTLED_NS = 3_000_000_000
-"""A file unchanged this long before a look has timestamps a later write must move: file
-timestamps move in kernel ticks (coarser on NFS), so a rewrite within the tick of the last look
-leaves them as they were, and then only the bytes tell (`dash.core.mark`)."""
 RESCAN_COST_FACTOR = 20.0
 """Globs are re-run no sooner than this many times the time their last run took."""
 
