@@ -335,6 +335,12 @@ class HttpPoller:
             except TimeoutError:
                 pass
 
+    def close_now(self) -> None:
+        """`aclose` in the calling thread: waits for a poll in progress (its deadline bounds
+        it), closes the client and ends the polls' thread."""
+        self._worker.stop()
+        self._close(time.monotonic() + self._connect_timeout + self._read_timeout)
+
     def _close(self, deadline: float = float("inf")) -> None:
         with self._lock:
             if self._client is not None:

@@ -251,8 +251,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     def refresh_state(self) -> None:
         """Evaluate alerts and, unless paused, render the current snapshot."""
-        for sample in self.take_gpu_samples():  # each at its own time
+        gpus, http = self.take_samples()
+        for sample in gpus:  # each at its own time
             collector.apply_gpus(self.state, sample.reading, sample.at)
+        for reply, at in http:
+            collector.apply_http(self.state, reply, at)
         now = self.clock.now()
         changes, fresh = self.state.tick_and_snapshot(now)
         self.latest = fresh

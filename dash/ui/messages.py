@@ -29,7 +29,7 @@ class GpusSampled(Message):
     """NVML polls, oldest first: the newest, and any that were still queued when it came.
 
     The dashboard's own NVML loop leaves its samples for the tick instead
-    (`WorkerApp.take_gpu_samples`), so as not to wake the main thread between ticks."""
+    (`WorkerApp.take_samples`), so as not to wake the main thread between ticks."""
 
     def __init__(self, sample: GpuSample) -> None:
         super().__init__()
