@@ -138,6 +138,9 @@ class WorkerApp(App[int]):
         self._quiet = threading.Event()
         """Set by the reader while the files are quiet (the watch is then worth running)."""
         self._quiet_reads = 0
+        self._on_quiet: Callable[[], object] | None = None
+        """Called by the reader when the files turn quiet (wakes the watch loop, which sleeps
+        until then)."""
         self._last_counts: tuple[int | None, ...] = ()
         self._threads: list[SourceThread] = []
         self._loop_workers: list[Worker[None]] = []
@@ -249,7 +252,14 @@ class WorkerApp(App[int]):
         self._last_counts = counts
         self._quiet_reads = 0 if grew else self._quiet_reads + 1
         if self._quiet_reads >= QUIET_READS:
-            self._quiet.set()
+            if not self._quiet.is_set():
+                self._quiet.set()
+                notify = self._on_quiet
+                if notify is not None:
+                    try:
+                        notify()
+                    except RuntimeError:
+                        pass  # the loop has closed: the app is ending
         else:
             self._quiet.clear()
 
@@ -286,17 +296,24 @@ class WorkerApp(App[int]):
 
         While they change at every read, the reader reads once a refresh anyway, which the
         watch cannot make sooner: it is then stopped, as its inotify thread and the thread
-        round trip of each batch of changes cost more than the reads it would save.
+        round trip of each batch of changes cost more than the reads it would save. It then
+        sleeps until the reader finds the files quiet, without waking to look.
         """
+        went_quiet = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._on_quiet = partial(loop.call_soon_threadsafe, went_quiet.set)
         try:
             while not self._stop.is_set():
                 if not self._quiet.is_set():
-                    await asyncio.sleep(self.cfg.refresh * QUIET_READS)
+                    # Cleared and waited for in one step: the reader's set runs in a later one.
+                    went_quiet.clear()
+                    await went_quiet.wait()
                     continue
                 await self._watch_while_quiet(sources)
         except OSError as exc:
             self.post_message(SourceTrouble("watch", exc))
         finally:
+            self._on_quiet = None
             # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
             self._watching = False
             self._wake.set()
