@@ -280,10 +280,8 @@ async def test_the_tick_follows_the_reads_and_the_timer_ticks_only_while_none_co
         assert by_timer * 2 < by_read, app.ticks  # (a read late under load lets the timer in)
         sources.before_read.append(lambda: release.wait(5))  # the next read hangs
         await pilot.pause(2.0)
-        assert app.ticks["timer"] - by_timer >= 2, app.ticks
-        frames = app.frames
-        await pilot.pause(1.1)
-        assert app.frames >= frames + 2  # still 1 Hz, from the timer
+        assert app.ticks["timer"] - by_timer >= 2, app.ticks  # the beat goes on, from the timer
+        assert app.frames >= by_read + app.ticks["timer"]  # each tick drew a frame
         release.set()
         reads = app.ticks["read"]
         await pilot.pause(1.6)
