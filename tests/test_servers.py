@@ -20,6 +20,7 @@ from dash.commands.once_text import render_text
 from dash.core.clock import FakeClock
 from dash.core.config import Config, merge_layers
 from dash.core.errors import ConfigError
+from dash.core.log.parse import PARSER
 from dash.core.state.servers import server_names
 from dash.core.views.jsondoc import snapshot_to_json
 from dash.core.views.metrics_map import families
@@ -266,3 +267,36 @@ def test_a_prefill_servers_row_shows_its_input_throughput_summed_over_its_ranks(
     assert re.search(r"decode\s+decode\s+2,1\d\d tok/s\s+run", rows[1]), rows
     assert rows[0].index("run") == rows[1].index("run") == rows[2].index("run")  # aligned
     assert "in " not in rows[2]
+
+
+def test_a_log_glob_is_expanded_again_only_when_its_directory_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settled directory is one stat a read; a log created in it joins at the next read."""
+    from dash.sources import server_logs
+
+    monkeypatch.setattr(server_logs, "RESCAN_S", 0.0)
+    monkeypatch.setattr(server_logs, "RESCAN_FACTOR", 0.0)
+    runs: list[str] = []
+    real = server_logs.glob.glob
+
+    def counted(pattern: str, **kw: Any) -> list[str]:
+        runs.append(pattern)
+        return real(pattern, **kw)
+
+    monkeypatch.setattr(server_logs.glob, "glob", counted)
+    old = 1_600_000_000 * 10**9
+    write_pd_logs(tmp_path / "a.log", tmp_path / "b.log", START, 10)
+    (tmp_path / "b.log").unlink()
+    os.utime(tmp_path, ns=(old, old))
+    logs = server_logs.ServerLogs((tmp_path / "*.log",), PARSER, 1 << 20)
+    try:
+        assert [r.path for r in logs.read()] == [str(tmp_path / "a.log")]
+        expanded = len(runs)
+        for _ in range(3):
+            logs.read()
+        assert len(runs) == expanded  # the directory did not change: no glob
+        write_pd_logs(tmp_path / "c.log", tmp_path / "b.log", START, 10)
+        os.utime(tmp_path, ns=(old + 10**9, old + 10**9))
+        assert [r.path for r in logs.read()] == [str(tmp_path / n) for n in ("a.log", "b.log", "c.log")]
+    finally:
+        logs.close()

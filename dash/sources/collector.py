@@ -189,18 +189,42 @@ class Collector:
     async def poll_http(self) -> HttpSample | None:
         """One poll of the server (an HttpSample), or None when HTTP is off, or while the log's
         first read, which may name the server's port, has not happened yet."""
+        poller = self._poller()
+        if isinstance(poller, tuple):
+            old, poller = poller
+            await old.aclose()  # the log named another address: poll that one
+        if poller is None:
+            return None
+        return self._described(await poller.poll(time.time()), poller)
+
+    def poll_http_now(self) -> HttpSample | None:
+        """`poll_http` in the calling thread (blocking: from one worker thread)."""
+        poller = self._poller()
+        if isinstance(poller, tuple):
+            old, poller = poller
+            old.close_now()
+        if poller is None:
+            return None
+        return self._described(poller.poll_blocking(time.time()), poller)
+
+    def _poller(self) -> HttpPoller | None | tuple[HttpPoller, HttpPoller]:
+        """The poller of the URL chosen now (made when it changed; then the one to close too)."""
         choice = self.url_choice
         if choice is None or not self._log_read:
             return None
+        old = None
         if self._http is not None and self._http.url != choice.url.rstrip("/"):
-            await self._http.aclose()  # the log named another address: poll that one
-            self._http = None
+            old, self._http = self._http, None
         if self._http is None:
             from dash.sources.http import HttpPoller
 
             self._http = HttpPoller(choice.url, api_key=self.cfg.api_key)
-        sample = await self._http.poll(time.time())
-        return dataclasses.replace(sample, url=self._http.url, url_source=choice.source,
+        return self._http if old is None else (old, self._http)
+
+    def _described(self, sample: HttpSample, poller: HttpPoller) -> HttpSample:
+        choice = self.url_choice
+        assert choice is not None
+        return dataclasses.replace(sample, url=poller.url, url_source=choice.source,
                                    url_why=choice.why, log_port=choice.log_port)
 
     async def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:

@@ -24,14 +24,11 @@ from dash.core.mark import Mark
 from dash.core.state.globs import partition_name
 from dash.core.state.partitions import OutputCount
 from dash.sources.bgcount import CountJob, count_newlines
-from dash.sources.files import read_spans
+from dash.sources.files import SETTLED_NS, read_spans
+from dash.sources.globwatch import GlobWatch
 
 BIG_COUNT = 32 * 1024 * 1024
 """New bytes above this are counted in the background (the first count of a big file)."""
-SETTLED_NS = 3_000_000_000
-"""A file unchanged this long before a look has timestamps a later write must move: file
-timestamps move in kernel ticks (coarser on NFS), so a rewrite within the tick of the last look
-leaves them as they were, and then only the bytes tell (`dash.core.mark`)."""
 RESCAN_COST_FACTOR = 20.0
 """Globs are re-run no sooner than this many times the time their last run took."""
 
@@ -185,7 +182,9 @@ class OutputsSource:
 
     Globs are re-run at most every `rescan_s`, so a partition whose file appears later joins;
     a glob over a large tree (`**`) that takes long to run is re-run less often, so that it
-    costs at most a twentieth of the time. `monotonic` times the globs (injected by tests).
+    costs at most a twentieth of the time. Even then a glob is re-run only when a directory it
+    reads has changed, or every half minute (`dash.sources.globwatch`): the stat of each of its
+    directories instead of listing them. `monotonic` times the globs (injected by tests).
     """
 
     def __init__(self, outputs: tuple[str, ...], inputs: tuple[str, ...] = (), *,
@@ -199,6 +198,7 @@ class OutputsSource:
         self._rescan_s = rescan_s
         self._rescan_cost_factor = rescan_cost_factor
         self._monotonic = monotonic
+        self._dirs = GlobWatch((*outputs, *inputs), recursive=True, monotonic=monotonic)
         self._out: dict[str, tuple[str, LineCounter, bool]] = {}
         self._in: dict[str, tuple[str, LineCounter]] = {}
         self._scanned_at: float | None = None
@@ -210,10 +210,11 @@ class OutputsSource:
 
     def _scan(self) -> None:
         now = self._monotonic()
-        if self._scanned_at is not None and now < self._next_scan:
+        if self._scanned_at is not None and (now < self._next_scan or not self._dirs.due()):
             return
         first = self._scanned_at is None
         self._scanned_at = now
+        self._dirs.ran()  # before the globs: a file added while they run is seen next time
         known = {path: name for path, (name, _, _) in self._out.items()}
         for path, name in _matches(self._outputs, known):
             if path not in self._out:

@@ -3,7 +3,9 @@
 `FileFollower` follows one path by name (`dash.core.follow` decides what a stat means). Files
 are opened `O_RDONLY` and only ever `pread`: kdash never writes, locks, truncates or touches the
 mtime of a file it watches. A poll of an unchanged file is two stats and two reads of at most
-4 KB (`dash.core.mark`: what tells a rewrite from the file that was read), whatever its size.
+4 KB (`dash.core.mark`: what tells a rewrite from the file that was read), whatever its size;
+of a settled one (unchanged for a few seconds when last looked at, and with the same stat now),
+one stat.
 Errors (permission denied, a directory where a file was expected) become a status value.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +22,11 @@ from dash.core.mark import Mark
 
 CHUNK = 64 * 1024
 """Bytes per read."""
+
+SETTLED_NS = 3_000_000_000
+"""A file unchanged this long before a look has timestamps a later write must move: file
+timestamps move in kernel ticks (coarser on NFS), so a rewrite within the tick of the last look
+leaves them as they were, and then only the bytes tell (`dash.core.mark`)."""
 
 MAX_READ_PER_POLL = 2 * 1024 * 1024
 """A burst larger than this is read over several polls (`FollowRead.more`), so one poll of a
@@ -53,11 +61,15 @@ class FollowRead:
     """When the file was last written (wall clock, from fstat), when lines were read."""
 
 
-def _stat_path(path: Path) -> FileId | None:
+Looked = tuple[int, int, int, int, int]
+"""(device, inode, size, mtime, ctime) of one stat: a settled file's, to compare the next with."""
+
+
+def _stat_path(path: Path) -> os.stat_result:
     st = os.stat(path)
     if not _is_regular(st.st_mode):
         raise IsADirectoryError("not a regular file")
-    return FileId(st.st_dev, st.st_ino, st.st_size)
+    return st
 
 
 def _is_regular(mode: int) -> bool:
@@ -100,6 +112,9 @@ class FileFollower:
         self.state = FollowState(backfill=backfill, cr_breaks=cr_breaks, max_line=max_line)
         self._fd: int | None = None
         self._max_read = max_read
+        self._settled: Looked | None = None
+        """The stat of the last poll, when it found nothing new in a file unchanged for a while:
+        until a stat differs, the mark's bytes need not be read back."""
 
     def poll(self) -> FollowRead:
         """Read whatever is new; never raises for a file-system problem."""
@@ -148,9 +163,15 @@ class FileFollower:
 
     def _poll(self, r: _Reading) -> int | None:
         try:
-            at_path = _stat_path(self.path)
+            st = _stat_path(self.path)
         except FileNotFoundError:
-            at_path = None
+            at_path, looked = None, None
+        else:
+            at_path = FileId(st.st_dev, st.st_ino, st.st_size)
+            looked = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if looked == self._settled and self._fd is not None:
+                return st.st_size  # a write since would have moved its ctime
+        self._settled = None
         self._reattach(at_path, r)
         decision = self.state.decide(at_path, self._readback(at_path))
         if decision is Decision.REPLACED:
@@ -168,6 +189,8 @@ class FileFollower:
         elif decision is Decision.TRUNCATED:
             self._truncated(r)
         elif decision is Decision.IDLE:
+            if looked is not None and time.time_ns() - looked[4] > SETTLED_NS:
+                self._settled = looked
             return at_path.size
         assert self._fd is not None
         st = os.fstat(self._fd)

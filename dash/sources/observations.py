@@ -109,6 +109,10 @@ class Sources(Protocol):
         """One poll of the server; None when no URL is configured."""
         ...
 
+    def poll_http_now(self) -> HttpSample | None:
+        """`poll_http`, blocking, from the one worker thread that polls the server."""
+        ...
+
     def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:
         """Yield whenever a followed file may have changed, until `stop_event` is set."""
         ...

@@ -19,6 +19,7 @@ from dash.core.config import MAX_LOGS
 from dash.core.log.parse import LineParser
 from dash.core.log.prefix import clean
 from dash.sources.files import FileFollower, FollowRead
+from dash.sources.globwatch import GlobWatch
 from dash.sources.loglines import LogLines
 from dash.sources.observations import LogRead
 
@@ -50,6 +51,7 @@ class ServerLogs:
         self._cut: int | None = None
         self._next_scan = 0.0
         self._waiting: list[LogRead] = []
+        self._dirs = GlobWatch(tuple(self.globs), recursive=False)
         for p in self._patterns:
             if not glob.has_magic(p):
                 self._add(p, None)
@@ -82,10 +84,12 @@ class ServerLogs:
     def _expand(self) -> list[LogRead]:
         """New files of the globs get followers; a glob matching nothing says it waits.
 
-        Globs are expanded again after `RESCAN_S`, and `RESCAN_FACTOR` times what it took."""
+        Globs are expanded again after `RESCAN_S`, and `RESCAN_FACTOR` times what it took, when
+        a directory they read has changed (`dash.sources.globwatch`)."""
         began = time.monotonic()
-        if not self.globs or began < self._next_scan:
+        if not self.globs or began < self._next_scan or not self._dirs.due():
             return list(self._waiting)
+        self._dirs.ran()
         waiting: list[LogRead] = []
         for pattern in self.globs:
             matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))

@@ -3,6 +3,11 @@
 All run state lives in a `RunState` owned by the main thread: worker messages are applied to it in
 the handlers below, and every `refresh` seconds `state.tick_and_snapshot(now)` evaluates alerts and
 gives the frozen snapshot the screen is re-rendered from. Widgets only ever see that snapshot.
+
+The tick rides on the file reader's post: on a busy run the reader reads once a refresh, and the
+tick that follows at once shows what it read, so the main thread wakes once a refresh rather than
+once for the read and once more for a timer of its own. A timer ticks only when no read came
+(quiet files, a read that takes long): `_arm_tick`.
 """
 
 from __future__ import annotations
@@ -69,6 +74,14 @@ PANE_LINES = 2000
 """At most this many raw lines of one read go to the log pane (a 4 MB backfill is ~40k lines)."""
 MAX_ANNOUNCED = 200
 """Notices remembered as shown (each is a toast once); the oldest are forgotten first."""
+TICK_AFTER_READ = 0.75
+"""A read ticks at once when the last tick, itself after a read, is at least this many refresh
+periods old (reads every refresh tick each; a burst's reads, every quarter second, do not).
+After a tick of the timer, the next read ticks whenever it comes: reads that come back (the files
+busy again) take the beat over from the timer, and what they read shows at once."""
+TICK_GRACE = 0.25
+"""After a tick that followed a read, the timer waits this much of a refresh period longer than
+the period for the next read before it ticks without one."""
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 """Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
@@ -147,6 +160,13 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self._signals: list[int] = []
         self._tables_at = float("-inf")
         self.table_period = TABLE_PERIOD_S if live else 0.0
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self._ticked_at = float("-inf")
+        """When the last tick ran (monotonic)."""
+        self._ticked_by_read = False
+        """Whether a read, not the timer, made the last tick."""
+        self.ticks = {"read": 0, "timer": 0}
+        """Ticks made by a read, and by the timer (no read came in time)."""
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -173,7 +193,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         if self.handle_signals:
             self.install_signal_handlers()
         if self.live:
-            self.set_interval(self.cfg.refresh, self.refresh_state, name="refresh")
+            self._arm_tick(self.cfg.refresh)
             self.set_timer(SETTLE_S, freeze_heap, name="freeze heap")
             self.start_sources()
 
@@ -186,6 +206,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self._signals.append(sig)
 
     async def on_unmount(self) -> None:
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
         loop = asyncio.get_running_loop()
         for sig in self._signals:
             loop.remove_signal_handler(sig)
@@ -194,8 +217,45 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     # -- the tick ---------------------------------------------------------------------------
 
+    def _arm_tick(self, delay: float) -> None:
+        """Tick after `delay` seconds unless a read ticks first (a plain loop timer: cancelling
+        it costs nothing, where a Textual timer is a task that wakes to be reset)."""
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+        self._tick_handle = asyncio.get_running_loop().call_later(delay, self._timer_tick)
+
+    def _timer_tick(self) -> None:
+        self._tick_handle = None
+        if self._exit:
+            return
+        try:
+            self._tick(by_read=False)
+        except Exception as exc:  # as a Textual timer's callback would: the app stops with it
+            self._handle_exception(exc)
+
+    def _tick(self, *, by_read: bool) -> None:
+        self.ticks["read" if by_read else "timer"] += 1
+        self._ticked_at = time.monotonic()
+        self._ticked_by_read = by_read
+        self.refresh_state()
+        period = self.cfg.refresh
+        self._arm_tick(period * (1 + TICK_GRACE) if by_read else period)
+
+    def _tick_after_read(self) -> None:
+        """A read was applied: tick now if the beat is due (see TICK_AFTER_READ)."""
+        if not self.live or self._exit:
+            return
+        if (not self._ticked_by_read
+                or time.monotonic() - self._ticked_at >= TICK_AFTER_READ * self.cfg.refresh):
+            self._tick(by_read=True)
+
     def refresh_state(self) -> None:
         """Evaluate alerts and, unless paused, render the current snapshot."""
+        gpus, http = self.take_samples()
+        for sample in gpus:  # each at its own time
+            collector.apply_gpus(self.state, sample.reading, sample.at)
+        for reply, at in http:
+            collector.apply_http(self.state, reply, at)
         now = self.clock.now()
         changes, fresh = self.state.tick_and_snapshot(now)
         self.latest = fresh
@@ -306,6 +366,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         log = self.query_one("#log", LogPane)
         for source, lines in _pane_lines(message.reading):
             log.append(source, lines)
+        self._tick_after_read()
 
     def on_gpus_sampled(self, message: GpusSampled) -> None:
         # Each sample at its own time: ones that waited in the queue keep their place.

@@ -26,7 +26,10 @@ class FilesObserved(Message):
 
 
 class GpusSampled(Message):
-    """NVML polls, oldest first: the newest, and any that were still queued when it came."""
+    """NVML polls, oldest first: the newest, and any that were still queued when it came.
+
+    The dashboard's own NVML loop leaves its samples for the tick instead
+    (`WorkerApp.take_samples`), so as not to wake the main thread between ticks."""
 
     def __init__(self, sample: GpuSample) -> None:
         super().__init__()
@@ -46,7 +49,10 @@ class GpusSampled(Message):
 
 
 class HttpSampled(Message):
-    """One HTTP poll of the server (an error is a value inside the sample)."""
+    """One HTTP poll of the server (an error is a value inside the sample).
+
+    The dashboard's own HTTP loop leaves its polls for the tick instead
+    (`WorkerApp.take_samples`), so as not to wake the main thread between ticks."""
 
     def __init__(self, sample: HttpSample | None) -> None:
         super().__init__()

@@ -1,9 +1,13 @@
 """The source workers: each source is polled by one loop that only posts messages.
 
-Blocking sources (files, NVML, processes) run in `SourceThread`s that loop until the app stops;
-HTTP and the file watcher run in async workers on the app's loop. None of them touches a widget
+Blocking sources (files, NVML, HTTP, processes) run in `SourceThread`s that loop until the app
+stops; the file watcher runs in an async worker on the app's loop. None of them touches a widget
 or the run state: they post `dash.ui.messages` observations that the app applies on its main
-thread. One loop per source means two polls of the same source can never overlap.
+thread. One loop per source means two polls of the same source can never overlap. The GPU
+samples (every second) and the HTTP polls (every few) are not posted: each would wake the main
+thread between two ticks to be applied, and the screen shows them only at the next tick. They
+wait in bounded mailboxes that the tick empties first (`take_samples`), each applied at the
+time it came.
 
 Errors: an I/O error is a value inside the observation; one that escapes a source anyway
 (`OSError`) becomes a notice and the loop carries on. Anything else is a bug, and stops the app
@@ -21,6 +25,7 @@ import contextlib
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -35,12 +40,12 @@ from dash.core.clock import Clock
 from dash.core.config import Config
 from dash.core.recent import RecentSet
 from dash.core.state.gpus import GpuSample
+from dash.core.state.http_state import HttpSample
 from dash.sources.blocking import run_blocking
 from dash.sources.observations import FilesRead, Sources
 from dash.ui.messages import (
+    MAX_FOLDED_SAMPLES,
     FilesObserved,
-    GpusSampled,
-    HttpSampled,
     ProcessesSampled,
     SourceFailed,
     SourceTrouble,
@@ -70,6 +75,8 @@ JOIN_TIMEOUT_S = 3.0
 sources to close, all together."""
 MIN_CLOSE_S = 0.5
 """The sources always get this long to close, even when waiting for the loops took it all."""
+MAX_HTTP_MAIL = 16
+"""HTTP polls kept for the tick at most (a main thread stalled that long loses the oldest)."""
 MAX_DELIVERY_ERRORS = 64
 """Distinct alert-delivery errors remembered, so that each is shown once (they hold webhook
 answers, which can differ every time)."""
@@ -131,6 +138,9 @@ class WorkerApp(App[int]):
         self._quiet = threading.Event()
         """Set by the reader while the files are quiet (the watch is then worth running)."""
         self._quiet_reads = 0
+        self._on_quiet: Callable[[], object] | None = None
+        """Called by the reader when the files turn quiet (wakes the watch loop, which sleeps
+        until then)."""
         self._last_counts: tuple[int | None, ...] = ()
         self._threads: list[SourceThread] = []
         self._loop_workers: list[Worker[None]] = []
@@ -140,6 +150,11 @@ class WorkerApp(App[int]):
         self.launch_keepers = launch_keepers
         """Save the logs' launches to the state directory (none: they are not kept)."""
         self._launch_state: RunState | None = None
+        self._gpu_mail: deque[GpuSample] = deque(maxlen=MAX_FOLDED_SAMPLES)
+        """GPU samples taken since the last tick, oldest first (appended by the NVML thread;
+        a main thread stalled longer than the charts' history loses only the oldest)."""
+        self._http_mail: deque[tuple[HttpSample | None, float]] = deque(maxlen=MAX_HTTP_MAIL)
+        """HTTP polls since the last tick and when each came, oldest first (from its thread)."""
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal; on Linux and macOS one whose input thread sleeps
@@ -163,14 +178,14 @@ class WorkerApp(App[int]):
             ("files", lambda: self._read_files(sources)),
             ("nvml", lambda: self._sample_gpus(sources)),
         ]
+        if self.cfg.http_enabled:
+            loops.append(("http", lambda: self._poll_http(sources)))
         if self.cfg.process:
             loops.append(("procs", lambda: self._sample_processes(sources)))
         for name, step in loops:
             thread = SourceThread(name, step, self._stop, self.post_message)
             self._threads.append(thread)
             thread.start()
-        if self.cfg.http_enabled:
-            self._loop_workers.append(self.http_loop(sources))
         if not self.cfg.poll:
             self._loop_workers.append(self.watch_loop(sources))
 
@@ -237,15 +252,36 @@ class WorkerApp(App[int]):
         self._last_counts = counts
         self._quiet_reads = 0 if grew else self._quiet_reads + 1
         if self._quiet_reads >= QUIET_READS:
-            self._quiet.set()
+            if not self._quiet.is_set():
+                self._quiet.set()
+                notify = self._on_quiet
+                if notify is not None:
+                    try:
+                        notify()
+                    except RuntimeError:
+                        pass  # the loop has closed: the app is ending
         else:
             self._quiet.clear()
 
     def _sample_gpus(self, sources: Sources) -> None:
         """Sample the GPUs every `nvml_interval` seconds (NVML calls can stall: not on the loop)."""
         reading = sources.sample_gpus()
-        self.post_message(GpusSampled(GpuSample(reading, self.clock.now())))
+        self._gpu_mail.append(GpuSample(reading, self.clock.now()))
         self._stop.wait(self.cfg.nvml_interval)
+
+    def _poll_http(self, sources: Sources) -> None:
+        """Poll the server every `http_interval` seconds with the collector's one HTTP client
+        (an error is a value in the sample)."""
+        sample = sources.poll_http_now()
+        self._http_mail.append((sample, self.clock.now()))
+        self._stop.wait(self.cfg.http_interval)
+
+    def take_samples(self) -> tuple[tuple[GpuSample, ...], tuple[tuple[HttpSample | None, float], ...]]:
+        """The GPU samples and HTTP polls (with when each came) since the last call, oldest
+        first (for the tick to apply)."""
+        gpus, http = self._gpu_mail, self._http_mail
+        return (tuple(gpus.popleft() for _ in range(len(gpus))),
+                tuple(http.popleft() for _ in range(len(http))))
 
     def _sample_processes(self, sources: Sources) -> None:
         """Look for the client processes every few seconds (slow-changing and not free)."""
@@ -254,30 +290,30 @@ class WorkerApp(App[int]):
 
     # -- async loops -------------------------------------------------------------------------
 
-    @work(exclusive=True, group="http")
-    async def http_loop(self, sources: Sources) -> None:
-        """Poll the server with the collector's one HTTP client; an error is a value."""
-        while not self._stop.is_set():
-            self.post_message(HttpSampled(await sources.poll_http()))
-            await asyncio.sleep(self.cfg.http_interval)
-
     @work(exclusive=True, group="watch")
     async def watch_loop(self, sources: Sources) -> None:
         """While the files are quiet, wake the file reader as soon as a watched file changes.
 
         While they change at every read, the reader reads once a refresh anyway, which the
         watch cannot make sooner: it is then stopped, as its inotify thread and the thread
-        round trip of each batch of changes cost more than the reads it would save.
+        round trip of each batch of changes cost more than the reads it would save. It then
+        sleeps until the reader finds the files quiet, without waking to look.
         """
+        went_quiet = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._on_quiet = partial(loop.call_soon_threadsafe, went_quiet.set)
         try:
             while not self._stop.is_set():
                 if not self._quiet.is_set():
-                    await asyncio.sleep(self.cfg.refresh * QUIET_READS)
+                    # Cleared and waited for in one step: the reader's set runs in a later one.
+                    went_quiet.clear()
+                    await went_quiet.wait()
                     continue
                 await self._watch_while_quiet(sources)
         except OSError as exc:
             self.post_message(SourceTrouble("watch", exc))
         finally:
+            self._on_quiet = None
             # Without a watcher (it failed, or ended), the reader polls at the refresh rate.
             self._watching = False
             self._wake.set()

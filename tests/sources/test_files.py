@@ -333,3 +333,46 @@ def test_a_rotated_file_bigger_than_a_poll_is_read_over_several_polls(tmp_path: 
     assert polls >= 9  # 8500 bytes at 1000 a poll, not all at once
     assert seen == burst + (["new file line"] if gone == "rotated" else [])
     assert events == ([gone, "opened"] if gone == "rotated" else [gone])
+
+
+def _count_preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.pread
+
+    def counted(fd: int, n: int, at: int) -> bytes:
+        calls.append(at)
+        return real(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", counted)
+    return calls
+
+
+def test_a_settled_file_is_one_stat_a_poll_until_it_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its mark's bytes are not read back while its stat stays as it was; a rewrite to the same
+    size moves its ctime, and is then seen by the bytes as before."""
+    path = tmp_path / "server.log"
+    path.write_text("a line\n" * 100)
+    old = 1_600_000_000 * 10**9
+    os.utime(path, ns=(old, old))  # ctime is now, though: not settled yet
+    f = FileFollower(path)
+    try:
+        assert len(f.poll().lines) == 100
+        preads = _count_preads(monkeypatch)
+        f.poll()
+        assert preads  # ctime recent: the bytes are checked
+        monkeypatch.setattr("dash.sources.files.SETTLED_NS", -10**12)  # as if seconds passed
+        f.poll()  # nothing new, and settled: kept
+        preads.clear()
+        for _ in range(5):
+            r = f.poll()
+            assert r.status == "ok" and not r.lines and r.size == 700
+        assert preads == []
+        path.write_text("b line\n" * 100)  # rewritten to the same size
+        r = f.poll()
+        assert "truncated" in r.events and len(r.lines) == 100 and r.lines[0] == "b line"
+        with path.open("a") as fh:
+            fh.write("c line\n")
+        assert f.poll().lines == ("c line",)
+    finally:
+        f.close()

@@ -220,3 +220,35 @@ async def test_webhook_delivery() -> None:
     assert ok is None and bad == "HTTP 500: no such channel"
     assert refused == "connection refused"
     assert any(h.startswith("POST /hook") and '"text"' in h for h in srv.hits)
+
+
+def _http_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("kdash-http")]
+
+
+async def test_every_poll_runs_in_one_thread_that_closing_joins() -> None:
+    """Polls every few seconds for as long as the dashboard runs: one thread for all of them,
+    not one started for each, and none left once the poller is closed."""
+    import threading
+
+    seen: set[int] = set()
+    with FakeServer(recorded("sglang-0.5.23")) as srv:
+        poller = HttpPoller(srv.url)
+        real = poller.poll_blocking
+
+        def noted(now: float):  # type: ignore[no-untyped-def]
+            seen.add(threading.get_ident())
+            return real(now)
+
+        poller.poll_blocking = noted  # type: ignore[method-assign]
+        try:
+            samples = [await poller.poll(NOW + 2 * i) for i in range(6)]
+            assert _http_threads() == ["kdash-http"]
+            thread = poller._worker.thread
+        finally:
+            await poller.aclose()
+    assert all(s.state == "up" for s in samples)
+    assert len(seen) == 1 and thread is not None and thread.ident in seen
+    assert not thread.is_alive() and _http_threads() == []

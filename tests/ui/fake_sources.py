@@ -70,6 +70,9 @@ class ScriptedSources:
     async def poll_http(self) -> HttpSample | None:
         return None
 
+    def poll_http_now(self) -> HttpSample | None:
+        return None
+
     async def watch(self, stop_event: asyncio.Event) -> AsyncGenerator[None, None]:
         while not stop_event.is_set():
             await asyncio.sleep(0.05)

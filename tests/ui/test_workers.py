@@ -262,3 +262,86 @@ async def test_quit_with_a_hung_nvml_poll_ends_within_the_shutdown_budget() -> N
         release.set()
     assert app.return_code == 0
     assert took < workers.JOIN_TIMEOUT_S + workers.MIN_CLOSE_S + 1.5
+
+
+# -- the tick ---------------------------------------------------------------------------------
+
+async def test_the_tick_follows_the_reads_and_the_timer_ticks_only_while_none_comes() -> None:
+    """A busy run's reads, one a refresh, each tick at once (one wake a refresh, not a read and
+    a timer apart); while a read hangs the timer keeps the screen's beat."""
+    sources = ScriptedSources()
+    release = threading.Event()
+    cfg = _cfg(refresh=0.5)
+    app = _app(sources, cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(2.6)
+        by_read, by_timer = app.ticks["read"], app.ticks["timer"]
+        assert by_read >= 4
+        assert by_timer * 2 < by_read, app.ticks  # (a read late under load lets the timer in)
+        sources.before_read.append(lambda: release.wait(5))  # the next read hangs
+        await pilot.pause(2.0)
+        assert app.ticks["timer"] - by_timer >= 2, app.ticks  # the beat goes on, from the timer
+        assert app.frames >= by_read + app.ticks["timer"]  # each tick drew a frame
+        release.set()
+        reads = app.ticks["read"]
+        await pilot.pause(1.6)
+        assert app.ticks["read"] > reads  # the reads take the beat back
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_gpu_samples_wait_for_the_tick_without_waking_the_main_thread() -> None:
+    """Sampled 20 times a second and ticked twice: every sample reaches the history at its own
+    time, none through a message of its own (each would wake the main thread)."""
+    sources = ScriptedSources(gpus=(_gpu(30),))
+    cfg = _cfg(refresh=0.5, nvml_interval=0.05)
+    state = RunState(cfg)
+    app = _app(sources, cfg, state)
+    posted: list[str] = []
+    real_post = app.post_message
+
+    def post(message: object) -> bool:
+        posted.append(type(message).__name__)
+        return real_post(message)  # type: ignore[arg-type]
+
+    app.post_message = post  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        history = state.gpus.snapshot().memory_used_history[0]
+        await pilot.press("q")
+    assert len(history.t) >= 8  # the fake clock stands still: one point a sample, same time
+    assert "GpusSampled" not in posted and "FilesObserved" in posted
+
+
+async def test_http_polls_run_in_one_thread_and_wait_for_the_tick() -> None:
+    """Every poll in the same long-lived thread, none posted (each would wake the main thread
+    between ticks), all of them applied; the thread is joined when the app quits."""
+    from dash.core.state.http_state import HttpSample
+
+    threads: set[int] = set()
+
+    class Polled(ScriptedSources):
+        def poll_http_now(self) -> HttpSample | None:
+            threads.add(threading.get_ident())
+            return HttpSample(at=time.time(), reachable=True, latency_s=0.01)
+
+    sources = Polled()
+    cfg = _cfg(url="http://127.0.0.1:9", refresh=0.5, http_interval=0.1)
+    state = RunState(cfg)
+    app = _app(sources, cfg, state)
+    posted: list[str] = []
+    real_post = app.post_message
+
+    def post(message: object) -> bool:
+        posted.append(type(message).__name__)
+        return real_post(message)  # type: ignore[arg-type]
+
+    app.post_message = post  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.3)
+        assert state.http.snapshot(app.clock.now()).state == "up"
+        names = [t.name for t in threading.enumerate() if t.ident in threads]
+        await pilot.press("q")
+    assert len(threads) == 1 and names == ["kdash-http"]
+    assert "HttpSampled" not in posted
+    assert app._threads and not any(t.running for t in app._threads)  # joined at the quit
