@@ -218,9 +218,12 @@ class ReplayApp(DashApp):
         self._commands.put(command)
 
     async def settled(self, timeout: float = 30.0) -> None:
-        """Wait until the screen shows the answer to every command sent (tests, benchmarks)."""
+        """Wait until the screen shows the answer to every command sent (tests, benchmarks),
+        or the app is closing (its replay thread answers nothing more: a tick's "pace" sent
+        just before `q` would be waited for in vain)."""
         deadline = time.monotonic() + timeout
-        while self.load_error is None and (self.frame is None or self._done < self._sent):
+        while self.load_error is None and not self._closing and (
+                self.frame is None or self._done < self._sent):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the replay did not answer: {self.status()}")
             await asyncio.sleep(0.005)
