@@ -25,8 +25,10 @@ from dash.core.views.launch_text import render
 from dash.sources.logread import LogCut, LogError, Scan, cut_message, ref_time
 
 
-def read_launches(path: Path) -> tuple[Launch, ...]:
-    """The launches of one log, read to its end (raises LogError)."""
+def read_launches(path: Path, cuts: list[str] | None = None) -> tuple[Launch, ...]:
+    """The launches of one log, read to its end (raises LogError). A `.gz` that breaks off
+    raises LogCut, or, given `cuts`, adds its message there and gives the launches of the
+    lines before the break."""
     tracker = LaunchTracker(str(path))
     ref = ref_time(path)
     scan = Scan(path)
@@ -36,18 +38,23 @@ def read_launches(path: Path) -> tuple[Launch, ...]:
     except OSError as exc:  # the file went away while it was read
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     if scan.cut:
-        raise LogCut(cut_message(path, scan.cut, scan.lines), scan.lines)
+        message = cut_message(path, scan.cut, scan.lines)
+        if cuts is None:
+            raise LogCut(message, scan.lines)
+        cuts.append(message)
     tracker.finish()
     return tracker.launches()
 
 
-def launches_of(paths: Sequence[Path], kept: Path | None = None) -> tuple[Launch, ...]:
+def launches_of(paths: Sequence[Path], kept: Path | None = None,
+                cuts: list[str] | None = None) -> tuple[Launch, ...]:
     """Every launch of the logs, in start order (the order given where logs carry no time);
     the same start read twice (a log named twice) counts once. `kept`: the state directory
-    whose launches of each log are merged in (None: the logs alone)."""
+    whose launches of each log are merged in (None: the logs alone); `cuts`: where `.gz` logs
+    broke off go there, their lines before the break read (None: LogCut is raised)."""
     seen: dict[str, Launch] = {}
     for path in paths:
-        read = read_launches(path)
+        read = read_launches(path, cuts)
         if kept is not None:
             read = merge_remembered(_kept(kept, path), read)
         for launch in read:
@@ -74,8 +81,10 @@ def _state_dir() -> Path:
 
 
 def run_launches(paths: Sequence[Path], as_json: bool) -> int:
-    """`kdash launches LOG [LOG ...] [--json]`."""
-    launches = launches_of(paths, _state_dir())
+    """`kdash launches LOG [LOG ...] [--json]`; exit 1 where a `.gz` broke off, its launches
+    before the break shown (as summary and export show its lines)."""
+    cuts: list[str] = []
+    launches = launches_of(paths, _state_dir(), cuts)
     if as_json:
         doc = {"logs": [str(p) for p in paths], "launches": launches_json(launches)}
         text = json.dumps(doc, indent=1) + "\n"
@@ -86,7 +95,9 @@ def run_launches(paths: Sequence[Path], as_json: bool) -> int:
         text += _kept_note(launches)
     sys.stdout.write(text)  # a closed pipe (`| head`) is handled once, in dash.commands.cli.main
     sys.stdout.flush()
-    return 0
+    for message in cuts:
+        print(f"kdash: {message}", file=sys.stderr)
+    return 1 if cuts else 0
 
 
 def _kept_note(launches: Sequence[Launch]) -> str:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -29,6 +31,25 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            raise UsageError(unrecognized(extra, "--outputs" in self._option_string_actions))
+        return ns
+
+
+def unrecognized(extra: Sequence[str], takes_globs: bool) -> str:
+    """argparse's `unrecognized arguments`, and where they are files and the command takes
+    globs, what most likely made them: an unquoted `--outputs out/*.jsonl` that the shell
+    expanded into its files, the first one taken as the flag's value, the others left over."""
+    shown = " ".join(extra[:3]) + (f" (and {len(extra) - 3} more)" if len(extra) > 3 else "")
+    message = f"unrecognized arguments: {shown}"
+    if takes_globs and any(not a.startswith("-") and os.path.exists(a) for a in extra):
+        message += ("; the shell expanded a glob into these files: quote it, "
+                    "--outputs 'out/*.jsonl' (or --log 'node*/server.log')")
+    return message
 
 
 def add_source_options(p: argparse.ArgumentParser) -> None:

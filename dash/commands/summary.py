@@ -7,6 +7,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,10 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
     silent = max(configured.silent_after_s, summary.alerts.spacing_s() + 60.0)
     cfg = Config(alerts={**(alerts or {}), "silent_after_s": silent})
     replayed = summary.alerts.records()
-    doc["alerts"] = [alert_to_json(a) for a in replay_alerts(replayed, cfg)]
+    ended: list[float | None] = []
+    fired = replay_alerts(replayed, cfg, ended=ended)
+    # `until`: the log time the alert cleared at (None: still active where the log ends).
+    doc["alerts"] = [{**alert_to_json(a), "until": t} for a, t in zip(fired, ended, strict=True)]
     doc["launches"] = launches_json(replay_launches(path, replayed, summary))
     return doc
 
@@ -191,15 +195,40 @@ def _alert_lines(alerts: list[dict[str, Any]], width: int) -> list[str]:
         return ["  alerts      none"]
     out = [f"  alerts      {len(alerts)} fired over the log" +
            (f" (the last {MAX_ALERT_LINES} below)" if len(alerts) > MAX_ALERT_LINES else "")]
+    dated = _spans_days(alerts)
     for a in alerts[-MAX_ALERT_LINES:]:
         # A report is read in full: the message wraps under itself rather than being cut.
         head = f"    {a['severity'].upper():<5} {a['id']:<20} "
-        out.extend(textwrap.wrap(str(a["message"]), max(40, width), initial_indent=head,
-                                 subsequent_indent=" " * len(head), break_on_hyphens=False)
+        when = f" ({_when(a, dated)})" if a.get("since") is not None else ""
+        out.extend(textwrap.wrap(f"{a['message']}{when}", max(40, width),
+                                 initial_indent=head, subsequent_indent=" " * len(head),
+                                 break_on_hyphens=False)
                    or [head])
         if a.get("line"):
             out.append(f"          {_cut(str(a['line']), width - 10)}")
     return out
+
+
+def _at(t: float, dated: bool) -> str:
+    """A log time as the log prints it (its stamps are read as UTC), dated where the alerts
+    span more than one day."""
+    moment = datetime.fromtimestamp(t, timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if dated else "%H:%M:%S")
+
+
+def _spans_days(alerts: list[dict[str, Any]]) -> bool:
+    times = [t for a in alerts for t in (a.get("since"), a.get("until")) if t is not None]
+    return len({datetime.fromtimestamp(t, timezone.utc).date() for t in times}) > 1
+
+
+def _when(alert: dict[str, Any], dated: bool) -> str:
+    """`10:26:22 -> 07:18:14`, or `since 10:26:22, to the end of the log`: whether the
+    problem was over before the log ended is what a report after the run is read for."""
+    since, until = alert["since"], alert.get("until")
+    start = _at(since, dated)
+    if until is None:
+        return f"since {start}, to the end of the log"
+    return f"{start} -> {_at(until, dated)}"
 
 
 def run_summary(path: Path, as_json: bool, alerts: Mapping[str, Any] | None = None) -> int:

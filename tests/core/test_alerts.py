@@ -525,6 +525,23 @@ def test_gpu_headroom_from_nvml_needs_to_hold() -> None:
     assert "GPU 3: 0.50 GB free" in run.active()["gpu_headroom_low"].message
 
 
+def test_gpu_headroom_names_the_gpus_with_the_same_free_memory_together() -> None:
+    def gpu(index: int, free_mb: int) -> GpuSnapshot:
+        return GpuSnapshot(index=index, uuid=None, name="H200", memory_used=None,
+                           memory_total=96 * 1024**3, memory_free=free_mb * 1024**2,
+                           util_gpu=None, util_mem=None, temperature_c=None, power_w=None,
+                           power_limit_w=None)
+
+    run = Run(gpu_after_s=30)
+    gpus = (gpu(0, 594), *(gpu(i, 901) for i in range(1, 6)), gpu(6, 40_000), gpu(7, 901))
+    run.extra["gpus"] = GpusSnapshot(available=True, reason=None, gpus=gpus)
+    run.tick()
+    run.tick(30)
+    message = run.active()["gpu_headroom_low"].message
+    assert message == ("GPU memory headroom is low: GPU 0: 0.58 GB free, "
+                       "GPUs 1-5, 7: 0.88 GB free")
+
+
 def _at(name: str, at: Any, **kw: Any) -> dict[str, Any]:
     return {**ev(name, **kw), "at": at}
 

@@ -67,3 +67,17 @@ def test_a_file_that_is_not_gzip_at_all_is_still_a_usage_error(tmp_path: Path) -
     with pytest.raises(LogError) as err:
         list(Scan(path))
     assert not isinstance(err.value, LogCut) and "Not a gzipped file" in str(err.value)
+
+
+def test_launches_show_the_starts_before_the_break_and_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _text = _log(tmp_path)
+    lines = _zcat_lines(path)
+    assert main(["launches", "--json", str(path)]) == 1
+    out, err = capsys.readouterr()
+    (launch,) = json.loads(out)["launches"]
+    assert launch["figures"]["decode_lines"] == lines and launch["outcome"] == "log_ended"
+    assert f"breaks off after line {lines:,}" in err and err.count("\n") == 1
+    assert main(["launches", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("1 launch in 1 log") and "breaks off" in err

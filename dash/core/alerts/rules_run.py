@@ -107,8 +107,8 @@ def rule_gpu_headroom(ctx: RuleContext) -> Iterator[Finding]:
     low = [g for g in snap.gpus.gpus if g.memory_free is not None
            and g.memory_free < cfg.gpu_free_min_gb * GB] if snap.gpus.available else []
     if low:
-        parts.append(", ".join(f"GPU {g.index}: {g.memory_free / GB:.2f} GB free"
-                               for g in low if g.memory_free is not None))
+        parts.append(_free_by_gpu([(g.index, g.memory_free) for g in low
+                                   if g.memory_free is not None]))
     avail = snap.server.facts.get("avail_mem_gb")
     graph_low = isinstance(avail, (int, float)) and avail < cfg.cuda_graph_min_gb
     if graph_low:
@@ -123,6 +123,28 @@ def rule_gpu_headroom(ctx: RuleContext) -> Iterator[Finding]:
                   "CUDA graph", f"A large prefill can OOM: lower {flags.mem}{at} or "
                   f"{flags.prefill_cap}, and keep other processes off these GPUs.",
                   fire_after=0.0 if graph_low else cfg.gpu_after_s)
+
+
+def _free_by_gpu(free: list[tuple[int, int]]) -> str:
+    """`GPU 0: 0.58 GB free, GPUs 1-7: 0.88 GB free`: the GPUs that show the same figure named
+    together (eight of them listed one by one took three lines of the alert at 80x24)."""
+    groups: dict[str, list[int]] = {}
+    for index, value in free:
+        groups.setdefault(f"{value / GB:.2f}", []).append(index)
+    return ", ".join(f"{_gpu_names(indices)}: {gb} GB free" for gb, indices in groups.items())
+
+
+def _gpu_names(indices: list[int]) -> str:
+    """`GPU 3`, `GPUs 1-7`, `GPUs 0, 2, 5-6`: runs of consecutive indices as ranges."""
+    if len(indices) == 1:
+        return f"GPU {indices[0]}"
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return "GPUs " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 RUN_RULES = (rule_client_buffered, rule_output_stalled, rule_partition_done,

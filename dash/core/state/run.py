@@ -218,8 +218,9 @@ def _sample_span(live_s: float, sample_s: float | None, share: float = 0.8) -> f
 
 
 def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *,
-                  tick_s: float = 10.0) -> list[Alert]:
-    """Every alert that fires over a log, with the log's own timestamps as the clock.
+                  tick_s: float = 10.0, ended: list[float | None] | None = None) -> list[Alert]:
+    """Every alert that fires over a log, with the log's own timestamps as the clock; `ended`,
+    when given, gets beside each the log time it cleared at (None: still active at the end).
 
     Records without a timestamp keep the last time seen and are read with the stamped line
     before them, as a follower reads them in one go (an OOM's traceback line is shown at that
@@ -233,6 +234,20 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
     cfg = dataclasses.replace(cfg or Config(), url="")
     state = RunState(cfg)
     fired: list[Alert] = []
+    until: list[float | None] = [] if ended is None else ended
+    open_at: dict[str, int] = {}  # an active alert's key -> its index in `fired`
+
+    def tick(now: float) -> None:
+        changes = state.tick(now)
+        for alert in changes.cleared:  # before the new: a replaced alert keeps its key
+            i = open_at.pop(alert.key, None)
+            if i is not None:
+                until[i] = now
+        for alert in changes.new:
+            open_at[alert.key] = len(fired)
+            fired.append(alert)
+            until.append(None)
+
     gap_s = max(tick_s, state.alert_config.silent_after_s)
     clock: float | None = None
     last_tick: float | None = None
@@ -242,20 +257,20 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
         if t is not None and clock is not None and batch:
             state.feed_server_log(batch, clock)
             if last_tick is None or clock - last_tick >= tick_s or any(map(_is_event, batch)):
-                fired.extend(state.tick(clock).new)
+                tick(clock)
                 last_tick = clock
             batch.clear()
             if t - clock >= gap_s:
                 # A silence in the stamps: the dashboard went on ticking through it, so the
                 # rules look once more at its end, before the next line shows the server again.
-                fired.extend(state.tick(t).new)
+                tick(t)
                 last_tick = t
         if t is not None:
             clock = t if clock is None else max(clock, t)
         batch.append(rec)  # before the first timestamp: held until it comes
     end = 0.0 if clock is None else clock  # a log with no timestamp at all still gets read
     state.feed_server_log(batch, end)
-    fired.extend(state.tick(end).new)
+    tick(end)
     return fired
 
 
