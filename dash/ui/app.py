@@ -327,8 +327,15 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         if self.partition is not None:
             return
         table = self.query_one("#partitions", PartitionTable)
-        if table.row_count:
-            self.partition = table.row_key_at(table.cursor_row)
+        if not table.row_count:
+            return
+        # The first selection is the partition being written (a resumed run's first rows are
+        # often finished ones): what the details and `o` then show is the live one.
+        live = [p.name for p in self.snap.partitions if p.status == "running"] if self.snap else []
+        keys = [table.row_key_at(i) for i in range(table.row_count)]
+        if live and live[0] in keys:
+            table.move_cursor(row=keys.index(live[0]), animate=False)
+        self.partition = table.row_key_at(table.cursor_row)
 
     def _render_header(self) -> None:
         if self.snap is None:

@@ -76,7 +76,8 @@ async def test_the_details_of_a_partition_past_its_total_say_so() -> None:
     snap = snapshot()
     over = dataclasses.replace(snap.partitions[0], done=(snap.partitions[0].total or 0) + 778)
     app = build_app(dataclasses.replace(snap, partitions=(over, *snap.partitions[1:])))
-    async with app.run_test(size=(160, 45)):
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("1")
         details = app.query_one(PartitionDetails).plain
         assert "(778 more than the total: duplicates, or a wrong total?)" in details
         assert "left)" not in details.splitlines()[1]

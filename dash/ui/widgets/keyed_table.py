@@ -158,9 +158,15 @@ class KeyedTable(Widget, can_focus=True):
             self.post_message(self.RowHighlighted(self, key))
 
     def _scroll_to_cursor(self) -> None:
-        visible = max(1, self.size.height - 1)
+        if self.size.height <= 1:  # not laid out yet: the resize that lays it out scrolls
+            self.view_changed()
+            return
+        visible = self.size.height - 1
         top = min(self._top, self.cursor_row)
         top = max(top, self.cursor_row - visible + 1)
+        # no empty rows below the last while rows above are off screen: a cursor moved before
+        # the first layout (one row high) must not leave the first row hidden once all fit
+        top = max(0, min(top, len(self._keys) - visible))
         if top != self._top:
             self._top = top
             self.refresh()
