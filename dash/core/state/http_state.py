@@ -190,6 +190,8 @@ class HttpTracker:
         self._latency = sample.latency_s
         if state == "up":
             self._failures, self._last_ok = 0, now
+        elif sample.reachable:
+            self._failures = 0  # it answered (with an error): no failure to reach it
         else:
             self._failures += 1
         self._merge_facts(sample)
