@@ -188,3 +188,16 @@ def test_a_poll_with_no_answer_after_refused_ones_is_one_failure_not_the_whole_r
     snap = run.state.tick_and_snapshot(T0 + 22)[1]
     assert snap.http.state == "down" and snap.http.consecutive_failures == 1
     assert not {"server_down", "http_unreachable"} & set(_ids(snap))
+
+
+def test_a_server_that_refused_kdash_and_then_went_silent_had_answered_at_that_address() -> None:
+    run = Run()
+    run.poll(T0, FIRST)
+    run.poll(T0 + 2, LATER)
+    for i in range(3):
+        run.state.http.apply(HttpSample(at=T0 + 4 + 2 * i, reachable=False,
+                                        error="connection refused", url=URL), T0 + 4 + 2 * i)
+    snap = run.state.tick_and_snapshot(T0 + 8)[1]
+    [down] = [a for a in snap.alerts if a.id == "server_down"]
+    assert down.severity == "crit" and "last answered 6 s ago" in down.evidence
+    assert snap.liveness.http_ever_up

@@ -191,7 +191,8 @@ class HttpTracker:
         if state == "up":
             self._failures, self._last_ok = 0, now
         elif sample.reachable:
-            self._failures = 0  # it answered (with an error): no failure to reach it
+            # It answered (with an error): no failure to reach it, and the address is right.
+            self._failures, self._last_ok = 0, now
         else:
             self._failures += 1
         self._merge_facts(sample)
