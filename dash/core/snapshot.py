@@ -222,7 +222,11 @@ class HttpSnapshot:
     """Why it is down/degraded: "connection refused", "timeout", "HTTP 500", "bad body"."""
     latency_s: float | None = None
     consecutive_failures: int = 0
+    """Polls in a row the server did not answer at all (refused, timed out); a poll it
+    answered, with an error too, ends the run (`server_down` counts these)."""
     last_ok_at: float | None = None
+    """When the server last answered a poll, an error status too (401, 503): it was there, at
+    this address."""
     facts: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float] = field(default_factory=dict)
     """Normalised metric names: running_req, queue_req, token_usage, gen_throughput, ..."""

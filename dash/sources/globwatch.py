@@ -10,10 +10,11 @@ the glob last ran, and says the glob is due again when one of them moved, disapp
 appeared.
 
 Timestamps move in kernel ticks (coarser on NFS), so two changes within the tick of a look leave
-a directory's mtime as the look saw it: a directory changed within `RECENT_NS` of now is looked
-at again at every check until it settles. A slow safety re-run (`SAFETY_S`) covers what a
-directory's mtime cannot tell (a file system that does not keep it, an entry replaced by a
-rename onto it).
+a directory's mtime as the look saw it: a directory changed within `RECENT_NS` of the glob's last
+run is due again at the next check, however late that comes (a slow glob is re-run seconds
+apart), and so on until a run comes after it settled. A slow safety re-run (`SAFETY_S`) covers
+what a directory's mtime cannot tell (a file system that does not keep it, an entry replaced by
+a rename onto it).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class GlobWatch:
         self._wall_ns = wall_ns
         self._looked: Looked | None = None
         self._ran_at = float("-inf")
+        self._ran_wall_ns = 0
+        """The wall clock at the last run: a directory changed within `recent_ns` before it may
+        have changed again, unseen, within the same timestamp tick after the listing."""
 
     def due(self) -> bool:
         """Whether the globs may find something else than at their last run (one stat for each
@@ -78,7 +82,7 @@ class GlobWatch:
         looked = self._looked
         if looked is None or self._monotonic() - self._ran_at >= self._safety_s:
             return True
-        recent = self._wall_ns() - self._recent_ns
+        recent = self._ran_wall_ns - self._recent_ns
         for path, mtime in looked:
             now = _mtime(path)
             if now != mtime or (now is not None and now >= recent):
@@ -88,6 +92,7 @@ class GlobWatch:
     def ran(self) -> None:
         """The globs are about to run: keep their directories as they are now."""
         self._ran_at = self._monotonic()
+        self._ran_wall_ns = self._wall_ns()
         dirs: dict[str, None] = {}
         for pattern in self._patterns:
             for path in glob_dirs(pattern, recursive=self._recursive):

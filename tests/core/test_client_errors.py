@@ -72,6 +72,17 @@ def test_each_cause_is_named(line: str, says: str) -> None:
     assert says in what + fix
 
 
+@pytest.mark.parametrize(("line", "what"), [
+    ("2026-03-01 12:04:01,401 ERROR request failed: Connection refused",
+     "the server cannot be reached"),
+    ("2026-03-01 12:04:01,503 - INFO - Retrying request to /chat/completions in 0.8 seconds", ""),
+    ("Retrying request to /chat/completions in 0.429 seconds", ""),
+])
+def test_a_stamps_milliseconds_or_a_fraction_are_no_status_code(line: str, what: str) -> None:
+    """Python's logging stamps its milliseconds after a comma: `,401` is no 401 answer."""
+    assert cause_of(line)[0] == what
+
+
 def test_a_server_restart_ends_the_count_and_a_down_server_is_the_root() -> None:
     from dash.core.log.parse import parse_line
     from dash.core.log.timestamps import ts_to_epoch

@@ -174,3 +174,30 @@ def test_a_404_is_no_error_and_a_status_change_starts_a_new_streak() -> None:
     run.poll(T0 + 8, (("/metrics", 500),))
     snap = run.poll(T0 + 10, (("/metrics", 502),))
     assert [(f.status, f.since, f.polls) for f in snap.http.failing] == [(502, T0 + 10, 1)]
+
+
+def test_a_poll_with_no_answer_after_refused_ones_is_one_failure_not_the_whole_run() -> None:
+    """A server that refuses kdash (401) answers every poll: those polls are no failures to
+    reach it. One poll that times out then is one, not `down_polls` in a row."""
+    run = Run()
+    run.poll(T0, FIRST)
+    for i in range(1, 11):
+        run.poll(T0 + 2 * i, LATER)
+    run.state.http.apply(HttpSample(at=T0 + 22, reachable=False, error="timeout", url=URL),
+                         T0 + 22)
+    snap = run.state.tick_and_snapshot(T0 + 22)[1]
+    assert snap.http.state == "down" and snap.http.consecutive_failures == 1
+    assert not {"server_down", "http_unreachable"} & set(_ids(snap))
+
+
+def test_a_server_that_refused_kdash_and_then_went_silent_had_answered_at_that_address() -> None:
+    run = Run()
+    run.poll(T0, FIRST)
+    run.poll(T0 + 2, LATER)
+    for i in range(3):
+        run.state.http.apply(HttpSample(at=T0 + 4 + 2 * i, reachable=False,
+                                        error="connection refused", url=URL), T0 + 4 + 2 * i)
+    snap = run.state.tick_and_snapshot(T0 + 8)[1]
+    [down] = [a for a in snap.alerts if a.id == "server_down"]
+    assert down.severity == "crit" and "last answered 6 s ago" in down.evidence
+    assert snap.liveness.http_ever_up

@@ -12,7 +12,7 @@ import pytest
 
 from dash.sources import counts as counts_module
 from dash.sources.counts import OutputsSource
-from dash.sources.globwatch import SAFETY_S, glob_dirs
+from dash.sources.globwatch import SAFETY_S, GlobWatch, glob_dirs
 
 OLD_NS = 1_600_000_000 * 10**9
 """A time long past: directories set to it count as settled."""
@@ -147,3 +147,26 @@ def test_the_directories_a_glob_reads(tmp_path: Path) -> None:
         [base, f"{base}/a1", f"{base}/a2"])
     assert sorted(glob_dirs(f"{base}/**/*.jsonl", recursive=True)) == sorted(
         [base, f"{base}/a1", f"{base}/a1/deep", f"{base}/a2", f"{base}/b"])
+
+
+def test_a_change_within_the_tick_of_the_run_is_seen_however_late_the_next_look(
+        tmp_path: Path) -> None:
+    """The glob ran in the tick its directory last changed in, and a file came within that tick
+    after the listing (the mtime as the run saw it): the next look, whenever it comes (a slow
+    glob's re-run, a long refresh), runs the glob again, and then the directory has settled."""
+    (tmp_path / "B1.jsonl").write_text("")
+    run_at = OLD_NS + 10 * 10**9
+    _settle(tmp_path, at=run_at - 1_000_000)  # changed a millisecond before the run
+    clock, wall = [1000.0], [run_at]
+    watch = GlobWatch((str(tmp_path / "*.jsonl"),), recursive=True,
+                      monotonic=lambda: clock[0], wall_ns=lambda: wall[0])
+    watch.ran()
+    (tmp_path / "B2.jsonl").write_text("")
+    _settle(tmp_path, at=run_at - 1_000_000)  # the same tick: the mtime the run saw
+    clock[0] += 5.0
+    wall[0] += 5 * 10**9
+    assert watch.due()
+    watch.ran()
+    clock[0] += 5.0
+    wall[0] += 5 * 10**9
+    assert not watch.due()  # looked at after the tick: settled

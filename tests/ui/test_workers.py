@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.message import Message
 
 from dash.core.clock import FakeClock
 from dash.core.config import Config
@@ -290,6 +291,19 @@ async def test_the_tick_follows_the_reads_and_the_timer_ticks_only_while_none_co
     assert app.return_code == 0
 
 
+def _posted(app: DashApp) -> list[str]:
+    """The names of the messages posted to `app` from now on (from any thread)."""
+    posted: list[str] = []
+    real_post = app.post_message
+
+    def post(message: Message) -> bool:
+        posted.append(type(message).__name__)
+        return real_post(message)
+
+    app.post_message = post  # type: ignore[method-assign]
+    return posted
+
+
 async def test_gpu_samples_wait_for_the_tick_without_waking_the_main_thread() -> None:
     """Sampled 20 times a second and ticked twice: every sample reaches the history at its own
     time, none through a message of its own (each would wake the main thread)."""
@@ -297,14 +311,7 @@ async def test_gpu_samples_wait_for_the_tick_without_waking_the_main_thread() ->
     cfg = _cfg(refresh=0.5, nvml_interval=0.05)
     state = RunState(cfg)
     app = _app(sources, cfg, state)
-    posted: list[str] = []
-    real_post = app.post_message
-
-    def post(message: object) -> bool:
-        posted.append(type(message).__name__)
-        return real_post(message)  # type: ignore[arg-type]
-
-    app.post_message = post  # type: ignore[method-assign]
+    posted = _posted(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(1.3)
         history = state.gpus.snapshot().memory_used_history[0]
@@ -329,14 +336,7 @@ async def test_http_polls_run_in_one_thread_and_wait_for_the_tick() -> None:
     cfg = _cfg(url="http://127.0.0.1:9", refresh=0.5, http_interval=0.1)
     state = RunState(cfg)
     app = _app(sources, cfg, state)
-    posted: list[str] = []
-    real_post = app.post_message
-
-    def post(message: object) -> bool:
-        posted.append(type(message).__name__)
-        return real_post(message)  # type: ignore[arg-type]
-
-    app.post_message = post  # type: ignore[method-assign]
+    posted = _posted(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(1.3)
         assert state.http.snapshot(app.clock.now()).state == "up"

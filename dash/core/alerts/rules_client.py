@@ -14,18 +14,22 @@ from collections.abc import Iterator
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.alerts.rules_server import launch_start
 
+_CODE = r"(?<![\w.,])"
+"""Before a status code: not a number's fraction (`in 0.503 seconds`) nor a logging stamp's
+milliseconds (`12:04:01,401`)."""
 _CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"\b(?:401|403)\b|Unauthorized|Forbidden|AuthenticationError|PermissionDenied",
-                re.I), "refused: no or a wrong API key",
+    (re.compile(_CODE + r"(?:401|403)\b|Unauthorized|Forbidden|AuthenticationError|"
+                r"PermissionDenied", re.I), "refused: no or a wrong API key",
      "The server refuses the client's requests: give the client the server's --api-key "
      "(`OpenAI(api_key=...)` or OPENAI_API_KEY)."),
-    (re.compile(r"\b429\b|Too Many Requests|rate.?limit", re.I), "rate-limited",
+    (re.compile(_CODE + r"429\b|Too Many Requests|rate.?limit", re.I), "rate-limited",
      "The server (or a proxy) rate-limits the client: lower the client's concurrency, or raise "
      "the limit that answers 429."),
-    (re.compile(r"\b503\b|Service Unavailable", re.I), "the server is not ready or overloaded",
+    (re.compile(_CODE + r"503\b|Service Unavailable", re.I),
+     "the server is not ready or overloaded",
      "The server answers 503 (see http_errors): let the client wait for /ready (or /health) "
      "before it sends, and retry with a backoff; an overloaded server wants less concurrency."),
-    (re.compile(r"\b50[024]\b|Internal Server Error|Bad Gateway|Gateway Timeout", re.I),
+    (re.compile(_CODE + r"50[024]\b|Internal Server Error|Bad Gateway|Gateway Timeout", re.I),
      "the server fails the requests",
      "The server fails the requests: its log has the traceback; restart it if every request "
      "fails."),
@@ -36,7 +40,7 @@ _CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = (
                 r"Disconnected|APIConnectionError", re.I), "the server cannot be reached",
      "The client cannot reach the server: is it up at the URL the client uses? "
      "(server_down or http_unreachable say what kdash sees.)"),
-    (re.compile(r"\b400\b|BadRequest|context length|maximum context", re.I),
+    (re.compile(_CODE + r"400\b|BadRequest|context length|maximum context", re.I),
      "the server rejects the requests",
      "The server rejects the requests (400): a prompt longer than the context length, or a "
      "bad parameter; the error's text says which."),

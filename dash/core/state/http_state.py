@@ -190,6 +190,9 @@ class HttpTracker:
         self._latency = sample.latency_s
         if state == "up":
             self._failures, self._last_ok = 0, now
+        elif sample.reachable:
+            # It answered (with an error): no failure to reach it, and the address is right.
+            self._failures, self._last_ok = 0, now
         else:
             self._failures += 1
         self._merge_facts(sample)
