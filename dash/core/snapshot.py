@@ -200,6 +200,9 @@ class FailingRoute:
     polls: int
     """Polls since then in which the server answered and this path's last answer stayed this
     status (a path asked once a minute counts every poll in between)."""
+    answers: int = 1
+    """Times the path was asked and gave this status in a row: a route asked once a minute
+    that failed once has one, however many polls came since."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,14 +94,15 @@ def rule_http_auth(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def rule_http_errors(ctx: RuleContext) -> Iterator[Finding]:
-    """`http_errors`: routes have answered a 5xx for `http_error_polls` polls (a 503 for
+    """`http_errors`: a route has answered a 5xx `http_error_polls` times in a row (its own
+    answers: one 500 of a route asked once a minute is not a streak of polls; a 503 for
     `unavailable_after_s` too, and never while the log shows the server starting or stopping:
     a warm-up answers 503). Crit when no route answers, or when `/ready` says not ready; a
     warning when only some routes fail. Clears after the usual hysteresis (an overloaded
     server's 503s come and go)."""
     http = ctx.snap.http
     failing = [r for r in http.failing if r.status >= 500]
-    if not failing or max(r.polls for r in failing) < ctx.cfg.http_error_polls:
+    if not failing or max(r.answers for r in failing) < ctx.cfg.http_error_polls:
         return
     if starting(ctx) is not None or stopped(ctx):
         return

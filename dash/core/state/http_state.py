@@ -6,6 +6,7 @@ applies samples on the main thread and produces the frozen `HttpSnapshot`. Pure:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -217,7 +218,9 @@ class HttpTracker:
                 self._failing.pop(path, None)
             elif old is None or old.status != status:
                 self._failing[path] = FailingRoute(path, status, now, 0)
-        self._failing = {p: FailingRoute(f.path, f.status, f.since, f.polls + 1)
+            else:
+                self._failing[path] = dataclasses.replace(old, answers=old.answers + 1)
+        self._failing = {p: dataclasses.replace(f, polls=f.polls + 1)
                          for p, f in self._failing.items()}
 
     def _note_generated(self, total: float | None, now: float) -> None:
