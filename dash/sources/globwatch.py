@@ -37,6 +37,9 @@ def glob_dirs(pattern: str, *, recursive: bool) -> list[str]:
     """The directories `glob.glob(pattern)` lists: where its first magic part is matched, and
     every directory each magic part of its directory matched (all of them below a `**`)."""
     head = os.path.dirname(pattern)
+    if recursive and os.path.basename(pattern) == "**":
+        # a last part of `**` matches at every depth: every directory below is listed
+        return glob_dirs(os.path.join(pattern, ""), recursive=True)
     if not glob.has_magic(head):
         return [head or os.curdir]
     parts = []

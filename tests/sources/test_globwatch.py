@@ -98,7 +98,7 @@ def test_the_safety_re_run_finds_what_the_directory_did_not_tell(
         s.src.close()
 
 
-@pytest.mark.parametrize("pattern", ["dir*/x.jsonl", "**/*.jsonl", "*/x.jsonl"])
+@pytest.mark.parametrize("pattern", ["dir*/x.jsonl", "**/*.jsonl", "*/x.jsonl", "**"])
 def test_a_file_in_a_new_sub_directory_is_found(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str) -> None:
     (tmp_path / "dir1").mkdir()
@@ -119,7 +119,7 @@ def test_a_file_in_a_new_sub_directory_is_found(
         (tmp_path / "dir1" / "y.jsonl").write_text("")
         _settle(tmp_path / "dir2", tmp_path / "dir2" / "sub", tmp_path / "dir1",
                 at=OLD_NS + 2 * 10**9)
-        expected = {"dir*/x.jsonl": 2, "**/*.jsonl": 4, "*/x.jsonl": 2}[pattern]
+        expected = {"dir*/x.jsonl": 2, "**/*.jsonl": 4, "*/x.jsonl": 2, "**": 4}[pattern]
         assert len(s.names()) == expected
     finally:
         s.src.close()
@@ -146,6 +146,9 @@ def test_the_directories_a_glob_reads(tmp_path: Path) -> None:
     assert sorted(glob_dirs(f"{base}/a*/x.jsonl", recursive=True)) == sorted(
         [base, f"{base}/a1", f"{base}/a2"])
     assert sorted(glob_dirs(f"{base}/**/*.jsonl", recursive=True)) == sorted(
+        [base, f"{base}/a1", f"{base}/a1/deep", f"{base}/a2", f"{base}/b"])
+    # a last part of `**` matches files at every depth: every directory below is read
+    assert sorted(glob_dirs(f"{base}/**", recursive=True)) == sorted(
         [base, f"{base}/a1", f"{base}/a1/deep", f"{base}/a2", f"{base}/b"])
 
 
