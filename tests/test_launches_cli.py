@@ -10,6 +10,7 @@ from core.test_launches import args_line, serving, startup, two_starts
 from dash.commands.cli import main
 from dash.commands.launches import launches_of
 from dash.commands.summary import render_text, summarize
+from dash.core.views.launch_advice import launches_json
 from dash.core.views.launch_table import table
 
 
@@ -44,8 +45,13 @@ def test_summary_lists_the_launches_of_its_log(tmp_path: Path) -> None:
     first, second = doc["launches"]
     assert first["outcome"] == "oom" and first["capacity"]["graph_avail_gb"] == 0.82
     assert second["changed"] == {"mem": ["0.93", "0.88"]}
+    # its stream is thinned: no throughput or line counts that would be a sample's, not the log's
+    assert first["figures"] is None and second["figures"] is None
+    assert "steady" not in second["advice"] and "tok/s" not in second["advice"]
+    exact = launches_json(launches_of([both]))
+    assert exact[1]["figures"]["decode_lines"] > 0 and exact[1]["figures"]["peak_line"]
     text = render_text(doc)
-    assert "launches    2 (kdash launches LOG: side by side)" in text
+    assert "launches    2 (kdash launches LOG: side by side, with throughput)" in text
     # read from the alert replay's stream: decode lines thinned, no prefill lines
     assert "OOM 4m12s in, ran 4m12s" in text and "died of OOM 4 min in" in text
 

@@ -100,8 +100,9 @@ def _steady(x: Launch, prev: Launch | None, n: int) -> str:
     return text
 
 
-def advice(launches: Sequence[Launch]) -> list[str]:
-    """One sentence per launch: what it changed from the launch before and what that did."""
+def advice(launches: Sequence[Launch], throughput: bool = True) -> list[str]:
+    """One sentence per launch: what it changed from the launch before and what that did
+    (`throughput` False: its figures are not known, and nothing is said of them)."""
     out = []
     for i, x in enumerate(launches):
         prev = launches[i - 1] if i else None
@@ -119,8 +120,9 @@ def advice(launches: Sequence[Launch]) -> list[str]:
         elif prev is not None and _graph(x) is not None and _graph(prev) not in (None, _graph(x)):
             parts.append(f"{_graph(x):.2f} GB free after CUDA graph capture "
                          f"(was {_graph(prev):.2f})")
-        parts.append(_steady(x, prev, i + 1))
-        out.append(f"{head}: {'; '.join(parts)}")
+        if throughput:
+            parts.append(_steady(x, prev, i + 1))
+        out.append(f"{head}: {'; '.join(parts)}" if parts else head)
     return out
 
 
@@ -154,13 +156,16 @@ def _steady_cell(x: Launch) -> str:
     return "too short" if note.startswith(("too short", "too few")) else "unsettled"
 
 
-def launches_json(launches: Sequence[Launch]) -> list[dict[str, Any]]:
+def launches_json(launches: Sequence[Launch], figures: bool = True) -> list[dict[str, Any]]:
     """Each launch's JSON with its number, what changed from the one before, its outcome in
-    words and its advice sentence."""
-    words = advice(launches)
+    words and its advice sentence (`figures` False: the launches were read from a thinned
+    stream, so their throughput and prefill figures are not the log's: null, and unsaid)."""
+    words = advice(launches, throughput=figures)
     out = []
     for i, x in enumerate(launches):
         doc = launch_to_json(x)
+        if not figures:
+            doc["figures"] = None
         prev = launches[i - 1] if i else None
         doc["number"] = i + 1
         doc["changed"] = {name: [a, b] for name, a, b in changes(prev, x)} if prev else {}
