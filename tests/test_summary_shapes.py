@@ -139,3 +139,25 @@ def test_the_tracker_keeps_the_last_estimated_figures_of_each_engine() -> None:
     tr.feed([parse_line("[2026-06-01 12:01:00] server_args=ServerArgs(model_path='m')", 9)],
             1.9e9)
     assert dict(tr.snapshot(1.9e9).perf) == {}  # a new start prints its own
+
+
+def test_one_event_printed_by_every_rank_is_counted_once(tmp_path: Path) -> None:
+    """With TP 8 each rank prints the retraction: one event, as the dashboard folds it; the
+    same wording minutes later is another one."""
+    line = ("[2026-03-01 02:58:{s:02d} TP{r}] KV cache pool is full. Retract requests. "
+            "#retracted_reqs: 2, #new_token_ratio: 0.4000 -> 0.5322")
+    lines = [line.format(s=44 + r // 4, r=r) for r in (0, 5, 7, 2, 6)]
+    lines.append(line.format(s=59, r=0).replace("02:58:59", "03:10:00"))
+    lines.append(line.format(s=59, r=0).replace("02:58:59", "03:10:01"))  # TP0 again: another
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert summarize(log)["event_counts"] == {"retract": 3}
+
+
+@pytest.mark.parametrize(("name", "retractions"), [
+    ("sglang-2746-decode-full-kv-retract.log", 1),  # one retraction, by TP0, 5, 7, 2 and 6
+    ("sglang-4184-decode-oom-retract-multinode-ranks.log", 2),
+])
+def test_real_logs_count_each_retraction_once(real_logs: Path, name: str,
+                                              retractions: int) -> None:
+    assert summarize(real_logs / name)["event_counts"]["retract"] == retractions

@@ -23,7 +23,7 @@ from dash.core.snapshot import Record, ServerLogSnapshot
 from dash.core.state.log_clock import LogTimes
 from dash.core.state.server_stats import SERIES, ServerStats
 
-__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker"]
+__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker", "rank_copy"]
 
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
@@ -307,10 +307,7 @@ class ServerLogTracker:
         """
         last = self._events[-1] if self._events else None
         rank = rec.get("rank")
-        if (last is not None and rank and last.get("event") == rec.get("event")
-                and _wording(last) == _wording(rec)
-                and rank not in last.get("ranks", (last.get("rank"),))
-                and last.get("rank") and abs(rec["at"] - last["at"]) <= RANK_FOLD_S):
+        if last is not None and rank_copy(last, rec, last["at"], rec["at"]):
             ranks = (*last.get("ranks", (last["rank"],)), rank)
             self._events[-1] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
         else:
@@ -404,6 +401,17 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
 
 
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def rank_copy(last: Mapping[str, Any], rec: Mapping[str, Any], last_at: float | None,
+              at: float | None) -> bool:
+    """Whether `rec` is another rank's copy of the event `last` (its `ranks` so far, or its
+    `rank`): the same event and wording, from a rank not yet in it, within `RANK_FOLD_S`."""
+    rank = rec.get("rank")
+    return bool(rank and last.get("rank") and last.get("event") == rec.get("event")
+                and _wording(last) == _wording(rec)
+                and rank not in last.get("ranks", (last.get("rank"),))
+                and last_at is not None and at is not None and abs(at - last_at) <= RANK_FOLD_S)
 
 
 def _wording(event: Mapping[str, Any]) -> str:

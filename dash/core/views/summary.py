@@ -26,6 +26,7 @@ from typing import Any
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.state.ranks import rank_key
+from dash.core.state.server_log import rank_copy
 from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
 from dash.core.views.summary_ranks import RankedGens
 
@@ -248,6 +249,10 @@ class LogSummary:
         self.kinds: Counter[str] = Counter()
         self.engines: Counter[str] = Counter()
         self.event_counts: Counter[str] = Counter()
+        """Each event once: the copies TP/DP ranks print of one (a retraction by 5 ranks) are
+        folded as the dashboard folds them (`rank_copy`)."""
+        self._counted: tuple[Record, float | None] | None = None
+        """The last event counted (its ranks so far) and its time."""
         self.events: deque[Record] = deque(maxlen=MAX_EVENTS)
         self.unparsed_samples: list[Record] = []
         self.incomplete = 0
@@ -271,6 +276,16 @@ class LogSummary:
         self.throughput = Downsampled()
         self.alerts = AlertFeed()
 
+    def _count_event(self, ev: Record) -> None:
+        at = ts_to_epoch(ev.get("ts"), self.ref)
+        if self._counted is not None and rank_copy(self._counted[0], ev, self._counted[1], at):
+            last = self._counted[0]
+            self._counted = ({**last, "ranks": (*last.get("ranks", (last["rank"],)), ev["rank"])},
+                             self._counted[1])
+            return
+        self.event_counts[ev["event"]] += 1
+        self._counted = (ev, at)
+
     def merge(self, part: Part) -> None:
         self.lines += part.lines
         self.kinds.update(part.kinds)
@@ -281,7 +296,7 @@ class LogSummary:
         self._new += part.new
         self.last_decode = part.last_decode or self.last_decode
         for ev in part.events:
-            self.event_counts[ev["event"]] += 1
+            self._count_event(ev)
             self.events.append({k: v for k, v in ev.items() if k != "args"})
         room = MAX_UNPARSED_SAMPLES - len(self.unparsed_samples)
         self.unparsed_samples.extend(part.unparsed[:max(0, room)])
