@@ -98,10 +98,31 @@ def test_the_parser_pickles_as_its_grammar() -> None:
 def test_a_plain_value_reads_the_same_with_the_builtin(conv: convert.Conv, data: st.DataObject) -> None:
     """The bulk reader reads plain values with a builtin: it must agree with the converter."""
     text = data.draw(st.from_regex(re.compile(conv.plain + r"\Z"), fullmatch=True))
-    fast = {"int": int, "float": float, "bool": convert.BOOLS.__getitem__}[conv.kind](text)
+    fast = convert.FAST[conv.kind](text)
     assert fast == conv.read(text) and type(fast) is type(conv.read(text))
+    assert convert.FAST[conv.kind](text.encode()) == fast  # the bulk reader's are bytes
     if conv.kind == "int":
         assert str(fast) == text  # a plain int is its own JSON text
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), decimals=st.integers(0, 15))
+def test_a_plain_percent_reads_as_the_ratio_converter_reads_it(data: st.DataObject,
+                                                              decimals: int) -> None:
+    """A ratio printed as a percent (`88.50%`) is read by the bulk reader as its number, with
+    `percent`: the fraction `to_ratio` gives, for every text of its form, and every printed
+    percent of 0..100 is of its form (printed as servers print them: `%.1f`, `{:.2f}`)."""
+    pattern = re.compile(convert.RATIO.percent + r"\Z")
+    text = data.draw(st.from_regex(pattern, fullmatch=True))
+    want = convert.to_ratio(text + "%")
+    assert want is not None and convert.percent(text) == want
+    assert convert.percent(text.encode()) == want and type(convert.percent(text)) is float
+    printed = f"{data.draw(st.floats(0, 100)):.{decimals}f}"
+    assert pattern.fullmatch(printed) is not None
+    assert convert.percent(printed) == convert.to_ratio(printed + "%")
+    # above 100, signed, or no number: no plain percent (the converter gives None or refuses)
+    for odd in ("100.5", "101", "-5.0", "nan", "inf", "1e3", "5,0", " 5", "5.", ".5"):
+        assert pattern.fullmatch(odd) is None, odd
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,9 +9,11 @@ record never holds a negative count or a ratio above 1. `Conv.lo` / `Conv.hi` st
 (the tests check every record against it).
 
 Its fast form is a regex of the plain texts (`123`, `0.45`, `True`) for which a C builtin
-(`int`, `float`, a dict lookup) gives exactly what the converter gives; the bulk reader
-(`dash.core.log.bulk`) reads lines whose values are all plain with those builtins, the rest
-with the converter itself. `tests/core/test_parse_grammar.py` checks the two agree.
+(`int`, `float`, a dict lookup) gives exactly what the converter gives; a ratio has a second
+one, its percents (`88.50` before a `%`), read by `percent` as `to_ratio` reads them. The
+bulk reader (`dash.core.log.bulk`) reads lines whose values are all plain with those (`FAST`,
+by the value's kind), the rest with the converter itself. `tests/core/test_parse_grammar.py`
+checks the two agree.
 """
 
 from __future__ import annotations
@@ -96,19 +98,33 @@ def to_ratios(v: str) -> list[float] | None:
 BOOLS = {"True": True, "False": False, b"True": True, b"False": False}
 
 
+def percent(text: bytes | str) -> float:
+    """A plain percent's number (`88.50`, its `%` left out) as the fraction `to_ratio` gives
+    for the percent: the same division and rounding (`PERCENT` holds the texts it reads)."""
+    return round(float(text) / 100.0, 6)
+
+
+FAST: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "bool": BOOLS.__getitem__,
+                                         "pct": percent}
+"""A plain value's text (str or bytes) -> its record value, by the kind of its fast form."""
+
+
 @dataclass(frozen=True)
 class Conv:
     """A converter, its range, and the plain texts a builtin reads the same way.
 
     `kind` names the builtin: "int" (`int`; a plain text is also its own JSON), "float"
     (`float`), "bool" (`BOOLS`), or "text" (no fast form: the converter reads every value).
-    `lo` / `hi`: the range of every number it returns (None: unbounded, or no number).
+    `percent`: for a ratio, the regex of the numbers of its plain percents (the text before
+    the `%`), read as kind "pct" (`percent`). `lo` / `hi`: the range of every number it
+    returns (None: unbounded, or no number).
     """
 
     name: str
     read: Callable[[str], Any]
     kind: str = "text"
     plain: str = ""  # the regex of plain texts (no groups), "" for none
+    percent: str = ""  # the regex of a plain percent's number (no groups), "" for none
     lo: float | None = None
     hi: float | None = None
 
@@ -119,7 +135,9 @@ INT = Conv("int", to_int, "int", r"(?:0|[1-9][0-9]{0,17})", lo=0)
 FLOAT = Conv("float", to_float, "float", r"[0-9]{1,15}\.[0-9]{1,15}", lo=0)
 COUNT = Conv("count", to_count, "int", r"(?:0|[1-9][0-9]{0,14})", lo=0)
 BOOL = Conv("bool", to_bool, "bool", r"(?:True|False)")
-RATIO = Conv("ratio", to_ratio, "float", r"(?:0\.[0-9]{1,15}|1\.0{1,15})", lo=0, hi=1)
-"""A fraction 0..1; its plain form is a printed fraction (a printed percent has no fast form)."""
+# A percent of at most 100 (a larger one is no ratio), at most 15 decimals as a fraction's
+PERCENT = r"(?:[0-9]{1,2}(?:\.[0-9]{1,15})?|100(?:\.0{1,15})?)"
+RATIO = Conv("ratio", to_ratio, "float", r"(?:0\.[0-9]{1,15}|1\.0{1,15})", PERCENT, lo=0, hi=1)
+"""A fraction 0..1; its plain forms are a printed fraction and a printed percent up to 100."""
 RATIOS = Conv("ratios", to_ratios, lo=0, hi=1)
 """A comma-separated list of fractions (a list-valued field: `Field(..., many=True)`)."""

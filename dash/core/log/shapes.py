@@ -9,7 +9,8 @@ shape matches is then read without the parser and gives the record the parser wo
 - the literal parts are those of the line the parser read, so the same family claims it and
   the same head and items are found; values are plain (no comma, no letters), so the items
   split the same way, and plain values convert with a builtin exactly as their converter
-  does (`dash.core.log.convert`);
+  does (`dash.core.log.convert`); a ratio printed as a percent (`88.50%`) is its number, read
+  and divided as `to_ratio` does, and a literal `%`;
 - which item gives which key (the first of a key wins), the head numbers, fallbacks, the
   family's checks and its schema depend on the names alone, so they are settled once, here.
 
@@ -31,13 +32,16 @@ from dash.core.log.syntax import StatsFamily
 FORMS = ("bracket", "bare")
 _TRAILING = ("", ",", ", ")
 _NOISE = ("\r", "\x1b", "^[", "^M")
+_FLOATS = ("float", "pct")  # the kinds whose values are floats (JSON: their `repr`)
 
 
 @dataclass(frozen=True)
 class Shape:
     """One learned shape. `pattern`: bytes regex of the whole line (groups: stamp and tags for
     the bracket form, then one per value read); `keys`/`cols`: the record's stats keys in
-    order, each from value group `cols[i]` (None: null); `kinds`: each value's builtin."""
+    order, each from value group `cols[i]` (None: null); `kinds`: each value's fast form
+    (`dash.core.log.convert.FAST`: "int", "float", "bool", or "pct" for a ratio printed as a
+    percent, its number read and the `%` after it a literal)."""
 
     family: StatsFamily
     form: str
@@ -73,7 +77,7 @@ class Shape:
         (ts, rank, values...) already in JSON form."""
         parts = [b',"ts":%s,"rank":%s,"engine":' + json.dumps(self.family.engine).encode()]
         for key, col in zip(self.keys, self.cols, strict=True):
-            val = b"null" if col is None else b"%r" if self.kinds[col] == "float" else b"%s"
+            val = b"null" if col is None else b"%r" if self.kinds[col] in _FLOATS else b"%s"
             parts.append(b"," + json.dumps(key).encode().replace(b"%", b"%%") + b":" + val)
         return b"".join(parts) + b"}\n"
 
@@ -123,16 +127,21 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
             return None
         unit = f.unit if value.endswith(f.unit) and f.unit else ""
         number = value[:len(value) - len(unit)] if unit else value
-        if not re.fullmatch(f.conv.plain, number):
-            return None
+        kind, plain = f.conv.kind, f.conv.plain
+        if not re.fullmatch(plain, number):
+            # a ratio printed as a percent: its number, the `%` a literal after it
+            if not (f.conv.percent and not unit and number.endswith("%")
+                    and re.fullmatch(f.conv.percent, number[:-1])):
+                return None
+            kind, plain, unit = "pct", f.conv.percent, "%"
         sep = ", " if i else ""
         if f.key in first:  # read again but not kept: the first item of a key wins
-            texts[-1] += re.escape(f"{sep}{printed}: ") + f.conv.plain + re.escape(unit)
+            texts[-1] += re.escape(f"{sep}{printed}: ") + plain + re.escape(unit)
             continue
         first[f.key] = len(kinds)
-        kinds.append(f.conv.kind)
+        kinds.append(kind)
         texts[-1] += re.escape(f"{sep}{printed}: ")
-        values.append(f.conv.plain)
+        values.append(plain)
         texts.append(re.escape(unit))
     texts[-1] += re.escape(trailing) + "(?=\n)"
     keys, cols = _settle(fam, first)

@@ -20,12 +20,14 @@ from math import inf, isnan
 from typing import Any
 
 from dash.core.log.batch import Batch
+from dash.core.log.convert import percent
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 from dash.core.log.timestamps import normalise_stamps
 
-_CODES = {"int": "B", "float": "d", "bool": "b"}
-_READ: dict[str, Any] = {"int": int, "float": float, "bool": {b"True": 1, b"False": 0}.__getitem__}
+_CODES = {"int": "B", "float": "d", "bool": "b", "pct": "d"}
+_READ: dict[str, Any] = {"int": int, "float": float, "bool": {b"True": 1, b"False": 0}.__getitem__,
+                         "pct": percent}
 _WIDER = {"B": "H", "H": "I", "I": "Q"}
 _ORDER = "BHIQ"
 

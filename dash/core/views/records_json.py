@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dash.core.log.batch import Batch, stamp_text
+from dash.core.log.convert import percent
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 from dash.core.log.timestamps import normalised_joined
@@ -24,6 +25,7 @@ _JSON: dict[str, Callable[[list[bytes]], Any]] = {
     "int": lambda col: col,
     "float": lambda col: list(map(float, col)),
     "bool": lambda col: list(map(_BOOL.__getitem__, col)),
+    "pct": lambda col: list(map(percent, col)),  # a float, as a fraction
 }
 
 
