@@ -103,7 +103,8 @@ def main() -> int:
                 paths[percent] = Path(tmp) / f"{'pct' if percent else 'frac'}.log"
                 write(paths[percent], args.lines, form, percent)
             for what, fn in (("summary", summarize), ("export", export)):
-                got = {p: best(lambda p=p: fn(paths[p]), args.repeat) for p in (False, True)}
+                got = {p: best(lambda fn=fn, path=paths[p]: fn(path), args.repeat)
+                       for p in (False, True)}
                 frac, pct = got[False], got[True]
                 print(f"{form:<40} {what:<8} fraction {frac:6.2f} s, percent {pct:6.2f} s: "
                       f"{pct / frac:5.2f}x")

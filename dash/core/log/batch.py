@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import repeat
-from typing import Any
 from operator import add, floordiv, mod, mul
+from typing import Any
 
 from dash.core.log.convert import FAST
 from dash.core.log.parser import Record
