@@ -16,7 +16,7 @@ from itertools import repeat
 from operator import add, floordiv, mod, mul
 from typing import Any
 
-from dash.core.log.convert import FAST
+from dash.core.log.convert import read_plain
 from dash.core.log.parser import Record
 from dash.core.log.passes import Layout, Pass
 from dash.core.log.timestamps import normalise_ts
@@ -116,7 +116,7 @@ class Batch:
             return None
         shape = self.shapes[s]
         kind = shape.kinds[shape.cols[shape.keys.index(key)]]  # type: ignore[index]
-        return list(map(FAST[kind], texts))
+        return read_plain(kind, texts)
 
     def rows(self, s: int) -> list[tuple[bytes, ...]]:
         """Shape s's rows: stamp and tags (bracket form), then every value."""

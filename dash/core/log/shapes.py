@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dash.core.log.convert import FLOATS, PCT, percent_kind, percent_plain
 from dash.core.log.parser import LineParser, Record
 from dash.core.log.stats import PAIR, claims, finish
 from dash.core.log.syntax import StatsFamily
@@ -32,7 +33,6 @@ from dash.core.log.syntax import StatsFamily
 FORMS = ("bracket", "bare")
 _TRAILING = ("", ",", ", ")
 _NOISE = ("\r", "\x1b", "^[", "^M")
-_FLOATS = ("float", "pct")  # the kinds whose values are floats (JSON: their `repr`)
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class Shape:
     """One learned shape. `pattern`: bytes regex of the whole line (groups: stamp and tags for
     the bracket form, then one per value read); `keys`/`cols`: the record's stats keys in
     order, each from value group `cols[i]` (None: null); `kinds`: each value's fast form
-    (`dash.core.log.convert.FAST`: "int", "float", "bool", or "pct" for a ratio printed as a
-    percent, its number read and the `%` after it a literal)."""
+    (`dash.core.log.convert.FAST`: "int", "float", "bool", or "pct2" for a ratio printed as
+    a percent of 2 decimals, its number read and the `%` after it a literal)."""
 
     family: StatsFamily
     form: str
@@ -77,7 +77,7 @@ class Shape:
         (ts, rank, values...) already in JSON form."""
         parts = [b',"ts":%s,"rank":%s,"engine":' + json.dumps(self.family.engine).encode()]
         for key, col in zip(self.keys, self.cols, strict=True):
-            val = b"null" if col is None else b"%r" if self.kinds[col] in _FLOATS else b"%s"
+            val = b"null" if col is None else b"%r" if self.kinds[col] in FLOATS else b"%s"
             parts.append(b"," + json.dumps(key).encode().replace(b"%", b"%%") + b":" + val)
         return b"".join(parts) + b"}\n"
 
@@ -127,21 +127,21 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
             return None
         unit = f.unit if value.endswith(f.unit) and f.unit else ""
         number = value[:len(value) - len(unit)] if unit else value
-        kind, plain = f.conv.kind, f.conv.plain
-        if not re.fullmatch(plain, number):
+        kind, regex = f.conv.kind, f.conv.plain
+        if not re.fullmatch(regex, number):
             # a ratio printed as a percent: its number, the `%` a literal after it
-            if not (f.conv.percent and not unit and number.endswith("%")
-                    and re.fullmatch(f.conv.percent, number[:-1])):
+            pct = percent_kind(number[:-1]) if f.conv.percent and number.endswith("%") else None
+            if pct is None or unit:
                 return None
-            kind, plain, unit = "pct", f.conv.percent, "%"
+            kind, regex, unit = pct, percent_plain(PCT[pct]), "%"
         sep = ", " if i else ""
         if f.key in first:  # read again but not kept: the first item of a key wins
-            texts[-1] += re.escape(f"{sep}{printed}: ") + plain + re.escape(unit)
+            texts[-1] += re.escape(f"{sep}{printed}: ") + regex + re.escape(unit)
             continue
         first[f.key] = len(kinds)
         kinds.append(kind)
         texts[-1] += re.escape(f"{sep}{printed}: ")
-        values.append(plain)
+        values.append(regex)
         texts.append(re.escape(unit))
     texts[-1] += re.escape(trailing) + "(?=\n)"
     keys, cols = _settle(fam, first)
