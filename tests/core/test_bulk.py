@@ -49,6 +49,7 @@ VLLM_V0 = ("Avg prompt throughput: {v} tokens/s, Avg generation throughput: {v} 
            "Running: {r} reqs, Swapped: 0 reqs, Pending: {q} reqs, GPU KV cache usage: {p1}%, "
            "CPU KV cache usage: 0.0%.")
 PERCENT_LINES = (OCCUPANCY, OCCUPANCY_IDLE, PREFILL_OCCUPANCY, PREFILL_HIT, VLLM)
+UNKNOWN = DECODE + ", #new-field: {t}, est. new flag: True"
 
 
 def reference(path: Path) -> dict[str, Any]:
@@ -214,6 +215,10 @@ _CLEAN = [
     *PERCENT_LINES, OCCUPANCY, VLLM, "Engine 000: " + VLLM, "2 Engines Aggregated: " + VLLM,
     VLLM_V0, VLLM.replace("GPU KV", "XPU KV"), PREFILL_HIT.replace("{p}%", "{p}"),
     OCCUPANCY.replace("{p}%", "{p}%%"), OCCUPANCY.replace("{p}%", "{p} %"),
+    # fields kdash does not know (a newer server's): a plain number is matched and skipped
+    UNKNOWN, UNKNOWN, OCCUPANCY + ", new ratio: {p2}%", PREFILL + ", #future-req: {g}",
+    DECODE + ", mode: chunked", DECODE.replace("#queue-req", "#new-field: {g}, #queue-req"),
+    "Decode batch, #new-field: {t}, #queue-req: {q}",
     PREFILL, PREFILL, PREFILL, PREFILL + ", Decode batch, x", PREFILL.replace("{c}", "{g}"),
     PREFILL.replace("batch,", "batch."), PREFILL.replace("{c}, ", "{c}"),
     ACCESS, ACCESS, ACCESS, ACCESS.replace("POST", "GET /error"), ACCESS.replace("{t}", "x"),
@@ -607,3 +612,22 @@ def test_percent_lines_read_by_shapes_summarise_and_export_the_same(
         at = end
     # the parser's: the `nan` lines, and a block's lines of a shape it learns on the way
     assert rows > 0.9 * 5 * 1500
+
+
+def test_a_field_the_grammar_does_not_know_is_skipped_by_the_shape() -> None:
+    """A newer server's field (a name the grammar lacks) with a plain value: the line is still
+    a shape, its item matched and skipped as the parser skips it; another value there (a
+    word, a sign) or another name is the parser's, and reads the same."""
+    good = [TS.format(m=1, s=s) + UNKNOWN.format(r=s, t=100 + s, u=5, g="10.00", q=0)
+            for s in range(60)]
+    odd = [TS.format(m=2, s=s) + UNKNOWN.format(r=s, t=v, u=5, g="10.00", q=0)
+           for s, v in enumerate(["-1", "nan", "x", "1,5", "5 reqs", "1e3"])]
+    other = TS.format(m=3, s=0) + UNKNOWN.replace("#new-field", "#other-field").format(
+        r=1, t=1, u=5, g="1.00", q=0)
+    block = ("\n".join([*good, *odd, other, *good]) + "\n").encode()
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1)
+    buf = b"\n" + block
+    batch = reader.read(buf, len(buf), 1)
+    assert batch.rows_total >= 120 and len(batch.others) <= 7
+    assert "new_field" not in got[0] and got[0]["tokens"] == 100

@@ -14,8 +14,10 @@ shape matches is then read without the parser and gives the record the parser wo
 - which item gives which key (the first of a key wins), the head numbers, fallbacks, the
   family's checks and its schema depend on the names alone, so they are settled once, here.
 
-A line with anything else (colour codes, carriage returns, a value the converter must work
-at, an unknown name, numbers inside the head) is never learned and stays with the parser.
+A field the grammar does not know (a newer server's) is matched as its name as printed and a
+plain number, percent or flag, and not read, as the parser skips it. A line with anything else
+(colour codes, carriage returns, a value the converter must work at, an unknown field of another
+value, numbers inside the head) is never learned and stays with the parser.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from dash.core.log.syntax import StatsFamily
 FORMS = ("bracket", "bare")
 _TRAILING = ("", ",", ", ")
 _NOISE = ("\r", "\x1b", "^[", "^M")
+# The value of a field the grammar does not know, where it is a plain number, percent or flag:
+# no separator, no name, no head or trigger can be in it, and the parser skips the item
+_UNKNOWN = r"(?:[0-9]{1,18}(?:\.[0-9]{1,15})?%?|True|False)"
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,11 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
     first: dict[str, int] = {}
     for i, (printed, value) in enumerate(items):
         f = fam.field_for(printed)
+        sep = ", " if i else ""
+        if f is None and not fam.lists and re.fullmatch(_UNKNOWN, value):
+            # a field the grammar does not know (one a newer server prints): matched, not read
+            texts[-1] += re.escape(f"{sep}{printed}: ") + _UNKNOWN
+            continue
         if f is None or not f.conv.plain:
             return None
         unit = f.unit if value.endswith(f.unit) and f.unit else ""
@@ -134,7 +144,6 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
             if pct is None or unit:
                 return None
             kind, regex, unit = pct, percent_plain(PCT[pct]), "%"
-        sep = ", " if i else ""
         if f.key in first:  # read again but not kept: the first item of a key wins
             texts[-1] += re.escape(f"{sep}{printed}: ") + regex + re.escape(unit)
             continue
