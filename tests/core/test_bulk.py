@@ -30,6 +30,26 @@ DECODE = ("Decode batch, #running-req: {r}, #token: {t}, token usage: 0.{u:02d},
 PREFILL = ("Prefill batch, #new-seq: {r}, #new-token: {t}, #cached-token: {c}, token usage: 0.{u:02d}, "
            "#running-req: {r}, #queue-req: {q}")
 ACCESS = 'INFO:     127.0.0.1:{t} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+# Ratios printed as percents, from the servers' format strings: SGLang's device timer
+# (`msg += f", fwd occupancy: {self.fwd_occupancy:.2f}%"`, 0.5.11-0.5.20; 0.5.21+ adds
+# `f", fwd+idle occupancy: {fwd_idle_occupancy:.2f}%"`), its prefill line up to 0.4.2
+# (`f"cache hit rate: {100.0 * tree_cache_hit_rate:.2f}%, "`), vLLM's stats line (`"GPU KV cache
+# usage: %.1f%%, " "Prefix cache hit rate: %.1f%%"`, V1 0.7.3; `Engine %03d: ` before it from
+# 0.8.5; V0's `Swapped`/`Pending` and `CPU KV cache usage: %.1f%%.`)
+OCCUPANCY = DECODE + ", fwd occupancy: {p}%"
+OCCUPANCY_IDLE = OCCUPANCY + ", fwd+idle occupancy: {p2}%"
+PREFILL_OCCUPANCY = (PREFILL + ", #pending-token: {c}, cuda graph: False, "
+                     "input throughput (token/s): {g}, fwd occupancy: {p}%")
+PREFILL_HIT = ("Prefill batch. #new-seq: {r}, #new-token: {t}, #cached-token: {c}, "
+               "cache hit rate: {p}%, token usage: 0.{u:02d}, #running-req: {r}, #queue-req: {q}")
+VLLM = ("Avg prompt throughput: {v} tokens/s, Avg generation throughput: {v} tokens/s, "
+        "Running: {r} reqs, Waiting: {q} reqs, GPU KV cache usage: {p1}%, "
+        "Prefix cache hit rate: {p2}%")
+VLLM_V0 = ("Avg prompt throughput: {v} tokens/s, Avg generation throughput: {v} tokens/s, "
+           "Running: {r} reqs, Swapped: 0 reqs, Pending: {q} reqs, GPU KV cache usage: {p1}%, "
+           "CPU KV cache usage: 0.0%.")
+PERCENT_LINES = (OCCUPANCY, OCCUPANCY_IDLE, PREFILL_OCCUPANCY, PREFILL_HIT, VLLM)
+UNKNOWN = DECODE + ", #new-field: {t}, est. new flag: True"
 
 
 def reference(path: Path) -> dict[str, Any]:
@@ -177,6 +197,11 @@ def test_simulated_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt:
 _num = st.integers(0, 99_999)
 _gen = st.one_of(st.floats(0, 99_999, allow_nan=False).map(lambda f: f"{f:.2f}"),
                  st.sampled_from(["nan", "1e3", "-5.00", "12", "7.5x", ""]))
+# percents as printed (`{:.2f}`, `%.1f`), and near misses: SGLang's first occupancy is `nan`,
+# above 100 is no ratio
+_ODD_PCT = ["nan", "100.00", "0.00", "100.50", "101.0", "-0.00", "1e2", "5", "", "99.995", "inf"]
+_pct2 = st.one_of(st.floats(0, 100).map(lambda f: f"{f:.2f}"), st.sampled_from(_ODD_PCT))
+_pct1 = st.one_of(st.floats(0, 100).map(lambda f: f"{f:.1f}"), st.sampled_from(_ODD_PCT))
 
 
 _CLEAN = [
@@ -187,6 +212,13 @@ _CLEAN = [
     # SGLang --enable-mfu-metrics: plain figures, so learned shapes read them (the summary's perf)
     DECODE + ", est. decode TFLOPS/s (per GPU): {g}, est. read BW (GB/s per GPU): 1.50",
     DECODE + ", est. decode TFLOPS/s (per GPU): 12.50, fwd occupancy: 0.{u:02d}%",
+    *PERCENT_LINES, OCCUPANCY, VLLM, "Engine 000: " + VLLM, "2 Engines Aggregated: " + VLLM,
+    VLLM_V0, VLLM.replace("GPU KV", "XPU KV"), PREFILL_HIT.replace("{p}%", "{p}"),
+    OCCUPANCY.replace("{p}%", "{p}%%"), OCCUPANCY.replace("{p}%", "{p} %"),
+    # fields kdash does not know (a newer server's): a plain number is matched and skipped
+    UNKNOWN, UNKNOWN, OCCUPANCY + ", new ratio: {p2}%", PREFILL + ", #future-req: {g}",
+    DECODE + ", mode: chunked", DECODE.replace("#queue-req", "#new-field: {g}, #queue-req"),
+    "Decode batch, #new-field: {t}, #queue-req: {q}",
     PREFILL, PREFILL, PREFILL, PREFILL + ", Decode batch, x", PREFILL.replace("{c}", "{g}"),
     PREFILL.replace("batch,", "batch."), PREFILL.replace("{c}, ", "{c}"),
     ACCESS, ACCESS, ACCESS, ACCESS.replace("POST", "GET /error"), ACCESS.replace("{t}", "x"),
@@ -209,14 +241,16 @@ _NOISY = [
 def _line(draw: st.DrawFn, noisy: bool) -> str:
     m, s, dp = draw(st.integers(0, 59)), draw(st.integers(0, 59)), draw(st.integers(0, 3))
     f = {"r": draw(_num), "t": draw(_num), "u": draw(st.integers(0, 99)), "q": draw(_num),
-         "g": draw(_gen), "c": draw(_num)}
+         "g": draw(_gen), "c": draw(_num), "p": draw(_pct2), "p1": draw(_pct1),
+         "p2": draw(_pct2), "v": draw(_pct1)}
     prefix = draw(st.sampled_from([TS.format(m=m, s=s), TS.format(m=m, s=s), "",
                                    f"[08:{m:02d}:{s:02d} TP0] ", "(APIServer pid=1) ",
                                    f"[2026-03-01 08:{m:02d}:{s:02d} DP1 TP3] ",
                                    # several DP ranks: their throughput is summed
                                    f"[2026-03-01 08:{m:02d}:{s:02d} DP{dp} TP{dp} EP{dp}] ",
                                    # stamp-wide brackets that are not stamps
-                                   f"[2026-03-01T08:{m:02d}:{s:02d}] ", "[a]bcdefghijklmnopqr] "]))
+                                   f"[2026-03-01T08:{m:02d}:{s:02d}] ", "[a]bcdefghijklmnopqr] ",
+                                   f"INFO 03-01 08:{m:02d}:{s:02d} [loggers.py:116] "]))
     body = draw(st.sampled_from(_CLEAN + _NOISY if noisy else _CLEAN))
     return prefix + body.format(**f)
 
@@ -508,3 +542,92 @@ def test_estimated_figures_read_by_shapes_summarise_the_same(
     assert want["perf"]["tflops_per_gpu"]["samples"] == 3000
     assert fast(path, monkeypatch, 64 << 10, parallel) == want
     assert _shape_rows(path.read_bytes()) == 3000
+
+
+def _percent_log(body: str, n: int) -> str:
+    """n lines of `body`, its percents as the server prints them, a `nan` first (SGLang's
+    device timer before its first window), stamped, with access lines between."""
+    out = []
+    for i in range(n):
+        pct = "nan" if i == 0 else f"{(i * 37) % 10_001 / 100:.2f}"
+        fields = {"r": 8 + i % 5, "t": 100 + i, "u": i % 100, "q": i % 3, "c": i % 700,
+                  "g": f"{50 + i % 9:.2f}", "v": f"{i % 977 / 10:.1f}", "p": pct,
+                  "p1": f"{i % 1001 / 10:.1f}", "p2": f"{(i * 7) % 10_001 / 100:.2f}"}
+        out.append(TS.format(m=i // 60 % 60, s=i % 60) + body.format(**fields))
+        if i % 4 == 0:
+            out.append(TS.format(m=i // 60 % 60, s=i % 60) + ACCESS.format(t=i))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("body", PERCENT_LINES, ids=["decode-occupancy", "decode-idle",
+                                                     "prefill-occupancy", "prefill-0.4.2-hit",
+                                                     "vllm"])
+def test_a_line_with_percents_is_learned_as_a_shape(body: str) -> None:
+    """A stats line whose ratios are printed as percents is a shape: its rows are read
+    without the parser, each percent's number read as `to_ratio` reads the percent."""
+    text = _percent_log(body, 400)
+    block = text.encode()
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1)
+    assert len(reader.shapes) == 1
+    assert any(k in ("pct1", "pct2") for k in reader.shapes[0].kinds), reader.shapes[0].kinds
+    buf = b"\n" + block
+    batch = reader.read(buf, len(buf), 1)
+    # all but SGLang's `nan` one (a ratio the converter refuses: the parser's)
+    nan = ["{p}" in body]
+    assert batch.rows_total == 400 - sum(nan)
+    assert [r["line"] for r in batch.others if r["kind"] != "unparsed"] == [1] * sum(nan)
+
+
+def test_vllm_stats_lines_with_their_own_prefix_are_the_parsers() -> None:
+    """vLLM's logger prefix (`INFO 03-01 08:00:00 [loggers.py:116] `) and an engine's head
+    (`Engine 000: `) are no shape's: such lines stay with the parser, and read the same."""
+    lines = [f"INFO 03-01 08:00:{s:02d} [loggers.py:116] " + head + VLLM.format(
+        v=f"{s:.1f}", r=s, q=0, p1=f"{s / 2:.1f}", p2="45.2") for s in range(60)
+        for head in ("", "Engine 000: ")]
+    block = ("\n".join(lines) + "\n").encode()
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1) and not reader.shapes
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_percent_lines_read_by_shapes_summarise_and_export_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
+    """Decode and prefill lines with percents (and vLLM's stats lines) in one log: the
+    summary (its `perf` and hit rates), the export and the replay's records are what parsing
+    every line gives."""
+    path = tmp_path / "pct.log"
+    path.write_text("".join(_percent_log(b, 1500) for b in PERCENT_LINES))
+    want = reference(path)
+    assert want["perf"]["fwd_occupancy"]["samples"] > 2000
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    assert fast(path, monkeypatch, 64 << 10, parallel) == want
+    assert export(path, monkeypatch, 64 << 10, parallel) == naive_export(path)
+    assert timeline_records(path, monkeypatch, parallel) == list(logread.Scan(path))
+    reader, rows, data, at = BlockReader(PARSER), 0, path.read_bytes(), 0
+    while at < len(data):  # blocks of whole lines, as a reading process reads them
+        end = data.rfind(b"\n", at, at + (64 << 10)) + 1
+        buf = b"\n" + data[at:end]
+        rows += reader.read(buf, len(buf), 1).rows_total
+        at = end
+    # the parser's: the `nan` lines, and a block's lines of a shape it learns on the way
+    assert rows > 0.9 * 5 * 1500
+
+
+def test_a_field_the_grammar_does_not_know_is_skipped_by_the_shape() -> None:
+    """A newer server's field (a name the grammar lacks) with a plain value: the line is still
+    a shape, its item matched and skipped as the parser skips it; another value there (a
+    word, a sign) or another name is the parser's, and reads the same."""
+    good = [TS.format(m=1, s=s) + UNKNOWN.format(r=s, t=100 + s, u=5, g="10.00", q=0)
+            for s in range(60)]
+    odd = [TS.format(m=2, s=s) + UNKNOWN.format(r=s, t=v, u=5, g="10.00", q=0)
+           for s, v in enumerate(["-1", "nan", "x", "1,5", "5 reqs", "1e3"])]
+    other = TS.format(m=3, s=0) + UNKNOWN.replace("#new-field", "#other-field").format(
+        r=1, t=1, u=5, g="1.00", q=0)
+    block = ("\n".join([*good, *odd, other, *good]) + "\n").encode()
+    reader, got = _read_twice(block)
+    assert got == _naive_block(block, 1)
+    buf = b"\n" + block
+    batch = reader.read(buf, len(buf), 1)
+    assert batch.rows_total >= 120 and len(batch.others) <= 7
+    assert "new_field" not in got[0] and got[0]["tokens"] == 100

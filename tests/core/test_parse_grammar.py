@@ -98,10 +98,40 @@ def test_the_parser_pickles_as_its_grammar() -> None:
 def test_a_plain_value_reads_the_same_with_the_builtin(conv: convert.Conv, data: st.DataObject) -> None:
     """The bulk reader reads plain values with a builtin: it must agree with the converter."""
     text = data.draw(st.from_regex(re.compile(conv.plain + r"\Z"), fullmatch=True))
-    fast = {"int": int, "float": float, "bool": convert.BOOLS.__getitem__}[conv.kind](text)
+    fast = convert.FAST[conv.kind](text)
     assert fast == conv.read(text) and type(fast) is type(conv.read(text))
+    assert convert.FAST[conv.kind](text.encode()) == fast  # the bulk reader's are bytes
     if conv.kind == "int":
         assert str(fast) == text  # a plain int is its own JSON text
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), decimals=st.integers(0, convert.PERCENT_DECIMALS))
+def test_a_plain_percent_reads_as_the_ratio_converter_reads_it(data: st.DataObject,
+                                                              decimals: int) -> None:
+    """A ratio printed as a percent (`88.50%`) is read by the bulk reader as its number, by
+    its decimals: the fraction `to_ratio` gives, for every text of its form, one at a time or
+    a column at once; every percent of 0..100 printed as servers print them (`%.1f`, `{:.2f}`)
+    is of its form."""
+    pattern = re.compile(convert.percent_plain(decimals) + r"\Z")
+    texts = data.draw(st.lists(st.from_regex(pattern, fullmatch=True), min_size=1, max_size=5))
+    printed = f"{data.draw(st.floats(0, 100)):.{decimals}f}"
+    for text in [*texts, printed, "100" + "." * bool(decimals) + "0" * decimals]:
+        want = convert.to_ratio(text + "%")
+        kind = convert.percent_kind(text)
+        assert kind == f"pct{decimals}" and want is not None, text
+        assert convert.FAST[kind](text) == want and convert.FAST[kind](text.encode()) == want
+        assert type(convert.FAST[kind](text.encode())) is float
+    column = [t.encode() for t in texts]
+    assert convert.read_plain(kind, column) == [convert.to_ratio(t + "%") for t in texts]
+
+
+@pytest.mark.parametrize("odd", ["100.5", "101", "-5.0", "nan", "inf", "1e3", "5,0", " 5", "5.",
+                                 ".5", "12.34567", "100.01", "", "0x1", "1_0"])
+def test_a_percent_of_no_plain_form_is_the_converters(odd: str) -> None:
+    """Above 100, signed, more decimals than the fast form's, or no number at all: no fast
+    form (the converter reads it: None, or a value rounded as only it rounds)."""
+    assert convert.percent_kind(odd) is None
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import repeat
 from operator import add, floordiv, mod, mul
+from typing import Any
 
+from dash.core.log.convert import read_plain
 from dash.core.log.parser import Record
 from dash.core.log.passes import Layout, Pass
 from dash.core.log.timestamps import normalise_ts
@@ -105,6 +107,16 @@ class Batch:
         if col is None:
             return None
         return self._passes[s].column(self._layout.captured[s].index(col))
+
+    def numbers(self, s: int, key: str) -> list[Any] | None:
+        """The values of `column(s, key)` as the record holds them (a percent as its
+        fraction), or None."""
+        texts = self.column(s, key)
+        if texts is None:
+            return None
+        shape = self.shapes[s]
+        kind = shape.kinds[shape.cols[shape.keys.index(key)]]  # type: ignore[index]
+        return read_plain(kind, texts)
 
     def rows(self, s: int) -> list[tuple[bytes, ...]]:
         """Shape s's rows: stamp and tags (bracket form), then every value."""

@@ -13,10 +13,9 @@ parser.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from dash.core.log.batch import Batch, stamp_text
-from dash.core.log.convert import BOOLS
+from dash.core.log.convert import FAST
 from dash.core.log.keywords import Keywords, all_lines, literal_keywords
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
 from dash.core.log.passes import Layout, Pass, pass_pattern
@@ -31,8 +30,6 @@ _WARM_BYTES = 1 << 16  # a reader's first block: its first lines are read first,
 _WARM_TRIES = 24
 _MAX_STAMPS = 8192
 
-_VALUE: dict[str, Any] = {"int": int, "float": float, "bool": BOOLS.__getitem__}
-
 
 def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
                  stamps: dict[bytes, str]) -> Record:
@@ -44,7 +41,7 @@ def shape_record(shape: Shape, line: int, row: tuple[bytes, ...],
         rank = row[1].decode("ascii").strip() or None
     rec: Record = {"kind": fam.kind, "line": line, "ts": ts, "rank": rank, "engine": fam.engine}
     base = shape.prefix_groups
-    vals = [_VALUE[k](row[base + i]) for i, k in enumerate(shape.kinds)]
+    vals = [FAST[k](row[base + i]) for i, k in enumerate(shape.kinds)]
     for key, col in zip(shape.keys, shape.cols, strict=True):
         rec[key] = None if col is None else vals[col]
     return rec

@@ -9,12 +9,15 @@ shape matches is then read without the parser and gives the record the parser wo
 - the literal parts are those of the line the parser read, so the same family claims it and
   the same head and items are found; values are plain (no comma, no letters), so the items
   split the same way, and plain values convert with a builtin exactly as their converter
-  does (`dash.core.log.convert`);
+  does (`dash.core.log.convert`); a ratio printed as a percent (`88.50%`) is its number, read
+  and divided as `to_ratio` does, and a literal `%`;
 - which item gives which key (the first of a key wins), the head numbers, fallbacks, the
   family's checks and its schema depend on the names alone, so they are settled once, here.
 
-A line with anything else (colour codes, carriage returns, a value the converter must work
-at, an unknown name, numbers inside the head) is never learned and stays with the parser.
+A field the grammar does not know (a newer server's) is matched as its name as printed and a
+plain number, percent or flag, and not read, as the parser skips it. A line with anything else
+(colour codes, carriage returns, a value the converter must work at, an unknown field of another
+value, numbers inside the head) is never learned and stays with the parser.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dash.core.log.convert import FLOATS, PCT, percent_kind, percent_plain
 from dash.core.log.parser import LineParser, Record
 from dash.core.log.stats import PAIR, claims, finish
 from dash.core.log.syntax import StatsFamily
@@ -31,13 +35,18 @@ from dash.core.log.syntax import StatsFamily
 FORMS = ("bracket", "bare")
 _TRAILING = ("", ",", ", ")
 _NOISE = ("\r", "\x1b", "^[", "^M")
+# The value of a field the grammar does not know, where it is a plain number, percent or flag:
+# no separator, no name, no head or trigger can be in it, and the parser skips the item
+_UNKNOWN = r"(?:[0-9]{1,18}(?:\.[0-9]{1,15})?%?|True|False)"
 
 
 @dataclass(frozen=True)
 class Shape:
     """One learned shape. `pattern`: bytes regex of the whole line (groups: stamp and tags for
     the bracket form, then one per value read); `keys`/`cols`: the record's stats keys in
-    order, each from value group `cols[i]` (None: null); `kinds`: each value's builtin."""
+    order, each from value group `cols[i]` (None: null); `kinds`: each value's fast form
+    (`dash.core.log.convert.FAST`: "int", "float", "bool", or "pct2" for a ratio printed as
+    a percent of 2 decimals, its number read and the `%` after it a literal)."""
 
     family: StatsFamily
     form: str
@@ -73,7 +82,7 @@ class Shape:
         (ts, rank, values...) already in JSON form."""
         parts = [b',"ts":%s,"rank":%s,"engine":' + json.dumps(self.family.engine).encode()]
         for key, col in zip(self.keys, self.cols, strict=True):
-            val = b"null" if col is None else b"%r" if self.kinds[col] == "float" else b"%s"
+            val = b"null" if col is None else b"%r" if self.kinds[col] in FLOATS else b"%s"
             parts.append(b"," + json.dumps(key).encode().replace(b"%", b"%%") + b":" + val)
         return b"".join(parts) + b"}\n"
 
@@ -119,20 +128,29 @@ def _compile(fam: StatsFamily, form: str, prefix: str, msg: str) -> Shape | None
     first: dict[str, int] = {}
     for i, (printed, value) in enumerate(items):
         f = fam.field_for(printed)
+        sep = ", " if i else ""
+        if f is None and not fam.lists and re.fullmatch(_UNKNOWN, value):
+            # a field the grammar does not know (one a newer server prints): matched, not read
+            texts[-1] += re.escape(f"{sep}{printed}: ") + _UNKNOWN
+            continue
         if f is None or not f.conv.plain:
             return None
         unit = f.unit if value.endswith(f.unit) and f.unit else ""
         number = value[:len(value) - len(unit)] if unit else value
-        if not re.fullmatch(f.conv.plain, number):
-            return None
-        sep = ", " if i else ""
+        kind, regex = f.conv.kind, f.conv.plain
+        if not re.fullmatch(regex, number):
+            # a ratio printed as a percent: its number, the `%` a literal after it
+            pct = percent_kind(number[:-1]) if f.conv.percent and number.endswith("%") else None
+            if pct is None or unit:
+                return None
+            kind, regex, unit = pct, percent_plain(PCT[pct]), "%"
         if f.key in first:  # read again but not kept: the first item of a key wins
-            texts[-1] += re.escape(f"{sep}{printed}: ") + f.conv.plain + re.escape(unit)
+            texts[-1] += re.escape(f"{sep}{printed}: ") + regex + re.escape(unit)
             continue
         first[f.key] = len(kinds)
-        kinds.append(f.conv.kind)
+        kinds.append(kind)
         texts[-1] += re.escape(f"{sep}{printed}: ")
-        values.append(f.conv.plain)
+        values.append(regex)
         texts.append(re.escape(unit))
     texts[-1] += re.escape(trailing) + "(?=\n)"
     keys, cols = _settle(fam, first)

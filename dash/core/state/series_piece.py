@@ -20,11 +20,12 @@ from math import inf, isnan
 from typing import Any
 
 from dash.core.log.batch import Batch
+from dash.core.log.convert import PCT, read_plain
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 from dash.core.log.timestamps import normalise_stamps
 
-_CODES = {"int": "B", "float": "d", "bool": "b"}
+_CODES = {"int": "B", "float": "d", "bool": "b", **dict.fromkeys(PCT, "d")}
 _READ: dict[str, Any] = {"int": int, "float": float, "bool": {b"True": 1, b"False": 0}.__getitem__}
 _WIDER = {"B": "H", "H": "I", "I": "Q"}
 _ORDER = "BHIQ"
@@ -59,7 +60,8 @@ def read_column(kind: str, text: bytes) -> array[Any]:
     """A column's values read from their text (one a line) into an array of their kind, an
     int one in as few bytes as its largest value needs. The array is made at its size: one
     grown a value at a time leaves its growth behind as holes in the heap."""
-    values = list(map(_READ[kind], text.split(b"\n")))
+    texts = text.split(b"\n")
+    values = list(map(_READ[kind], texts)) if kind in _READ else read_plain(kind, texts)
     code = _CODES[kind]
     if code == "B":
         top = max(values)

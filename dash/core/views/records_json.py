@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dash.core.log.batch import Batch, stamp_text
+from dash.core.log.convert import PCT, read_plain
 from dash.core.log.parser import Record
 from dash.core.log.shapes import Shape
 from dash.core.log.timestamps import normalised_joined
@@ -24,6 +26,7 @@ _JSON: dict[str, Callable[[list[bytes]], Any]] = {
     "int": lambda col: col,
     "float": lambda col: list(map(float, col)),
     "bool": lambda col: list(map(_BOOL.__getitem__, col)),
+    **{kind: partial(read_plain, kind) for kind in PCT},  # a percent: its fraction, a float
 }
 
 

@@ -139,11 +139,12 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
                        for j in heads]
     part.first_key, part.last_key = keys[0], keys[-1]
     part.last_decode = made[n - 1]
-    part.accepts = list(map(float, batch.column(s, "accept_len") or []))
-    part.accept_rates = list(map(float, batch.column(s, "accept_rate") or []))
-    part.hit_rates = list(map(float, batch.column(s, "prefix_hit_rate") or []))
-    part.tflops = list(map(float, batch.column(s, "tflops_per_gpu") or []))
-    part.occupancy = list(map(float, batch.column(s, "fwd_occupancy") or []))
+    # as the records hold them: a ratio printed as a percent is read as its fraction
+    part.accepts = batch.numbers(s, "accept_len") or []
+    part.accept_rates = batch.numbers(s, "accept_rate") or []
+    part.hit_rates = batch.numbers(s, "prefix_hit_rate") or []
+    part.tflops = batch.numbers(s, "tflops_per_gpu") or []
+    part.occupancy = batch.numbers(s, "fwd_occupancy") or []
     if gens_col is None:
         return
     part.gens = gens
