@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from dash.core.state.http_state import HttpSample
+from dash.core.state.http_state import ERROR_STATUSES, HttpSample
 from dash.core.state.metrics_text import parse_metrics
 from dash.sources.blocking import BlockingWorker, run_blocking
 
@@ -260,12 +260,16 @@ class HttpPoller:
     def _step_info(self, cyc: _Cycle, now: float) -> None:
         if now < self._info_due:
             return
+        asked = len(cyc.answers)
         cyc.server_info = self._info(cyc, "server_info", SERVER_INFO_PATHS)
         if cyc.server_info is None and not cyc.stop and not cyc.refused:
             cyc.server_info = self._info(cyc, "version", ("/version",))  # vLLM
         if not cyc.stop:
             cyc.model_info = self._info(cyc, "model_info", MODEL_INFO_PATHS)
-        ok = cyc.answered and not cyc.stop
+        # A route that answered an error is asked again soon: one 500 must not stand as its
+        # answer (and hold the state degraded) for a whole interval.
+        failed = any(status in ERROR_STATUSES for _, status in cyc.answers[asked:])
+        ok = cyc.answered and not cyc.stop and not failed
         self._info_due = now + (self._info_interval if ok else min(10.0, self._info_interval))
 
     def _step_liveness(self, cyc: _Cycle, now: float) -> None:

@@ -252,3 +252,21 @@ async def test_every_poll_runs_in_one_thread_that_closing_joins() -> None:
     assert all(s.state == "up" for s in samples)
     assert len(seen) == 1 and thread is not None and thread.ident in seen
     assert not thread.is_alive() and _http_threads() == []
+
+
+async def test_an_info_route_that_answered_an_error_is_asked_again_soon() -> None:
+    """A 500 from /server_info is asked again within 10 s, not at the next minute: one failure
+    must not stand as the route's answer (the state degraded) for the whole interval."""
+    routes = recorded("sglang-0.5.23")
+    good = routes["/server_info"]
+    routes["/server_info"] = Route(status=500, body=b"Internal Server Error")
+    with FakeServer(routes) as srv:
+        poller = HttpPoller(srv.url)
+        try:
+            first = await poller.poll(NOW)
+            srv.routes["/server_info"] = good
+            later = [await poller.poll(NOW + t) for t in (2, 4, 12)]
+        finally:
+            await poller.aclose()
+    assert first.server_info is None and ("/server_info", 500) in first.answers
+    assert [s.server_info is not None for s in later] == [False, False, True]
