@@ -189,26 +189,27 @@ class Collector:
     async def poll_http(self) -> HttpSample | None:
         """One poll of the server (an HttpSample), or None when HTTP is off, or while the log's
         first read, which may name the server's port, has not happened yet."""
-        poller = self._poller()
-        if isinstance(poller, tuple):
-            old, poller = poller
-            await old.aclose()  # the log named another address: poll that one
-        if poller is None:
+        got = self._poller()
+        if got is None:
             return None
-        return self._described(await poller.poll(time.time()), poller)
+        choice, poller, old = got
+        if old is not None:
+            await old.aclose()  # the log named another address: poll that one
+        return self._described(await poller.poll(time.time()), poller, choice)
 
     def poll_http_now(self) -> HttpSample | None:
         """`poll_http` in the calling thread (blocking: from one worker thread)."""
-        poller = self._poller()
-        if isinstance(poller, tuple):
-            old, poller = poller
-            old.close_now()
-        if poller is None:
+        got = self._poller()
+        if got is None:
             return None
-        return self._described(poller.poll_blocking(time.time()), poller)
+        choice, poller, old = got
+        if old is not None:
+            old.close_now()
+        return self._described(poller.poll_blocking(time.time()), poller, choice)
 
-    def _poller(self) -> HttpPoller | None | tuple[HttpPoller, HttpPoller]:
-        """The poller of the URL chosen now (made when it changed; then the one to close too)."""
+    def _poller(self) -> tuple[UrlChoice, HttpPoller, HttpPoller | None] | None:
+        """The URL chosen now (read once: the file reader's thread may choose another
+        meanwhile), its poller (made when it changed) and the one to close then."""
         choice = self.url_choice
         if choice is None or not self._log_read:
             return None
@@ -219,11 +220,10 @@ class Collector:
             from dash.sources.http import HttpPoller
 
             self._http = HttpPoller(choice.url, api_key=self.cfg.api_key)
-        return self._http if old is None else (old, self._http)
+        return choice, self._http, old
 
-    def _described(self, sample: HttpSample, poller: HttpPoller) -> HttpSample:
-        choice = self.url_choice
-        assert choice is not None
+    @staticmethod
+    def _described(sample: HttpSample, poller: HttpPoller, choice: UrlChoice) -> HttpSample:
         return dataclasses.replace(sample, url=poller.url, url_source=choice.source,
                                    url_why=choice.why, log_port=choice.log_port)
 
