@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dash.core.log.server_args import REDACTED, SECRET_ARGS
+from dash.core.log.server_args import REDACTED, is_set_secret
 
 OUTCOMES = ("running", "oom", "crash", "shutdown", "stopped", "log_ended")
 """How a launch ended: still `running`; died of `oom` or a `crash`; a clean `shutdown`;
@@ -168,7 +168,7 @@ def _figures(doc: Any) -> LaunchFigures:
 def _without_secrets(args: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments read back, a secret kept as `***` (a file written before they were redacted
     at parse time still holds them)."""
-    return {k: REDACTED if k in SECRET_ARGS and v not in (None, "", [], "None") else v
+    return {k: REDACTED if is_set_secret(k, v) else v
             for k, v in args.items()}
 
 

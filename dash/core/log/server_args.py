@@ -19,6 +19,12 @@ _MAX_VALUE = 2000
 SECRET_ARGS = frozenset({"api_key", "admin_api_key", "hf_token", "ssl_keyfile_password"})
 """Arguments whose value is a secret: kept as `REDACTED` when set."""
 REDACTED = "***"
+
+
+def is_set_secret(name: str, value: object) -> bool:
+    """Whether an argument holds a secret to redact: a secret one, given a value."""
+    return name in SECRET_ARGS and value not in (None, "", [], "None")
+
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -110,7 +116,7 @@ def parse_server_args(msg: str) -> dict[str, Any] | None:
         kv = _key(item, dict_form=opener == "{")
         if kv is not None:
             value = _value(kv[1])
-            if kv[0] in SECRET_ARGS and value not in (None, "", [], "None"):
+            if is_set_secret(kv[0], value):
                 secrets.append(kv[1].strip())
                 value = REDACTED
             args[kv[0]] = value
