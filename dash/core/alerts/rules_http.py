@@ -15,20 +15,22 @@ down; vLLM answers 500 once its engine died (where it stays up at all).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from http import HTTPStatus
 
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.alerts.rules_server import starting, stopped
 from dash.core.snapshot import FailingRoute, Severity
 
-_REASONS = {401: "Unauthorized", 403: "Forbidden", 500: "Internal Server Error",
-            502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 KEY_HINT = ("`--api-key KEY`, or `[http] api_key = \"KEY\"` in ./kdash.toml (a flag is "
             "visible to `ps`, a file is not); kdash sends it as `Authorization: Bearer KEY` and "
             "never shows it")
 
 
 def _status(code: int) -> str:
-    return f"HTTP {code} {_REASONS[code]}" if code in _REASONS else f"HTTP {code}"
+    try:
+        return f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:  # a status the standard does not name (a proxy's own)
+        return f"HTTP {code}"
 
 
 def _paths(routes: Sequence[FailingRoute]) -> str:
