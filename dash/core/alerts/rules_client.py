@@ -8,50 +8,45 @@ incident's (it folds under the OOM, the crash or the down server that caused it)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from dash.core.alerts.model import Finding, RuleContext, fmt_duration
 from dash.core.alerts.rules_server import launch_start
+from dash.core.log.client_failures import request_failure
 
-_CODE = r"(?<![\w.,])"
-"""Before a status code: not a number's fraction (`in 0.503 seconds`) nor a logging stamp's
-milliseconds (`12:04:01,401`)."""
-_CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(_CODE + r"(?:401|403)\b|Unauthorized|Forbidden|AuthenticationError|"
-                r"PermissionDenied", re.I), "refused: no or a wrong API key",
-     "The server refuses the client's requests: give the client the server's --api-key "
-     "(`OpenAI(api_key=...)` or OPENAI_API_KEY)."),
-    (re.compile(_CODE + r"429\b|Too Many Requests|rate.?limit", re.I), "rate-limited",
-     "The server (or a proxy) rate-limits the client: lower the client's concurrency, or raise "
-     "the limit that answers 429."),
-    (re.compile(_CODE + r"503\b|Service Unavailable", re.I),
-     "the server is not ready or overloaded",
-     "The server answers 503 (see http_errors): let the client wait for /ready (or /health) "
-     "before it sends, and retry with a backoff; an overloaded server wants less concurrency."),
-    (re.compile(_CODE + r"50[024]\b|Internal Server Error|Bad Gateway|Gateway Timeout", re.I),
-     "the server fails the requests",
-     "The server fails the requests: its log has the traceback; restart it if every request "
-     "fails."),
-    (re.compile(r"time(?:d)? ?out|Timeout", re.I), "requests time out",
-     "Requests time out: a long generation can outlast the client's timeout (the OpenAI SDK "
-     "waits 600 s): raise it, or lower the concurrency so requests finish sooner."),
-    (re.compile(r"Connection (?:refused|reset|error)|ConnectError|RemoteProtocolError|"
-                r"Disconnected|APIConnectionError", re.I), "the server cannot be reached",
-     "The client cannot reach the server: is it up at the URL the client uses? "
-     "(server_down or http_unreachable say what kdash sees.)"),
-    (re.compile(_CODE + r"400\b|BadRequest|context length|maximum context", re.I),
-     "the server rejects the requests",
-     "The server rejects the requests (400): a prompt longer than the context length, or a "
-     "bad parameter; the error's text says which."),
-)
+_CAUSES: dict[str, tuple[str, str]] = {
+    "refused": ("refused: no or a wrong API key",
+                "The server refuses the client's requests: give the client the server's "
+                "--api-key (`OpenAI(api_key=...)` or OPENAI_API_KEY)."),
+    "rate_limited": ("rate-limited",
+                     "The server (or a proxy) rate-limits the client: lower the client's "
+                     "concurrency, or raise the limit that answers 429."),
+    "unavailable": ("the server is not ready or overloaded",
+                    "The server answers 503 (see http_errors): let the client wait for /ready "
+                    "(or /health) before it sends, and retry with a backoff; an overloaded "
+                    "server wants less concurrency."),
+    "server_error": ("the server fails the requests",
+                     "The server fails the requests: its log has the traceback; restart it if "
+                     "every request fails."),
+    "timeout": ("requests time out",
+                "Requests time out: a long generation can outlast the client's timeout (the "
+                "OpenAI SDK waits 600 s): raise it, or lower the concurrency so requests finish "
+                "sooner."),
+    "unreachable": ("the server cannot be reached",
+                    "The client cannot reach the server: is it up at the URL the client uses? "
+                    "(server_down or http_unreachable say what kdash sees.)"),
+    "bad_request": ("the server rejects the requests",
+                    "The server rejects the requests (400): a prompt longer than the context "
+                    "length, or a bad parameter; the error's text says which."),
+}
+"""What each kind of request failure (`request_failure`) means, and its fix."""
 
 
 def cause_of(message: str) -> tuple[str, str]:
     """(what the line says happened, the fix) for a client retry or error line."""
-    for pattern, what, fix in _CAUSES:
-        if pattern.search(message):
-            return what, fix
+    kind = request_failure(message)
+    if kind is not None:
+        return _CAUSES[kind]
     return ("", "Read the client log's last lines for the cause (the dashboard's client view "
             "shows them).")
 
