@@ -398,6 +398,10 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
     attn_dp = args.get("attn_dp_size")  # 0.5.22+: DP attention's group count
     if isinstance(attn_dp, int) and attn_dp > 1:
         facts["dp_size"] = attn_dp
+    if "enable_hierarchical_cache" in args:  # with hicache_size 0, the ratio sizes the pool
+        facts["enable_hierarchical_cache"] = bool(args["enable_hierarchical_cache"])
+        if isinstance(args.get("hicache_ratio"), (int, float)):
+            facts["hicache_ratio"] = args["hicache_ratio"]
 
 
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")

@@ -26,7 +26,7 @@ FACTS: tuple[tuple[str, str, str], ...] = (
     ("dp_size", "dp", "{}"),
     ("max_running_requests", "max running", "{}"),
     ("context_length", "context", "{:,}"),
-    ("hicache_size", "hicache", "{}"),
+    ("hicache_size", "hicache", "{:g} GB"),
 )
 EVENT_LEVEL = {"oom": "crit", "crash": "crit", "error": "crit", "restart": "warn", "retract": "warn",
                "shutdown": "warn", "ready": "ok"}
@@ -38,6 +38,11 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
     if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
         return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
+    if key == "hicache_size" and value == 0:  # the launches table's words, not "0"
+        if not facts.get("enable_hierarchical_cache"):
+            return "off"
+        ratio = facts.get("hicache_ratio")
+        return f"ratio {ratio:g}" if isinstance(ratio, (int, float)) else "on"
     if value is None and key == "mem_fraction_static":
         value = facts.get("gpu_memory_utilization")  # vLLM's name for the same budget
     if value is None:
