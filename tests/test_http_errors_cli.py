@@ -44,7 +44,7 @@ def test_without_the_key_check_warns_with_the_fix_not_ok(
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1, out
     assert out[0].startswith("WARN http_auth: the server wants an API key: HTTP 401 "
-                             "Unauthorized to every request; hint: ")
+                             "Unauthorized to every route kdash asks; hint: ")
     assert out[0].endswith("never shows it.")  # the whole fix fits the line
     assert "The server was started with --api-key" in out[0]
     assert "--api-key KEY" in out[0]
@@ -110,7 +110,7 @@ def test_503_for_ever_is_crit_in_check(capsys: pytest.CaptureFixture[str]) -> No
         assert main(_check(srv.url)) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("CRIT http_errors: the server answers HTTP 503 Service Unavailable "
-                             "to every request; hint: Not ready, or overloaded")
+                             "to every route kdash asks; hint: Not ready, or overloaded")
     assert out[0].endswith("See the end of the server log.")
 
 

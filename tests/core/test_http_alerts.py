@@ -113,7 +113,7 @@ def test_503_forever_is_crit_after_its_grace_not_after_three_polls() -> None:
     snap = run.poll(T0 + 34, every)
     assert _ids(snap) == {"http_errors": "crit"}
     [alert] = snap.alerts
-    assert alert.message == "the server answers HTTP 503 Service Unavailable to every request"
+    assert alert.message == "the server answers HTTP 503 Service Unavailable to every route kdash asks"
     assert "no route answers" in alert.evidence
     assert "HTTP 503 Service Unavailable from /metrics, /ready, /server_info" in alert.evidence
     assert "Not ready" in alert.hint and "Health check failed" in alert.hint
@@ -166,7 +166,7 @@ def test_a_gateway_error_everywhere_is_crit_and_says_gateway() -> None:
         snap = run.poll(T0 + 2 * i, answers)
     [alert] = snap.alerts
     assert (alert.id, alert.severity) == ("http_errors", "crit")
-    assert alert.message == "the server answers HTTP 502 Bad Gateway to every request"
+    assert alert.message == "the server answers HTTP 502 Bad Gateway to every route kdash asks"
     assert "proxy" in alert.hint
 
 

@@ -38,8 +38,8 @@ def _paths(routes: Sequence[FailingRoute]) -> str:
 
 
 def _where(ctx: RuleContext, routes: Sequence[FailingRoute]) -> str:
-    """`on /server_info, /model_info`, or `to every request` when no route answered."""
-    return "to every request" if not ctx.snap.http.served else f"on {_paths(routes)}"
+    """`on /server_info, /model_info`, or `to every route kdash asks` when no route answered."""
+    return "to every route kdash asks" if not ctx.snap.http.served else f"on {_paths(routes)}"
 
 
 def _streak(ctx: RuleContext, routes: Sequence[FailingRoute]) -> str:
@@ -128,7 +128,7 @@ def rule_http_errors(ctx: RuleContext) -> Iterator[Finding]:
                       fire_after=ctx.cfg.unavailable_after_s,
                       since=min(r.since for r in routes))
         return
-    message = (f"the server answers {_status(code)} to every request" if not http.served else
+    message = (f"the server answers {_status(code)} to every route kdash asks" if not http.served else
                f"{_paths(routes)} fail{'s' * (len(routes) == 1)}: {_status(code)}")
     yield Finding("http_errors", severity, message, evidence, _failing_hint(engine, code),
                   since=min(r.since for r in routes))
