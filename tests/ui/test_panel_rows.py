@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from dash.ui.widgets.panel import (
+    Spans,
     _hanging,
     _respell,
     _row_strip,
@@ -80,21 +81,63 @@ def test_a_line_of_the_same_layout_is_cut_where_the_one_before_was(
         base, pieces, width: int, indent: int, data: st.DataObject) -> None:
     """An age or a count that changes but keeps its digits: the new line is cut at the rows of
     the old one instead of wrapped again, and the rows are the ones wrapping would give."""
+    line = _line(base, pieces)
+    assume(len(line.plain) > 0)
+    changes = data.draw(st.lists(st.tuples(st.integers(0, len(line.plain) - 1), ASCII),
+                                 max_size=6))
+    spans = _cut_where_the_one_before_was(line, width, indent, changes)
+    assume(spans is not None)
+
+
+def test_a_word_cut_with_an_ellipsis_is_not_cut_again_where_its_row_reads_the_same() -> None:
+    """Thirty x and an ellipsis, six cells wide: the word's row is cut `xxxxx…`, which reads
+    the same as the last five x and the ellipsis, so it was taken for a piece of the line from
+    there; a first x changed to 0 was then drawn `xxxxx…` where wrapping gives `0xxxx…`."""
+    line = _line("", [("client log", ""), (" ", ""), ("x" * 30, ""), ("…", "")])
+    assert _cut_where_the_one_before_was(line, 6, 0, [(11, "0")]) is None
+    # A count whose digits change in a line of words that all fit is still cut where it was.
+    line = _line("", [("client log", ""), (" 12 of 110 recent samples", "bold")])
+    assert _cut_where_the_one_before_was(line, 12, 2, [(11, "3"), (12, "7")]) is not None
+
+
+def test_a_justified_line_is_not_cut_where_the_one_before_was() -> None:
+    """Centred, a row of a folded word's trailing space is padding, not the space: where the
+    next line makes that space bold, its row cut from the line would be bold, and wrapping
+    draws it plain. A justified line is wrapped again."""
     console = Console(width=200)
+    centred = Text("12  3", justify="center", overflow="fold")
+    rows = line_rows(console, centred, 1, True, 0)
+    assert rows is not None and [r.plain for r in rows] == ["1", "2", " ", " ", "3"]
+    assert row_spans(centred, rows, 0) is None
+    bold = centred.copy()
+    bold.stylize("bold", 2, 3)
+    assert cut_rows(bold, [(2, 3, 0)])[0].spans != line_rows(console, bold, 1, True, 0)[2].spans
+
+
+def _line(base, pieces) -> Text:
     line = Text(style=base)
     for text, style in pieces:
         line.append(text, style)
+    return line
+
+
+def _cut_where_the_one_before_was(line: Text, width: int, indent: int,
+                                  changes: list[tuple[int, str]]) -> Spans | None:
+    """`line` wrapped at `width`, then changed at `changes` (printable ASCII where printable
+    ASCII was: spaces stay spaces) and cut at the old rows' spans: the rows wrapping the new
+    line gives, each row's strip too (the old one's segments reading the new characters).
+    The spans (None: where the old rows were cut is not known, and nothing is checked)."""
+    console = Console(width=200)
     rows = line_rows(console, line, width, True, indent)
-    assume(rows is not None and len(rows) > 1)
-    assert rows is not None
+    if rows is None:
+        return None
     spans = row_spans(line, rows, indent if 0 < indent < width // 2 else 0)
-    assume(spans is not None)
-    assert spans is not None
-    # Printable ASCII where printable ASCII was (spaces stay spaces), the same styles.
+    if spans is None:
+        return None
     plain = list(line.plain)
-    for i in data.draw(st.lists(st.integers(0, len(plain) - 1), max_size=6)):
+    for i, char in changes:
         if "!" <= plain[i] <= "~":
-            plain[i] = data.draw(ASCII)
+            plain[i] = char
     changed = line.copy()
     changed.plain = "".join(plain)
     assert same_layout(line.plain, changed.plain)
@@ -108,6 +151,7 @@ def test_a_line_of_the_same_layout_is_cut_where_the_one_before_was(
         if respelled is not None:
             assert _cells([respelled]) == _cells([_row_strip(console, row, width)])
             assert respelled.cell_length == _row_strip(console, row, width).cell_length
+    return spans
 
 
 def test_a_changed_space_or_width_is_not_the_same_layout() -> None:
@@ -144,3 +188,61 @@ async def test_the_partitions_box_says_when_rows_are_off_screen() -> None:
     async with build_app(snapshot()).run_test(size=(80, 24)) as pilot:  # 8 GPUs, room for 3
         await pilot.pause()
         assert str(pilot.app.query_one("#gpus").border_title) == "GPUs  1-3 of 8  (g/G)"
+
+
+async def test_a_panel_redraws_a_changed_line_as_a_new_panel_draws_it(monkeypatch) -> None:
+    """Through `show_lines`: the changed line, drawn on the rows of the one before where it
+    wraps alike, reads what a panel showing it from the start reads (the word cut with an
+    ellipsis; a row that drops the line's trailing spaces; a folded word whose new line cuts
+    it instead), and an age of as many digits is
+    still redrawn on its old rows, one row repainted, without wrapping it again."""
+    from textual.app import App, ComposeResult
+
+    from dash.ui.widgets import panel as module
+    from dash.ui.widgets.panel import Panel
+
+    wraps: list[str] = []
+    real = module.line_rows
+    monkeypatch.setattr(module, "line_rows",
+                        lambda console, line, *a: (wraps.append(line.plain), real(console, line, *a))[1])
+
+    class Wrapped(Panel):
+        WRAP = True
+        DEFAULT_CSS = "Wrapped { width: 6; height: auto; scrollbar-size: 0 0; }"
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Wrapped()
+
+    repainted: list[int] = []
+    rewrapped: list[int] = []
+
+    async def rows(*lines: Text) -> list[str]:
+        app = One()
+        async with app.run_test(size=(20, 12)) as pilot:
+            panel = app.query_one(Wrapped)
+            for line in lines:
+                before, wrapped = panel.rows_repainted, len(wraps)
+                panel.show_lines([line])
+                await pilot.pause()
+                repainted.append(panel.rows_repainted - before)
+                rewrapped.append(len(wraps) - wrapped)
+            return panel.plain_rows()
+
+    word = "client log " + "x" * 30 + "…"
+    changed = word[:11] + "0" + word[12:]
+    assert await rows(Text(word), Text(changed)) == await rows(Text(changed)) == [
+        "client", "log ", "0xxxx…"]
+    # One row, the line's trailing spaces dropped: not the whole line, which is cut `0xxxx…`.
+    assert await rows(Text("xxxxxx   "), Text("0xxxxx   ")) == await rows(
+        Text("0xxxxx   ")) == ["0xxxxx"]
+    folded = Text("age (8 s) " + "y" * 10, overflow="fold")  # `yyyyyy`, `yyyy`: two pieces
+    cut = Text("age (9 s) " + "y" * 10)
+    assert await rows(folded, cut) == await rows(cut) == ["age (9", "s) ", "yyyyy…"]
+    age = "since 13:05 (8 s) and more"
+    repainted.clear()
+    rewrapped.clear()
+    assert await rows(Text(age), Text(age.replace("8", "9"))) == await rows(
+        Text(age.replace("8", "9"))) == ["since ", "13:05 ", "(9 s) ", "and ", "more"]
+    assert repainted[1] == 1
+    assert rewrapped[1] == 0, rewrapped

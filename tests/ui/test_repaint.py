@@ -151,7 +151,7 @@ def test_tick_and_snapshot_equals_tick_then_snapshot() -> None:
 
 
 async def test_a_wrapped_alert_whose_age_changes_repaints_one_row_as_a_fresh_render_would(
-        make_app: MakeApp) -> None:
+        make_app: MakeApp, monkeypatch) -> None:
     """A young alert's age changes every second: its first row is drawn again, cut where it was
     (the wrap is not worked out again), and the rows are those a new panel draws."""
     alert = Alert("outputs_truncated", "warn", NOW - 12.0,
@@ -166,10 +166,17 @@ async def test_a_wrapped_alert_whose_age_changes_repaints_one_row_as_a_fresh_ren
         panel = app.query_one(AlertsPanel)
         before, rows = panel.rows_repainted, panel.plain_rows()
         assert "(12 s)" in rows[0] and rows[1].startswith("     ")
+        from dash.ui.widgets import panel as module
+
+        wrapped: list[str] = []
+        real = module.line_rows
+        monkeypatch.setattr(module, "line_rows", lambda console, line, *a: (
+            wrapped.append(line.plain), real(console, line, *a))[1])
         state.snap = dataclasses.replace(state.snap, now=NOW + 1.0)
         app.refresh_state()
         await pilot.pause()
         assert panel.rows_repainted - before == 1
+        assert not [line for line in wrapped if "(13 s)" in line]  # cut where it was
         after = panel.plain_rows()
         assert "(13 s)" in after[0] and after[1:] == rows[1:]
         strips = list(panel._strips)

@@ -65,23 +65,39 @@ def same_layout(old: str, new: str) -> bool:
     return len(old) == len(new) and old.translate(_LAYOUT) == new.translate(_LAYOUT)
 
 
+def _wraps_alike(old: Text, new: Text) -> bool:
+    """Whether `new` is cut into rows where `old` is: the same layout, and the same ways of
+    justifying, cutting and wrapping of their own (which Rich's wrap follows)."""
+    return (same_layout(old.plain, new.plain) and old.justify == new.justify
+            and old.overflow == new.overflow and old.no_wrap == new.no_wrap)
+
+
 Spans = list[tuple[int, int, int]]
 """Where each row of a wrapped line comes from: (start, end, indent) in the line's text."""
 
 
 def row_spans(line: Text, rows: list[Text], indent: int) -> Spans | None:
-    """The spans `rows` were cut from, when cutting `line` there gives them back exactly
-    (else None: a row cut with an ellipsis is not a piece of the line)."""
+    """The spans `rows` were cut from: pieces of `line` one after the other from its start to
+    its end, only the spaces a wrap drops between two and after the last, that give the rows
+    back exactly. Else None (a line of the same layout is then wrapped again): a row cut with
+    an ellipsis is no piece of the line, though its text can be read further on (thirty x and
+    an ellipsis, six cells wide: the row `xxxxx…` reads as the last five x and the ellipsis,
+    which a line with another first x still reads; wrapping that line gives `0xxxx…`), and
+    a justified line's rows are padded with spaces of no style, not cut from it."""
+    if line.justify not in (None, "default"):
+        return None
     plain = line.plain
     spans: Spans = []
     at = 0
     for k, row in enumerate(rows):
         pad = indent if k and row.plain[:indent].isspace() and not row.style else 0
         start = plain.find(row.plain[pad:], at)
-        if start < 0:
+        if start < 0 or plain[at:start].strip(" "):
             return None
         at = start + len(row.plain) - pad
         spans.append((start, at, pad))
+    if plain[at:].strip(" "):
+        return None
     again = cut_rows(line, spans)
     if any(a != b or a.style != b.style for a, b in zip(again, rows, strict=True)):
         return None
@@ -263,7 +279,7 @@ class Panel(ScrollView, can_focus=False):
         a row whose characters did not change keeps its strip, and one whose did takes them
         into its strip's segments (the same cells, the same styles): nothing is drawn again."""
         console = self.app.console
-        if old is not None and old.spans is not None and same_layout(old.text.plain, line.plain):
+        if old is not None and old.spans is not None and _wraps_alike(old.text, line):
             styled_alike = line.spans == old.text.spans and line.style == old.text.style
             before, now = old.text.plain, line.plain
             rows: list[Text | None] = []
@@ -293,8 +309,6 @@ class Panel(ScrollView, can_focus=False):
             return _Line(line, [strip.apply_style(base)
                                 for strip in line_strips(console, line, width, wrap)], [], None)
         strips = [_row_strip(console, row, width).apply_style(base) for row in laid]
-        if len(laid) == 1:
-            return _Line(line, strips, [line], [(0, len(line.plain), 0)])
         indent = self.INDENT if 0 < self.INDENT < width // 2 else 0
         return _Line(line, strips, list(laid), row_spans(line, laid, indent))
 
