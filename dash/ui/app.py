@@ -152,6 +152,10 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self.server_index = 0
         """The server the charts and the server panel follow (several logs: `s` steps)."""
         self.partition: str | None = None
+        self._auto_partition: str | None = None
+        """The partition the table's cursor was put on to follow the one being written; once
+        the cursor is moved to another (a key, a click), it stays where the user put it."""
+        self._partition_picked = False
         self.compact = False
         self.chart_first = 0
         """The first of the two charts the compact layout shows (`v` moves it)."""
@@ -323,19 +327,21 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     def _follow_table_selection(self) -> None:
         """Details follow the table's cursor row, also when rows arrived after the first frame
-        (the highlight message is only sent when the cursor moves)."""
-        if self.partition is not None:
-            return
+        (the highlight message is only sent when the cursor moves). Until the user moves the
+        cursor, it follows the first partition being written: a resumed run's first rows are
+        finished ones, and a client taking partitions in turn moves on from one to the next."""
         table = self.query_one("#partitions", PartitionTable)
         if not table.row_count:
             return
-        # The first selection is the partition being written (a resumed run's first rows are
-        # often finished ones): what the details and `o` then show is the live one.
-        live = [p.name for p in self.snap.partitions if p.status == "running"] if self.snap else []
-        keys = [table.row_key_at(i) for i in range(table.row_count)]
-        if live and live[0] in keys:
-            table.move_cursor(row=keys.index(live[0]), animate=False)
-        self.partition = table.row_key_at(table.cursor_row)
+        if not self._partition_picked and self.snap is not None:
+            live = next((p.name for p in self.snap.partitions if p.status == "running"), None)
+            keys = [table.row_key_at(i) for i in range(table.row_count)]
+            if live is not None and live != self._auto_partition and live in keys:
+                self._auto_partition = live
+                table.move_cursor(row=keys.index(live), animate=False)
+                self.partition = live
+        if self.partition is None:
+            self.partition = table.row_key_at(table.cursor_row)
 
     def _render_header(self) -> None:
         if self.snap is None:
@@ -396,6 +402,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     @on(KeyedTable.RowHighlighted, "#partitions")
     def _partition_moved(self, event: KeyedTable.RowHighlighted) -> None:
+        if event.by_user:
+            self._partition_picked = True  # the user's choice: no more following
         self.partition = event.key
         if self.snap is not None:
             self.query_one("#part-details", PartitionDetails).show(self.snap, self.partition,
@@ -434,7 +442,8 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def action_partition(self, n: int) -> None:
         table = self.query_one("#partitions", PartitionTable)
         if n - 1 < table.row_count:
-            table.move_cursor(row=n - 1, animate=False)
+            self._partition_picked = True  # chosen, even the row already under the cursor
+            table.move_cursor(row=n - 1, animate=False, by_user=True)
 
     def action_gpu(self, step: int) -> None:
         table = self.query_one("#gpu-table", GpuTable)

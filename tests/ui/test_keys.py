@@ -361,3 +361,32 @@ async def test_an_output_file_gone_and_a_log_gone_say_so(make_app: MakeApp) -> N
         assert "missing" in text and f"not there any more (deleted or moved): {parts[0].done:,}" \
             in text
         assert "log not there any more" in text
+
+
+async def test_the_selection_follows_the_partition_being_written_until_the_user_moves_it(
+        make_app: MakeApp) -> None:
+    """A client taking partitions in turn: when B2 is done and B3 written, the details and `o`
+    move on to B3; once a key moved the cursor, it stays where the user put it."""
+    state = FrozenState()
+    app = make_app(state=state)
+
+    def statuses(**status: str) -> None:
+        parts = tuple(dataclasses.replace(p, status=status.get(p.name, "pending"))
+                      for p in state.snap.partitions)
+        state.snap = dataclasses.replace(state.snap, partitions=parts)
+        app.refresh_state()
+
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        statuses(B1_glaive="done", B2_opencodeinstruct="running")
+        await pilot.pause()
+        assert app.partition == "B2_opencodeinstruct"
+        statuses(B1_glaive="done", B2_opencodeinstruct="done", B3_agent="running")
+        await pilot.pause()
+        table = app.query_one(PartitionTable)
+        assert app.partition == "B3_agent" and table.cursor_row == 2
+        await pilot.press("up")
+        assert app.partition == "B2_opencodeinstruct"
+        statuses(B3_agent="done", B4_deepseek="running")
+        await pilot.pause()
+        assert app.partition == "B2_opencodeinstruct"  # the user's choice stands

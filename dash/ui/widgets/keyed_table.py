@@ -45,12 +45,14 @@ class KeyedTable(Widget, can_focus=True):
     """(the parent box's title, the keys that scroll the table), or None: title left alone."""
 
     class RowHighlighted(Message):
-        """The row under the cursor is now `key` (None: the table is empty)."""
+        """The row under the cursor is now `key` (None: the table is empty); `by_user`: a
+        key or a click moved it, not the app."""
 
-        def __init__(self, table: KeyedTable, key: str | None) -> None:
+        def __init__(self, table: KeyedTable, key: str | None, by_user: bool = False) -> None:
             super().__init__()
             self.table = table
             self.key = key
+            self.by_user = by_user
 
         @property
         def control(self) -> KeyedTable:
@@ -128,22 +130,22 @@ class KeyedTable(Widget, can_focus=True):
 
     # -- cursor -------------------------------------------------------------------------------
 
-    def move_cursor(self, *, row: int, animate: bool = False) -> None:
-        """Put the cursor on row `row` (clamped to the table)."""
+    def move_cursor(self, *, row: int, animate: bool = False, by_user: bool = False) -> None:
+        """Put the cursor on row `row` (clamped to the table); `by_user`: for a key or click."""
         if self._keys:
-            self._set_cursor(max(0, min(row, len(self._keys) - 1)))
+            self._set_cursor(max(0, min(row, len(self._keys) - 1)), by_user)
 
     def action_cursor(self, step: int) -> None:
-        self.move_cursor(row=self.cursor_row + step)
+        self.move_cursor(row=self.cursor_row + step, by_user=True)
 
     def action_cursor_to(self, row: int) -> None:
-        self.move_cursor(row=row if row >= 0 else len(self._keys) - 1)
+        self.move_cursor(row=row if row >= 0 else len(self._keys) - 1, by_user=True)
 
     def on_click(self, event: events.Click) -> None:
         if event.y >= 1:
-            self.move_cursor(row=self._top + event.y - 1)
+            self.move_cursor(row=self._top + event.y - 1, by_user=True)
 
-    def _set_cursor(self, row: int) -> None:
+    def _set_cursor(self, row: int, by_user: bool = False) -> None:
         old = self.cursor_row
         self.cursor_row = row
         if row != old:
@@ -155,7 +157,7 @@ class KeyedTable(Widget, can_focus=True):
         key = self.row_key_at(row)
         if key != self._highlighted:
             self._highlighted = key
-            self.post_message(self.RowHighlighted(self, key))
+            self.post_message(self.RowHighlighted(self, key, by_user))
 
     def _scroll_to_cursor(self) -> None:
         if self.size.height <= 1:  # not laid out yet: the resize that lays it out scrolls
