@@ -7,15 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from live_read import live_server
+
 from dash.commands.summary import summarize
-from dash.core.config import Config
 from dash.core.log.convert import INT
 from dash.core.log.grammar import GRAMMAR
-from dash.core.log.parser import LineParser
 from dash.core.log.syntax import Field, Grammar, Phrase
-from dash.core.state.run import RunState
 from dash.sources import replay_read
-from dash.sources.collector import Collector, apply_files
 
 FOO = GRAMMAR.with_field("decode", Field("#foo-req", "foo_req", INT)).with_phrase(
     Phrase("foo_trip", any=("Foo reactor tripped",), fields={"reactor": "foo"}), before="error")
@@ -57,12 +55,7 @@ def test_summary(tmp_path: Path) -> None:
 
 
 def test_live_dashboard(tmp_path: Path) -> None:
-    path = _log(tmp_path)
-    cfg = Config(log=path)
-    collector = Collector(cfg, parser=LineParser(FOO))
-    state = RunState(cfg)
-    apply_files(state, collector.read_files(), 1_772_352_000.0)
-    server = state.snapshot(1_772_352_000.0).server
+    server = live_server(_log(tmp_path), FOO)
     assert server.last_decode is not None and server.last_decode["foo_req"] == _last_foo()
     assert [e["event"] for e in server.events] == ["foo_trip"]
 

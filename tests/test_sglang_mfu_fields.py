@@ -22,13 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from live_read import live_server
+
 from dash.commands.summary import summarize
-from dash.core.config import Config
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import parse_line
-from dash.core.log.parser import LineParser
-from dash.core.state.run import RunState
-from dash.sources.collector import Collector, apply_files
 
 DECODE = ("[2026-03-01 08:{m:02d}:{s:02d} TP0] Decode batch, #running-req: 8, #token: 100, "
           "token usage: 0.10, cuda graph: True, gen throughput (token/s): 50.00, #queue-req: 0"
@@ -100,12 +98,7 @@ def test_summary(tmp_path: Path) -> None:
 
 
 def test_live_dashboard(tmp_path: Path) -> None:
-    path = _log(tmp_path)
-    cfg = Config(log=path)
-    collector = Collector(cfg, parser=LineParser(GRAMMAR))
-    state = RunState(cfg)
-    apply_files(state, collector.read_files(), 1_772_352_000.0)
-    server = state.snapshot(1_772_352_000.0).server
+    server = live_server(_log(tmp_path))
     assert server.last_decode is not None
     assert {k: server.last_decode[k] for k in LAST} == LAST
     assert server.last_prefill is not None
