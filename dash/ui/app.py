@@ -191,6 +191,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         self.query_one("#server", ServerPanel).border_title = "server"
         self.query_one("#gpus", GpuPanel).border_title = "GPUs"
         self.query_one("#parts-box").border_title = "partitions"
+        if not self.cfg.outputs:  # the details say so too, but a small screen hides them
+            self.query_one("#partitions", PartitionTable).empty_title = (
+                "none: --outputs GLOB")
         self.query_one("#alerts", AlertsPanel).border_title = "alerts"
         self.query_one("#partitions", PartitionTable).focus()
         self.refresh_state()

@@ -390,3 +390,17 @@ async def test_the_selection_follows_the_partition_being_written_until_the_user_
         statuses(B3_agent="done", B4_deepseek="running")
         await pilot.pause()
         assert app.partition == "B2_opencodeinstruct"  # the user's choice stands
+
+
+async def test_an_empty_partition_table_says_how_to_fill_it_in_its_title(
+        make_app: MakeApp) -> None:
+    """At 80x24 the details (which say it too) are hidden: the box's title names --outputs."""
+    import dataclasses as dc
+
+    from dash.core.config import Config
+
+    app = make_app(dc.replace(snapshot(), partitions=()))
+    app.cfg = Config()  # no --outputs given
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert str(app.query_one("#parts-box").border_title) == "partitions  none: --outputs GLOB"

@@ -43,6 +43,8 @@ class KeyedTable(Widget, can_focus=True):
     COMPACT_COLUMNS: Columns = ()
     BOX_TITLE: tuple[str, str] | None = None
     """(the parent box's title, the keys that scroll the table), or None: title left alone."""
+    empty_title = ""
+    """What the box's title adds while the table has no rows (what to do to fill it)."""
 
     class RowHighlighted(Message):
         """The row under the cursor is now `key` (None: the table is empty); `by_user`: a
@@ -189,8 +191,11 @@ class KeyedTable(Widget, can_focus=True):
         name, keys = self.BOX_TITLE
         first, last = self.shown_rows()
         n = self.row_count
-        title = (name if last < 0 or (first == 0 and last >= n - 1)
-                 else f"{name}  {first + 1}-{last + 1} of {n}  ({keys})")
+        if n == 0 and self.empty_title:
+            title = f"{name}  {self.empty_title}"
+        else:
+            title = (name if last < 0 or (first == 0 and last >= n - 1)
+                     else f"{name}  {first + 1}-{last + 1} of {n}  ({keys})")
         if box.border_title != title:  # setting it, even unchanged, repaints the whole box
             box.border_title = title
 
