@@ -21,7 +21,10 @@ LATEST = 8
 """Raw lines kept per partition for the sample view (`n`/`p` go through them)."""
 LATEST_BYTES = 4 * 1024 * 1024
 """...but no more than this many characters of them (the newest is always kept)."""
-RATE_WINDOW_S = 60.0
+RATE_WINDOW_S = 300.0
+"""The samples' tokens/s is their tokens over this window: a sample's tokens all arrive when it
+finishes (10K of them at once for a long one), so over a minute the figure swung from 390 to 920
+around a server's steady 600."""
 MIN_RATE_SPAN_S = 10.0
 """A tokens/s figure over less time than this is noise."""
 UNMATCHED_AFTER = 20
