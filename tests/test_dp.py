@@ -151,16 +151,19 @@ def test_a_rank_that_stops_drops_out_of_the_total_and_says_so(tmp_path: Path) ->
     assert _close(now["gen_throughput"], sum(rl.gen for d, rl in log.last().items() if d != 2))
 
 
-@pytest.mark.parametrize(("scenario", "fires"), [("dp-imbalance", True), ("healthy", False)])
-def test_rank_imbalance_fires_when_one_rank_fills_up(tmp_path: Path, scenario: str,
-                                                     fires: bool) -> None:
+@pytest.mark.parametrize(("scenario", "ranks", "hot", "fires"),
+                         [("dp-imbalance", 8, 5, True), ("dp-imbalance", 4, 3, True),
+                          ("dp-imbalance", 2, 1, True), ("healthy", 8, None, False)])
+def test_rank_imbalance_fires_when_one_rank_fills_up(tmp_path: Path, scenario: str, ranks: int,
+                                                     hot: int | None, fires: bool) -> None:
     from dash.sim.run import SimRun
 
-    run = SimRun(tmp_path, scenario, start_epoch=START, dp=8)
+    run = SimRun(tmp_path, scenario, start_epoch=START, dp=ranks)
     run.advance_to(600)
     alerts = {a["id"]: a for a in summarize(run.server_log)["alerts"]}
     assert ("rank_imbalance" in alerts) is fires
     if fires:
         a = alerts["rank_imbalance"]
-        assert a["message"].startswith("DP5's KV cache is 9") and "other 7 ranks" in a["message"]
+        assert a["message"].startswith(f"DP{hot}'s KV cache is 9"), a["message"]
+        assert (f"other {ranks - 1} ranks" if ranks > 2 else "the other rank ") in a["message"]
         assert "--load-balance-method" in a["hint"]

@@ -75,6 +75,10 @@ class Simulation:
         """DP-attention ranks: each prints its own stats lines (1: none)."""
         if self.dp < 1 or gpus % self.dp:
             raise ValueError(f"dp must divide the number of GPUs ({gpus}), got {self.dp}")
+        hot = scenario.hot_rank
+        self.hot_rank = None if hot is None else min(hot, self.dp - 1)
+        """The rank with the long requests; the last one when `--dp` gives fewer ranks than
+        the scenario's (DP5 of 8 is DP3 of 4), so the imbalance is there at any rank count."""
         self.port = port
         self.inputs_dir = inputs_dir
         self.client = ClientModel(stall=scenario.stall)
@@ -206,7 +210,7 @@ class Simulation:
             tps = prompt / max(1.0, t - self._last_prefill)
             self._last_prefill = t
             d = self._req % self.dp  # the rank these requests went to
-            r = rank_loads(load, self.dp, self.scenario.hot_rank)[d]
+            r = rank_loads(load, self.dp, self.hot_rank)[d]
             self._line(out, t, self.fmt.prefill(n, prompt - cached, cached, r.usage,
                                                 r.running, r.queue, r.queue * 1100, tps),
                        self.dp_head(d))
@@ -221,7 +225,7 @@ class Simulation:
                 self._line(out, t, self.fmt.decode(load.running, tokens, load.usage, load.gen,
                                                    load.queue))
                 continue
-            ranks = rank_loads(load, self.dp, self.scenario.hot_rank)
+            ranks = rank_loads(load, self.dp, self.hot_rank)
             c.ranks = tuple(Load(r.running, r.queue, round(r.usage, 2), round(r.gen, 2))
                             for r in ranks)
             for d, r in enumerate(ranks):  # every rank prints at the same decode step

@@ -26,7 +26,7 @@ resuming at 1374 of 5000, then B3_agent, B4_deepseek, B5_synth in turn):
   the server keeps decoding and serving requests.
 - `dp-imbalance`: as healthy, on 8 DP-attention ranks (`DP0 TP0 EP0` ... `DP7 TP7 EP7`), but
   rank DP5 holds the long requests: its token usage ~0.95 and the whole queue while the other
-  ranks sit at ~0.21.
+  ranks sit at ~0.21 (with `--dp N` under 6, the last rank holds them).
 - `tuning-session`: four launches on one log, each start rewriting it (`nohup ... > server.log`),
   in the 0.5.19 format (dict arguments, the KV pool's dtype): `--mem-fraction-static 0.85` from
   t=0 (116,171 KV tokens, 8.34 GB free after CUDA graph capture, ~850 tok/s from t=80), SIGTERM
