@@ -37,3 +37,22 @@ async def test_a_silent_server_counts_in_no_sum_on_screen(real_logs: Path, tmp_p
             assert "82 tok/s  run    1  q    0" in node1 and "ago" not in node1
             assert "82 tok/s  run    1  q    0" in total  # the rows' figures, node1's alone
     app.stop_sources()
+
+
+async def test_the_second_server_says_whose_url_is_polled_not_no_http(real_logs: Path,
+                                                                      tmp_path: Path) -> None:
+    # One --url is polled for the first server; the second server's panel said
+    # `http off (--no-http)` though the flag was never given.
+    now = float(int(time.time()))
+    node1, node2 = silent_node(real_logs, tmp_path, now)
+    cfg = Config(log=node1, more_logs=(node2,), url="http://127.0.0.1:9", bell=False,
+                 alert_history=False)
+    app = DashApp(cfg, state=RunState(cfg), collector=Collector(cfg), clock=FakeClock(now),
+                  cpu_meter=lambda: 1.0)
+    async with app.run_test(size=(160, 45)) as pilot:
+        text = await wait_screen(pilot, app, lambda t: "http://127.0.0.1:9" in t)
+        await pilot.press("s")
+        text = await wait_screen(pilot, app, lambda t: "▶ node2" in t)
+        row = next(line for line in text.splitlines() if "        http " in line)
+        assert "--no-http" not in row and "node1's" in row, row
+    app.stop_sources()

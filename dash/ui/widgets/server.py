@@ -69,8 +69,11 @@ class ServerPanel(Panel):
     def show(self, snap: RunSnapshot, selected: int = 0) -> None:
         """Render facts and events from `snap` (of server `selected`, when there are several)."""
         t = Text(no_wrap=True, overflow="ellipsis")
+        polled_for: str | None = None  # the server whose URL is polled, when not this one
         if len(snap.servers) > 1:
             server_rows(t, snap, selected, self._st)
+            if selected % len(snap.servers) and snap.liveness.http != "off":
+                polled_for = snap.servers[0].name or "the first server"
             snap = snap.for_server(selected)
         facts = snap.facts
         pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
@@ -92,7 +95,7 @@ class ServerPanel(Panel):
         if len(srv.accept_len):
             self._accept(t, srv.accept_len, srv.perf.get("accept_rate"))
         self._perf(t, srv.perf)
-        self._http(t, snap)
+        self._http(t, snap, polled_for)
         if snap.http.disagreement:
             t.append(f"\n{'':>12} {fmt.clean(snap.http.disagreement, 80)}",
                      self._st("warn"))
@@ -151,10 +154,14 @@ class ServerPanel(Panel):
             t.append(f"\n{'est. perf':>12} ", self._st("dim"))
             t.append(fmt.clean(text, 120))
 
-    def _http(self, t: Text, snap: RunSnapshot) -> None:
-        """Which URL is polled, and why that one (or that HTTP is off)."""
+    def _http(self, t: Text, snap: RunSnapshot, polled_for: str | None = None) -> None:
+        """Which URL is polled, and why that one (or that HTTP is off; or, on a server after
+        the first, that the one URL is the first's)."""
         http = snap.http
         t.append(f"\n{'http':>12} ", self._st("dim"))
+        if polled_for is not None:
+            t.append(f"not polled: the one URL is {fmt.clean(polled_for, 40)}'s", self._st("dim"))
+            return
         if snap.liveness.http == "off":
             t.append(self.http_off, self._st("dim"))
             return
