@@ -300,3 +300,19 @@ def test_a_log_glob_is_expanded_again_only_when_its_directory_changed(
         assert [r.path for r in logs.read()] == [str(tmp_path / n) for n in ("a.log", "b.log", "c.log")]
     finally:
         logs.close()
+
+
+def test_once_text_says_whose_url_a_second_server_goes_without(real_logs: Path,
+                                                               tmp_path: Path) -> None:
+    # The one --url is polled for the first server; the second's line said `http off`, the
+    # words of --no-http, though the URL was given.
+    now = float(int(time.time()))
+    node1, node2 = silent_node(real_logs, tmp_path, now)
+    snap, _ = collect_once(Config(log=node1, more_logs=(node2,), url="http://127.0.0.1:9"),
+                           window=0, clock=FakeClock(now))
+    lines = render_text(snap).splitlines()
+    second = next(line for line in lines if line.startswith("server      node2: "))
+    assert "http off" not in second and "not polled: the one URL is node1's" in second, second
+    off, _ = collect_once(Config(log=node1, more_logs=(node2,), url=""), window=0,
+                          clock=FakeClock(now))
+    assert "node2: log quiet (last stats line 10m00s ago), http off" in render_text(off)

@@ -37,21 +37,26 @@ def _num(v: object, fmt: str = "{:.1f}") -> str:
     return "?" if v is None else fmt.format(v)
 
 
-def liveness_text(live: Liveness) -> str:
-    """`log live (last stats line 3s ago), http up` and the like."""
+def liveness_text(live: Liveness, polled_for: str | None = None) -> str:
+    """`log live (last stats line 3s ago), http up` and the like; `polled_for`: the server
+    whose URL is polled, on the line of another (the one --url is the first server's)."""
     log = {"live": "log live", "quiet": "log quiet", "crashed": "log shows a crash",
            "waiting": "log not there yet", "error": "log unreadable", "none": "no log"}[live.log]
     if live.log_age_s is not None and live.log in ("live", "quiet", "crashed"):
         log += f" (last stats line {_dur(live.log_age_s)} ago)"
     http = {"off": "http off", "unknown": "http not polled"}.get(live.http, f"http {live.http}")
+    if polled_for is not None:
+        http = f"http not polled: the one URL is {polled_for}'s"
     down = "; the server is DOWN" if live.down else ""
     return f"{log}, {http}{down}"
 
 
 def _server_lines(snap: RunSnapshot) -> list[str]:
     lines: list[str] = []
+    first = snap.servers[0].name if snap.servers else None
     for i in range(max(1, len(snap.servers))):
-        lines += _one_server(snap.for_server(i))
+        polled_for = (first or "the first server") if i and snap.liveness.http != "off" else None
+        lines += _one_server(snap.for_server(i), polled_for)
     if snap.total is not None:
         lines.append(_total_line(snap, snap.total))
     h = snap.http
@@ -79,10 +84,10 @@ def _total_line(snap: RunSnapshot, n: ServerNow) -> str:
     return line
 
 
-def _one_server(snap: RunSnapshot) -> list[str]:
+def _one_server(snap: RunSnapshot, polled_for: str | None = None) -> list[str]:
     s, live = snap.server, snap.liveness
     name = f"{s.name}: " if s.name else ""
-    lines = [f"server      {name}{liveness_text(live)}"]
+    lines = [f"server      {name}{liveness_text(live, polled_for)}"]
     if s.path:
         lines.append(f"server log  {s.path} [{s.status}]" + (f" {s.role}" if s.role else "")
                      + (f" {s.status_message}" if s.status_message else ""))
