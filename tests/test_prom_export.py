@@ -225,3 +225,23 @@ def test_every_family_passes_the_checks_of_promtool_check_metrics() -> None:
     assert lint(text) == []
     checked = promtool_problems(text)
     assert checked is None or checked[0] == 0, checked
+
+
+def test_a_dead_servers_figures_are_not_exported_as_if_it_ran() -> None:
+    """A fleet's `sum(kdash_gen_throughput_tokens_per_second)` must not count a box whose server
+    died: its last decode line said 1021 tok/s and 41 running; now it generates and runs nothing."""
+    import dataclasses
+
+    from dash.core.snapshot import Liveness
+
+    snap = busy_snapshot()
+    alive = _pure_values(snap)
+    assert alive[("kdash_gen_throughput_tokens_per_second", ())] == 1021.4
+    dead = dataclasses.replace(snap, liveness=Liveness(log="crashed", down=True))
+    got = _pure_values(dead)
+    assert got[("kdash_gen_throughput_tokens_per_second", ())] == 0.0
+    assert got[("kdash_running_requests", ())] == 0.0
+    assert got[("kdash_queued_requests", ())] == 0.0
+    assert ("kdash_token_usage_ratio", ()) not in got
+    # the server's last record is still there: when it last printed
+    assert got[("kdash_server_last_record_timestamp_seconds", ())] == snap.now - 1

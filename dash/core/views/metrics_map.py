@@ -93,17 +93,22 @@ def families(
 def _server(b: _Builder, snap: RunSnapshot) -> None:
     s = snap.server
     d: Mapping[str, Any] = snap.figures
+    livenesses = snap.server_liveness or (snap.liveness,)
+    if all(live.down for live in livenesses):  # (with several, the live ones are summed)
+        # A dead server generates nothing and runs nothing: its last lines' figures would keep
+        # a fleet's `sum(kdash_gen_throughput_tokens_per_second)` counting it.
+        d = {"gen_throughput": 0.0, "running_req": 0, "queue_req": 0}
     b.add("kdash_gen_throughput_tokens_per_second",
           "Generation throughput of the whole server (its DP ranks summed; every live server "
-          "watched, summed), from the server log's latest decode lines.",
+          "watched, summed), from the server log's latest decode lines; 0 while it is down.",
           d.get("gen_throughput"))
-    b.add("kdash_running_requests", "Running requests (latest decode lines, ranks summed).",
-          d.get("running_req"))
-    b.add("kdash_queued_requests", "Queued requests (latest decode lines, ranks summed).",
-          d.get("queue_req"))
+    b.add("kdash_running_requests", "Running requests (latest decode lines, ranks summed; "
+          "0 while the server is down).", d.get("running_req"))
+    b.add("kdash_queued_requests", "Queued requests (latest decode lines, ranks summed; "
+          "0 while the server is down).", d.get("queue_req"))
     b.add("kdash_token_usage_ratio",
-          "KV cache token usage, 0..1: the highest rank's (the first to run out).",
-          d.get("token_usage"))
+          "KV cache token usage, 0..1: the highest rank's (the first to run out); absent while "
+          "the server is down.", d.get("token_usage"))
     b.add("kdash_max_total_num_tokens", "KV cache capacity in tokens (server startup line).",
           s.facts.get("max_total_num_tokens"))
     # With several servers the throughput above is their sum, and no peak of that sum is kept:
