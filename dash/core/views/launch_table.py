@@ -102,7 +102,7 @@ def arg_text(launch: Launch, spec: ArgSpec) -> str:
             return got  # what `auto` resolved to, as the KV pool line says
         return "-" if asked is None else show_value(asked)
     if spec.short == "hicache":
-        return _hicache(args)
+        return hicache_text(args)
     if spec.short == "model":
         value = next((args[n] for n in spec.names if n in args), None)
         return "-" if value is None else str(value).rstrip("/").rsplit("/", 1)[-1]
@@ -121,7 +121,8 @@ def arg_text(launch: Launch, spec: ArgSpec) -> str:
     return "-"
 
 
-def _hicache(args: Mapping[str, Any]) -> str:
+def hicache_text(args: Mapping[str, Any]) -> str:
+    """What a HiCache setting amounts to: `200 GB`, `ratio 2`, `off` (`-`: not printed)."""
     if not any(n in args for n in ("hicache_size", "enable_hierarchical_cache")):
         return "-"
     size = args.get("hicache_size")

@@ -12,6 +12,7 @@ from dash.core.series import SeriesView
 from dash.core.snapshot import RunSnapshot
 from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import server_line
+from dash.core.views.launch_table import hicache_text
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
 from dash.ui.widgets.ranks import server_rows
@@ -26,7 +27,7 @@ FACTS: tuple[tuple[str, str, str], ...] = (
     ("dp_size", "dp", "{}"),
     ("max_running_requests", "max running", "{}"),
     ("context_length", "context", "{:,}"),
-    ("hicache_size", "hicache", "{:g} GB"),
+    ("hicache_size", "hicache", "{}"),
 )
 EVENT_LEVEL = {"oom": "crit", "crash": "crit", "error": "crit", "restart": "warn", "retract": "warn",
                "shutdown": "warn", "ready": "ok"}
@@ -38,11 +39,8 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
     if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
         return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
-    if key == "hicache_size" and value == 0:  # the launches table's words, not "0"
-        if not facts.get("enable_hierarchical_cache"):
-            return "off"
-        ratio = facts.get("hicache_ratio")
-        return f"ratio {ratio:g}" if isinstance(ratio, (int, float)) else "on"
+    if key == "hicache_size" and value is not None:  # the launches table's words, not "0"
+        return hicache_text(facts)
     if value is None and key == "mem_fraction_static":
         value = facts.get("gpu_memory_utilization")  # vLLM's name for the same budget
     if value is None:
