@@ -53,10 +53,8 @@ def liveness_text(live: Liveness, polled_for: str | None = None) -> str:
 
 def _server_lines(snap: RunSnapshot) -> list[str]:
     lines: list[str] = []
-    first = snap.servers[0].name if snap.servers else None
     for i in range(max(1, len(snap.servers))):
-        polled_for = (first or "the first server") if i and snap.liveness.http != "off" else None
-        lines += _one_server(snap.for_server(i), polled_for)
+        lines += _one_server(snap.for_server(i), snap.polled_for(i))
     if snap.total is not None:
         lines.append(_total_line(snap, snap.total))
     h = snap.http

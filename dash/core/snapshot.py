@@ -549,6 +549,13 @@ class RunSnapshot:
                                    liveness=live, server_liveness=(), launches=launches,
                                    server_launches=())
 
+    def polled_for(self, index: int) -> str | None:
+        """The server whose URL is polled, when server `index` is not it (the one URL is the
+        first server's); None for the first, one server, or HTTP off."""
+        if len(self.servers) < 2 or not index % len(self.servers) or self.liveness.http == "off":
+            return None
+        return self.servers[0].name or "the first server"
+
     @property
     def figures(self) -> Mapping[str, Any]:
         """The run's current server figures: summed over the servers where there are several."""

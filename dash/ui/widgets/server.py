@@ -67,11 +67,9 @@ class ServerPanel(Panel):
     def show(self, snap: RunSnapshot, selected: int = 0) -> None:
         """Render facts and events from `snap` (of server `selected`, when there are several)."""
         t = Text(no_wrap=True, overflow="ellipsis")
-        polled_for: str | None = None  # the server whose URL is polled, when not this one
+        polled_for = snap.polled_for(selected)  # the server whose URL is, when not this one
         if len(snap.servers) > 1:
             server_rows(t, snap, selected, self._st)
-            if selected % len(snap.servers) and snap.liveness.http != "off":
-                polled_for = snap.servers[0].name or "the first server"
             snap = snap.for_server(selected)
         facts = snap.facts
         pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
