@@ -229,3 +229,39 @@ def test_a_vllm_oom_names_the_fix_in_vllm_flags(real_logs: Path, tmp_path: Path,
     assert "--gpu-memory-utilization (now 0.95; try 0.90)" in oom["hint"]
     assert "--mem-fraction-static" not in oom["hint"]
     assert doc["server"]["facts"]["gpu_memory_utilization"] == 0.95
+
+
+def test_text_on_a_terminal_fits_its_width_and_a_pipe_gets_whole_lines(
+        run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (run_dir / "server.log").write_text(
+        "[2025-09-03 18:32:59] Capture cuda graph begin. This can take up to several minutes. "
+        "avail mem=11.35 GB\n" + "".join(DECODE.format(s=i, g=40.0 + i) for i in range(5)))
+    assert main(_args()) == 0
+    whole = capsys.readouterr().out
+    assert any(len(line) > 80 for line in whole.splitlines())  # captured: not a terminal
+
+    master, slave = os.openpty()  # a real terminal: what a user at 80 columns runs it in
+    monkeypatch.setenv("COLUMNS", "80")
+    with open(slave, "w", encoding="utf-8") as tty:
+        monkeypatch.setattr("sys.stdout", tty)
+        assert main(_args()) == 0
+        tty.flush()
+        fitted = os.read(master, 1 << 16).decode().replace("\r\n", "\n")
+    os.close(master)
+    rows = fitted.splitlines()
+    assert rows and max(map(len, rows)) <= 80
+    # wrapped, nothing cut: the event's message whole on the rows after its label
+    assert "several minutes. avail mem=11.35 GB" in " ".join(fitted.split())
+    decode = next(i for i, r in enumerate(rows) if r.startswith("  last decode  gen"))
+    assert rows[decode + 1].startswith(" " * 15 + "(")  # under `gen`: the labels stay a column
+    event = next(i for i, r in enumerate(rows) if "Capture cuda graph begin" in r)
+    assert rows[event + 1].startswith(" " * 15) and rows[event + 1].strip()
+
+
+def test_fit_keeps_short_lines_and_hangs_a_line_without_a_label() -> None:
+    from dash.commands.once_text import fit
+
+    assert fit("gpus        NVML unavailable", 80) == ["gpus        NVML unavailable"]
+    rows = fit("      hint: " + "restart the server with a smaller value " * 4, 60)
+    assert all(len(r) <= 60 for r in rows) and all(r.startswith(" " * 10) for r in rows[1:])
+    assert fit("x" * 130, 60) == ["x" * 60, "    " + "x" * 56, "    " + "x" * 14]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -151,6 +152,17 @@ def collect_once(cfg: Config, *, window: float = DEFAULT_WINDOW_S,
     return snap, sample
 
 
+def terminal_columns(out: TextIO) -> int | None:
+    """The width of the terminal `out` writes to (COLUMNS first, as shells set it), at least
+    40; None when it is not a terminal: a pipe or a file gets each line whole."""
+    try:
+        if not out.isatty():
+            return None
+    except (AttributeError, ValueError):  # a closed or odd stream
+        return None
+    return max(40, shutil.get_terminal_size().columns)
+
+
 def run_once(cfg: Config, as_json: bool, *, window: float = DEFAULT_WINDOW_S,
              nvml_module: object | None = None, out: TextIO | None = None) -> int:
     """Print the state once; 0 on success (a bad glob raises ConfigError: exit 2 in the CLI)."""
@@ -164,6 +176,6 @@ def run_once(cfg: Config, as_json: bool, *, window: float = DEFAULT_WINDOW_S,
         json.dump(doc, out, indent=2, sort_keys=False)
         out.write("\n")
     else:
-        out.write(render_text(snap, sample.text()))
+        out.write(render_text(snap, sample.text(), terminal_columns(out)))
     out.flush()
     return 0

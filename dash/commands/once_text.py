@@ -6,6 +6,8 @@ rates and ETAs measured before the server went down say so.
 
 from __future__ import annotations
 
+import re
+import textwrap
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -211,11 +213,35 @@ def _alert_lines(snap: RunSnapshot) -> list[str]:
     return lines
 
 
-def render_text(snap: RunSnapshot, sample: str | None = None) -> str:
-    """A readable report of one snapshot (what `kdash --once` prints)."""
+_VALUE = re.compile(r"\S(?:\S| (?=\S))*  +")
+"""A line's label and the spaces after it (`  last decode  `): where its value starts."""
+
+
+def fit(line: str, width: int) -> list[str]:
+    """`line` in rows of at most `width` columns, each further row indented to where the line's
+    value starts (under `gen` in `  last decode  gen ...`; four columns in from the line's own
+    indent where it has no label), so the labels stay a column: an event's message or an
+    alert's evidence is wrapped whole, never cut (a report is read for what it says). A word
+    longer than a row (a long path) is broken anywhere."""
+    if len(line) <= width:
+        return [line]
+    start = len(line) - len(line.lstrip(" "))
+    lead = _VALUE.match(line, start)
+    indent = lead.end() if lead is not None else start + 4  # no label: a hanging indent
+    if indent > width // 2:
+        indent = 4
+    return textwrap.wrap(line, width, subsequent_indent=" " * indent,
+                         break_on_hyphens=False, drop_whitespace=True) or [line]
+
+
+def render_text(snap: RunSnapshot, sample: str | None = None, width: int | None = None) -> str:
+    """A readable report of one snapshot (what `kdash --once` prints); `width`: the terminal's
+    columns, each line fitted to them (None: one line each, as a pipe or a script wants)."""
     when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.now))
     lines = [f"kdash at {when}" + (f" ({sample})" if sample else "")]
     for part in (_server_lines, _partition_lines, _client_lines, _gpu_lines, _alert_lines):
         lines += part(snap)
     lines += [f"note  {n}" for n in snap.notices]
+    if width is not None:
+        lines = [row for line in lines for row in fit(line, width)]
     return "\n".join(lines) + "\n"
