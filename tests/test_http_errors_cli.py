@@ -95,6 +95,19 @@ def test_the_key_from_kdash_toml_and_from_vllms_variable(
     assert set(guarded.auth) == {f"Bearer {KEY}"}
 
 
+def test_an_empty_key_switches_vllms_variable_off(
+        guarded: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A shell that exported VLLM_API_KEY for one server, kdash pointed at another without one.
+    monkeypatch.setenv("VLLM_API_KEY", KEY)
+    assert main([*_check(guarded.url), "--api-key", ""]) == 1  # WARN http_auth
+    assert set(guarded.auth) == {None}
+    (tmp_path / "kdash.toml").write_text('[http]\napi_key = ""\n')
+    assert main(_check(guarded.url)) == 1
+    assert set(guarded.auth) == {None}
+    assert KEY not in capsys.readouterr().out
+
+
 def test_a_bad_key_in_a_config_is_one_line_without_the_key(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "kdash.toml").write_text('[http]\napi_key = "two words"\napi_kye = 1\n')

@@ -64,8 +64,8 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
                    help="do not poll the server over HTTP (the log alone tells its state)")
     g.add_argument("--api-key", metavar="KEY",
                    help="the server's --api-key, sent as `Authorization: Bearer KEY` (default: "
-                        "[http] api_key in a config file, else $VLLM_API_KEY; a flag is "
-                        "visible to `ps`, a config file is not)")
+                        "[http] api_key in a config file, else $VLLM_API_KEY; \"\" sends none; a "
+                        "flag is visible to `ps`, a config file is not)")
     g.add_argument("--client-log", metavar="PATH", help="the inference client's log")
     g.add_argument("--outputs", metavar="GLOB", action="append", help="per-partition JSONL outputs")
     g.add_argument("--inputs", metavar="GLOB", action="append", help="per-partition prompt files")

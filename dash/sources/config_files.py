@@ -73,6 +73,13 @@ def _is_file(path: Path, notices: list[str]) -> bool:
         return False
 
 
+def _sets_api_key(layer: Mapping[str, Any]) -> bool:
+    """Whether a layer names the key, "" included: an empty key set on purpose (`--api-key ""`,
+    `[http] api_key = ""`) switches `$VLLM_API_KEY` off rather than falling back to it."""
+    http = layer.get("http")
+    return layer.get("api_key") is not None or (isinstance(http, Mapping) and "api_key" in http)
+
+
 def build_config(
     flags: Mapping[str, Any],
     config_file: Path | None = None,
@@ -106,7 +113,8 @@ def build_config(
             cfg = dataclasses.replace(cfg, gpus=parse_gpus(os.environ["CUDA_VISIBLE_DEVICES"]))
         except ConfigError:
             pass  # UUIDs or MIG names: show every GPU rather than refuse to start
-    if cfg.api_key is None and os.environ.get(API_KEY_ENV, "").strip():
+    said = any(_sets_api_key(layer) for _, layer in layers)  # `--api-key ""`: no key at all
+    if cfg.api_key is None and not said and os.environ.get(API_KEY_ENV, "").strip():
         # vLLM reads its key from here when --api-key is not given (SGLang reads none): kdash
         # started beside the server's launch in the same shell finds the same key.
         try:
