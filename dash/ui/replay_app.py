@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 JUMP_S = 60.0
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("space", "replay: pause / resume the log clock"),
-    ("left / right", "replay: one minute back / forward"),
+    ("← →", "replay: one minute back / forward (the log pane's long lines are cut here)"),
 )
 
 

@@ -139,7 +139,11 @@ async def test_the_replay_stops_at_the_end_of_the_log(sim_log: Path) -> None:
         await tick(app, pacer, 10.0)
         assert app.clock.now() == end
         text = screen_text(app)
-        assert "END OF LOG" in text and "100%" in text
+        assert "END OF LOG" in text and "100%" in text and "PAUSED" not in text
+        await press(app, pilot, "space")  # at the end too, space says what it did
+        assert "END OF LOG, PAUSED" in screen_text(app)
+        await press(app, pilot, "space")
+        assert "PAUSED" not in screen_text(app)
         assert "server_restarted" in alert_ids(app)
         assert "replay of a log, no live GPUs" in text
         # replay has no --no-http flag to name; and the lines are the log's, not its stats'
@@ -156,7 +160,10 @@ async def test_normal_keys_still_work_and_the_filter_box_keeps_its_spaces(sim_lo
         await press(app, pilot, "question_mark")
         assert isinstance(app.screen, ReplayHelpScreen)
         help_text = screen_text(app)
-        assert "left / right" in help_text and "acknowledge" in help_text
+        assert "one minute back / forward" in help_text and "acknowledge" in help_text
+        # ← → jump in a replay: the dashboard's meaning of them (scroll the log pane) is not
+        # listed beside it
+        assert help_text.count("← →") == 1 and "long lines left / right" not in help_text
         await press(app, pilot, "space")  # closes the help; does not pause
         assert not isinstance(app.screen, ReplayHelpScreen) and not app.replay_paused
         await press(app, pilot, "right", "right", "right", "right", "right", "right")

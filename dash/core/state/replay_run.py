@@ -172,11 +172,14 @@ def status_lines(frame: ReplayFrame, timeline: Timeline, speed: float,
     else:
         at = "+" + hms(frame.now - start)
         span = "no timestamps: line order at a nominal 1 record/s"
-    state = "end of log" if frame.at_end else "paused" if paused else ""
+    # Paused at the end is said too: space there must show that it did something (the clock
+    # stays put after a jump back).
+    state = ", ".join(s for s, on in (("end of log", frame.at_end), ("paused", paused)) if on)
     pct = f"{100 * frame.fraction:.0f}%"
     title = f"replay {at} x{speed:g} {pct}" + (f" {state}" if state else "")
     if len(title) > 30:
-        title = f"replay {at} {pct}" + (" end" if frame.at_end else " paused" if state else "")
+        short = " ".join(w for w, on in (("end", frame.at_end), ("paused", paused)) if on)
+        title = f"replay {at} {pct}" + (f" {short}" if short else "")
     cut = f"  (first {len(timeline.records):,} records only)" if timeline.cut else ""
     if timeline.broke_off:
         cut += f"  (the log breaks off after line {timeline.lines or 0:,})"

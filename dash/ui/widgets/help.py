@@ -39,13 +39,16 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 def help_text(more: tuple[str, Sequence[tuple[str, str]]] | None = None) -> Table:
     """The key list: a key column, and descriptions that wrap under themselves; `more` adds a
-    titled section (the replay's keys)."""
+    titled section (the replay's keys), whose keys are listed there only: a key it takes over
+    (the replay's ← →) is not also listed with the meaning it no longer has."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     table.add_row(Text("kdash keys", "bold"), "")
+    taken = {key for key, _ in more[1]} if more is not None else set()
     for key, what in KEYS:
-        table.add_row(key, what)
+        if key not in taken:
+            table.add_row(key, what)
     table.add_row("", Text("ctrl+a and ctrl+b are left to tmux.", "dim"))
     if more is not None:
         title, keys = more
