@@ -150,3 +150,23 @@ def test_what_a_crash_caused_says_so_and_drops_its_own_fix(
     assert out[0].startswith("CRIT server_oom: ")
     silent = next(line for line in out if line.split()[1].startswith("server_silent"))
     assert "(follows from server_oom)" in silent and "Idle if" not in silent
+
+
+def test_a_client_that_hung_before_the_check_is_warned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A cron `check` of a run whose client stopped writing 20 minutes ago (partitions in turn:
+    # B1 finished, B2 where it stopped, B3 part-written by an earlier run, long before).
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, lines, ago in (("B1", 10, 3600), ("B2", 4, 1200), ("B3", 2, 86400)):
+        path = out / f"{name}.jsonl"
+        path.write_text('{"text": "x"}\n' * lines)
+        os.utime(path, (time.time() - ago, time.time() - ago))
+    args = ["check", "--window", "1", "--no-http", "--outputs", str(out / "*.jsonl"),
+            "--expect", "B1=10", "--expect", "B2=10", "--expect", "B3=10"]
+    assert main(args) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "WARN output_stalled[B2]: B2: no new output for 20 min at 4/10")
+    (out / "B2.jsonl").write_text('{"text": "x"}\n' * 5)  # written again: nothing stalled
+    assert main(args) == 0

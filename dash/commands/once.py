@@ -114,7 +114,6 @@ class _Sampler:
             await self.poll_http()  # the last one, at the window's end
         if self.window > 0:
             self.read_slow()
-        self.state.partitions.note_mtimes(self.collector.output_mtimes(), self.clock.now())
         return Sample(self.window, time.monotonic() - start, self.polls)
 
     async def close(self) -> None:

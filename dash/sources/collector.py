@@ -145,16 +145,6 @@ class Collector:
         counting |= self._logs.counting
         return FilesRead(logs, client, outputs, totals, counting, more, errors, samples)
 
-    def output_mtimes(self) -> dict[str, float]:
-        """The output files' modification times (for `--once`: when each was last written)."""
-        out: dict[str, float] = {}
-        for path in self._output_paths:
-            try:
-                out[path] = os.stat(path).st_mtime
-            except OSError:
-                continue
-        return out
-
     @property
     def counting(self) -> bool:
         """Whether a background count (an output file's first, the lines before the server

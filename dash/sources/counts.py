@@ -10,6 +10,7 @@ it. `OutputsSource` finds the files by glob.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import glob
 import os
@@ -44,6 +45,8 @@ class Count:
     exists: bool = True
     error: str | None = None
     """Why the file could not be read (permission denied, not a regular file), or None."""
+    mtime: float | None = None
+    """The file's modification time (wall clock) at this poll."""
 
 
 class LineCounter:
@@ -91,7 +94,7 @@ class LineCounter:
             return Count(None, exists=False, error=self._failed[1])
         self._failed = None
         try:
-            return self._count(ident, st)
+            return dataclasses.replace(self._count(ident, st), mtime=st.st_mtime)
         except FileNotFoundError:
             return self._gone(None)  # gone between stat and open
         except OSError as exc:
@@ -232,7 +235,8 @@ class OutputsSource:
         errors: list[str] = []
         for path, (name, counter, later) in self._out.items():
             c = counter.count()
-            counts.append(OutputCount(name, path, c.lines, c.counting, c.progress, c.reset, later))
+            counts.append(OutputCount(name, path, c.lines, c.counting, c.progress, c.reset, later,
+                                      c.mtime))
             if c.error:
                 errors.append(f"{path}: {c.error}")
         totals: dict[str, int] = {}

@@ -202,11 +202,41 @@ def test_a_file_written_just_now_is_running_from_its_mtime() -> None:
     from dash.core.state.partitions import OutputCount, PartitionsTracker
 
     tracker = PartitionsTracker(stall_after_s=300.0)
-    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10), OutputCount("B2", "out/B2.jsonl", 5)],
-                  1000.0)
-    tracker.note_mtimes({"out/B1.jsonl": 990.0, "out/B2.jsonl": 100.0}, 1000.0)
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10, mtime=990.0),
+                   OutputCount("B2", "out/B2.jsonl", 5, mtime=100.0)], 1000.0)
     status = {p.name: (p.status, p.last_write) for p in tracker.snapshot(1000.0)}
     assert status == {"B1": ("running", 990.0), "B2": ("pending", None)}  # old: not "stalled"
+
+
+def test_a_client_that_stopped_before_kdash_leaves_its_partition_stalled() -> None:
+    from dash.core.state.partitions import OutputCount, PartitionsTracker
+
+    # Partitions in turn: B1 finished, B2 part-written an hour ago, B3 part-written by an
+    # earlier run, B4 not started; the client stopped in B2 20 minutes before kdash looked.
+    tracker = PartitionsTracker({"B1": 10, "B2": 10, "B3": 10, "B4": 10}, stall_after_s=300.0)
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10, mtime=-3000.0),
+                   OutputCount("B2", "out/B2.jsonl", 4, mtime=-1200.0),
+                   OutputCount("B3", "out/B3.jsonl", 7, mtime=-86400.0)], 0.0)
+    snaps = {p.name: p for p in tracker.snapshot(1.0)}
+    assert {n: p.status for n, p in snaps.items()} == {
+        "B1": "done", "B2": "stalled", "B3": "pending", "B4": "pending"}
+    assert snaps["B2"].last_write == -1200.0 and snaps["B2"].eta_s is None
+
+    # Once the client writes again (here B3, resumed), nothing is stalled: the others wait.
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 10, mtime=-3000.0),
+                   OutputCount("B2", "out/B2.jsonl", 4, mtime=-1200.0),
+                   OutputCount("B3", "out/B3.jsonl", 8, mtime=5.0)], 5.0)
+    assert {p.name: p.status for p in tracker.snapshot(6.0)} == {
+        "B1": "done", "B2": "pending", "B3": "running", "B4": "pending"}
+
+
+def test_no_total_no_stall_from_before_kdash() -> None:
+    from dash.core.state.partitions import OutputCount, PartitionsTracker
+
+    # Without a total a quiet file may simply be finished: never stalled on its mtime alone.
+    tracker = PartitionsTracker(stall_after_s=300.0)
+    tracker.apply([OutputCount("B1", "out/B1.jsonl", 4, mtime=-1200.0)], 0.0)
+    assert tracker.snapshot(1.0)[0].status == "pending"
 
 
 def test_a_partition_tells_how_many_lines_came_after_a_moment() -> None:

@@ -8,6 +8,7 @@ of lines cannot swing; the ETA range comes from the long window and a recent one
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -48,11 +49,14 @@ class OutputCount:
     """The file was truncated or replaced since the last count."""
     appeared_later: bool = False
     """The file did not exist when following started: all its lines are written since."""
+    mtime: float | None = None
+    """The file's modification time (wall clock) as the source saw it: when it was last
+    written, also before kdash started."""
 
 
 class _Part:
     __slots__ = ("at_start", "base_t", "counting", "done", "grew_from", "history", "last_write",
-                 "missing", "path", "progress", "seen_t")
+                 "missing", "path", "progress", "seen_t", "wrote_before")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -70,6 +74,9 @@ class _Part:
         self.grew_from: float | None = None
         """The last poll before its first growth since the base: a partition the client takes
         up only later (partitions in turn) is measured from there, not over its wait."""
+        self.wrote_before: float | None = None
+        """When the file was last written before it was first counted, where that is longer
+        ago than the stall window (a write within it counts as the last write)."""
 
     def rebase(self, now: float) -> None:
         self.history.clear()
@@ -157,6 +164,14 @@ class PartitionsTracker:
             p.done = n
             if c.appeared_later and n:
                 p.last_write = now
+            elif c.mtime is not None and n:
+                # Written shortly before kdash looked: being written ("running"), not "pending";
+                # longer ago: kept, to tell which partition the client left (`_stalled_before`).
+                written = min(c.mtime, now)
+                if now - written <= self._stall:
+                    p.last_write = written
+                else:
+                    p.wrote_before = written
             p.rebase(now)
             return
         if c.reset or n < p.done:
@@ -184,14 +199,6 @@ class PartitionsTracker:
     def set_input_totals(self, totals: Mapping[str, int]) -> None:
         """Totals counted from `--inputs` prompt files (an `--expect` value wins)."""
         self._input_totals = dict(totals)
-
-    def note_mtimes(self, mtimes: Mapping[str, float], now: float) -> None:
-        """Files' modification times: a partition with no write seen yet, whose file changed
-        within the stall window, is being written ("running"), not "pending"."""
-        for p in self._parts.values():
-            mtime = mtimes.get(p.path)
-            if p.last_write is None and mtime is not None and now - mtime <= self._stall:
-                p.last_write = min(mtime, now)
 
     def note_errors(self, errors: Iterable[str]) -> None:
         """This poll's "path: why" texts for files that could not be read; the rest read fine."""
@@ -225,6 +232,25 @@ class PartitionsTracker:
         for name in names:
             p = self._parts.get(name)
             snaps.append(self._pending(name) if p is None else self._snap(name, p, now))
+        return self._stalled_before(snaps, now)
+
+    def _stalled_before(self, snaps: list[PartitionSnapshot],
+                        now: float) -> tuple[PartitionSnapshot, ...]:
+        """A client that stopped before kdash started: when no partition is being written, the
+        one that still owes lines and was written last is where the client stopped, "stalled"
+        since its file's last write (a one-shot `check` of a run that hung 20 minutes ago warns
+        rather than say "pending"). The others stay "pending": partitions are often taken in
+        turn, and a resumed run leaves earlier ones part-written for later."""
+        if any(s.status in ("running", "counting") for s in snaps):
+            return tuple(snaps)
+        left = [(before, i) for i, s in enumerate(snaps)
+                if s.status == "pending" and s.total is not None and s.done < s.total
+                and (part := self._parts.get(s.name)) is not None
+                and part.last_write is None and (before := part.wrote_before) is not None]
+        if left:
+            before, i = max(left)
+            snaps[i] = dataclasses.replace(snaps[i], status="stalled", last_write=before,
+                                           eta_s=None, eta_low_s=None, eta_high_s=None)
         return tuple(snaps)
 
     def _pending(self, name: str) -> PartitionSnapshot:
