@@ -274,6 +274,35 @@ def test_silent_not_when_the_outputs_show_the_running_requests_finished() -> Non
     assert run.active()["server_silent"].hint.startswith("Idle if those requests have finished")
 
 
+def test_silent_not_while_lines_arrive_stamped_minutes_behind() -> None:
+    """A server whose clock runs ten minutes behind the box's (a container's, another node's):
+    ten minutes is no zone, so its stamps are read as printed and every line looks ten minutes
+    old. kdash sees the lines arrive as they are written, and the log reads live: the server
+    speaks, and `server_silent` (whose hint ends in "restart it") must not say it has not for
+    ten minutes. Once the lines stop arriving, the silence counts from the last one heard."""
+    import time
+    run = Run(silent_after_s=300)
+
+    def stamped(t: float) -> dict[str, Any]:
+        rec = dec(0, 500.0, running=12)
+        rec["ts"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t - 600))
+        return rec
+
+    run.log.feed([stamped(run.now)], run.now, written_at=run.now)  # the first read: history
+    for _ in range(10):  # then a line every 2 s, as kdash follows the file
+        run.now += 2
+        run.log.feed([stamped(run.now)], run.now, written_at=run.now)
+        run.tick()
+    assert run.log.snapshot(run.now).last_record_at <= run.now - 590  # read as stamped
+    assert "server_silent" not in run.active()
+    heard = run.now
+    run.tick(299)
+    assert "server_silent" not in run.active()
+    run.tick(2)
+    alert = run.active()["server_silent"]
+    assert "for 5 min" in alert.message and alert.since == heard
+
+
 def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:
     run = Run(retract_min_events=3, retract_window_s=600)
     for i in range(2):

@@ -202,7 +202,11 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
         return
-    quiet = ctx.now - s.last_record_at
+    # The last stats line heard: by its stamp, or by when kdash saw it arrive. Stamps that are
+    # minutes behind in no zone (a server's clock off) are read as printed, yet lines that
+    # arrive as they are written mean the server speaks, as the log's liveness says.
+    heard = max(s.last_record_at, s.last_record_arrived_at or s.last_record_at)
+    quiet = ctx.now - heard
     running = _running(s)
     if quiet < ctx.cfg.silent_after_s:
         ctx.resolve("server_silent")  # a stats line arrived: the server speaks again
@@ -212,7 +216,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     http = ctx.snap.http
     if http.state == "up" and http.metrics.get("running_req") == 0:
         return  # the last requests finished after the last stats line: idle, not hung
-    if sum(p.written_after(s.last_record_at) for p in ctx.snap.partitions) >= running:
+    if sum(p.written_after(heard) for p in ctx.snap.partitions) >= running:
         return  # as many samples were written after it as it had running: they all finished
     if http.state == "up" and http.generated_at is not None \
             and ctx.now - http.generated_at <= ctx.cfg.log_live_s:
@@ -231,7 +235,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   f"{_probe(s.engine, http.url)} does not answer; restart it. "
                   + ("Its /metrics (HTTP on) or --outputs let kdash tell." if s.engine == "vllm"
                      else "--enable-metrics or --outputs let kdash tell."),
-                  since=s.last_record_at)
+                  since=heard)
 
 
 def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:
