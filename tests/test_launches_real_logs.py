@@ -130,3 +130,18 @@ def test_a_launch_begun_before_the_log_claims_no_duration_it_cannot_know(
     (mid,) = launches_of((real_logs / "sglang-4407-decode-largest-len-trailing-comma.log",))
     ran = {r.label: [c.text for c in r.cells] for r in table((mid,))}["ran"]
     assert ran[0].startswith(">")  # it ran at least as long as the log shows
+
+
+def test_the_top_line_of_a_log_without_stamps_is_its_highest_line(real_logs: Path,
+                                                                  tmp_path: Path) -> None:
+    """sglang#938's one decode line has no stamp: `launches` counted it and left its 1,397.13
+    tok/s out (`top line tok/s -`), where `--once` and `summary` give it; the highest line needs
+    no time. With stamps, the same lines give the same figure."""
+    (launch,) = read_launches(real_logs / "sglang-938-decode-no-prefix-single-line.log")
+    assert launch.figures.decode_lines == 1 and launch.figures.peak_line == 1397.13
+    bare = ("Decode batch. #running-req: 8, #token: 900, token usage: 0.10, "
+            "gen throughput (token/s): {gen:.2f}, #queue-req: 0\n")
+    log = tmp_path / "bare.log"
+    log.write_text("".join(bare.format(gen=g) for g in (300.0, 512.5, 410.0)))
+    (launch,) = read_launches(log)
+    assert launch.figures.decode_lines == 3 and launch.figures.peak_line == 512.5
