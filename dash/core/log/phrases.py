@@ -191,6 +191,10 @@ _CAPACITY = (
                      "utilization is (0.9, 71.27 GiB). Actual usage is 14.08 GiB for weight, "
                      "1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB "
                      "for CUDAGraph memory.",)),
+    Phrase("kv_cache", every=("total_gpu_memory (", "x gpu_memory_utilization ("),
+           extract=ev.vllm_share,
+           examples=("the current vLLM instance can use total_gpu_memory (39.50GiB) x "
+                     "gpu_memory_utilization (0.90) = 35.55GiB",)),
     Phrase("kv_cache", any=("host memory for hierarchical KV cache", "hierarchical KV host pool"),
            extract=ev.hicache,
            examples=("Allocating 96.00 GB host memory for hierarchical KV cache.",
