@@ -303,6 +303,27 @@ def test_silent_not_while_lines_arrive_stamped_minutes_behind() -> None:
     assert "for 5 min" in alert.message and alert.since == heard
 
 
+def test_an_oom_says_how_much_was_free_and_asked_where_the_line_prints_it() -> None:
+    """vllm#9290: `Tried to allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of
+    which 2.19 MiB is free`: the GPU was full, the evidence says so beside the line's number."""
+    from dash.core.log.parse import parse_line
+    run = Run()
+    rec = parse_line("ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. "
+                     "Tried to allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of "
+                     "which 2.19 MiB is free. Including non-PyTorch memory, this process has "
+                     "79.12 GiB memory in use.')", 1)
+    assert rec is not None
+    run.feed(rec)
+    run.tick()
+    evidence = run.active()["server_oom"].evidence
+    assert "GPU 0: 2.19 MiB free of 79.15 GiB, 138 MiB asked; this process holds 79.12 GiB" \
+        in evidence
+    run2 = Run()
+    run2.feed(ev("oom", line=3, reason="cuda_oom", message="RuntimeError: CUDA error: out of memory"))
+    run2.tick()
+    assert "free of" not in run2.active()["server_oom"].evidence  # nothing printed, nothing said
+
+
 def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:
     run = Run(retract_min_events=3, retract_window_s=600)
     for i in range(2):

@@ -59,7 +59,10 @@ _OOM = (
                      "`cublasCreate(handle)`",)),
     Phrase("oom", any=("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
                        "NPU out of memory", "HIP out of memory", "XPU out of memory"),
-           fields={"reason": "cuda_oom"}, examples=("torch.OutOfMemoryError: CUDA out of memory.",)),
+           fields={"reason": "cuda_oom"}, extract=fail.torch_oom,
+           examples=("torch.OutOfMemoryError: CUDA out of memory.",
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. "
+                     "GPU 3 has a total capacity of 79.19 GiB of which 1.02 GiB is free.")),
     Phrase("oom", any=("Not enough host memory available",), fields={"reason": "host_memory"},
            examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
                      "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",)),
