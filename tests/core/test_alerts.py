@@ -161,6 +161,14 @@ def test_durations_read_in_the_unit_a_person_would_use(seconds: float, text: str
     assert fmt_duration(seconds) == text
 
 
+@pytest.mark.parametrize(("seconds", "text"), [(399.0, "6 min"), (419.0, "6 min"),
+                                                (150.0, "2 min"), (5399.0, "89 min")])
+def test_an_alerts_minutes_are_the_headers_minutes(seconds: float, text: str) -> None:
+    """6m39s after a DP log's last stats line the header said `log quiet 6m` and the alert
+    `no decode/prefill line for 7 min`: it rounded where the screen's ages (`6m`) floor."""
+    assert fmt_duration(seconds) == text
+
+
 def test_a_restart_clears_the_oom_at_once_and_keeps_it_in_the_incident_line() -> None:
     run = Run(clear_after_s=10)
     run.feed(ev("ready"), ev("oom"))
