@@ -130,3 +130,48 @@ def test_a_launch_begun_before_the_log_claims_no_duration_it_cannot_know(
     (mid,) = launches_of((real_logs / "sglang-4407-decode-largest-len-trailing-comma.log",))
     ran = {r.label: [c.text for c in r.cells] for r in table((mid,))}["ran"]
     assert ran[0].startswith(">")  # it ran at least as long as the log shows
+
+
+def test_the_top_line_of_a_log_without_stamps_is_its_highest_line(real_logs: Path,
+                                                                  tmp_path: Path) -> None:
+    """sglang#938's one decode line has no stamp: `launches` counted it and left its 1,397.13
+    tok/s out (`top line tok/s -`), where `--once` and `summary` give it; the highest line needs
+    no time. With stamps, the same lines give the same figure."""
+    (launch,) = read_launches(real_logs / "sglang-938-decode-no-prefix-single-line.log")
+    assert launch.figures.decode_lines == 1 and launch.figures.peak_line == 1397.13
+    bare = ("Decode batch. #running-req: 8, #token: 900, token usage: 0.10, "
+            "gen throughput (token/s): {gen:.2f}, #queue-req: 0\n")
+    log = tmp_path / "bare.log"
+    log.write_text("".join(bare.format(gen=g) for g in (300.0, 512.5, 410.0)))
+    (launch,) = read_launches(log)
+    assert launch.figures.decode_lines == 3 and launch.figures.peak_line == 512.5
+
+
+def test_a_crash_names_the_exception_it_came_with_as_the_alert_does(real_logs: Path,
+                                                                   tmp_path: Path) -> None:
+    """sglang#9780: `AttributeError: module ... has no attribute ...`, then SIGQUIT and `Killed`.
+    `server_crash` says `server crashed: AttributeError`; `launches` said `crashed (sigquit)`,
+    the marker, not the cause."""
+    path = real_logs / "sglang-9780-crash-tail-sigquit-killed.log"
+    (launch,) = read_launches(path)
+    assert (launch.outcome, launch.exception, launch.reason) == ("crash", "AttributeError", "sigquit")
+    assert "crashed (AttributeError; sigquit)" in render(launches_of((path,)), width=120)
+    day = "2026-03-02"
+    decode = (f"[{day} 10:02:00 TP0] Decode batch. #running-req: 8, #token: 900, token usage: "
+              "0.10, gen throughput (token/s): 300.00, #queue-req: 0, ")
+    sigquit = f"[{day} 10:05:00] Received sigquit from a child process. It usually means the child failed."
+    cases = {  # the log's lines -> the exception the crash is named after
+        "worked on after it": (["ValueError: a bad request", decode, sigquit], None),
+        "opens its traceback": ([decode, f"[{day} 10:04:00] Scheduler hit an exception: Traceback "
+                                 "(most recent call last):", '  File "/sgl/s.py", line 9, in loop',
+                                 "vllm.v1.engine.exceptions.EngineGenerateError: prompt too long"],
+                                "EngineGenerateError"),
+    }
+    for name, (lines, want) in cases.items():
+        log = tmp_path / f"{name.replace(' ', '_')}.log"
+        log.write_text("\n".join(lines) + "\n")
+        (launch,) = read_launches(log)
+        assert launch.outcome == "crash" and launch.exception == want, name
+    from dash.core.launch import launch_from_json, launch_to_json
+    back = launch_from_json(json.loads(json.dumps(launch_to_json(launch))))
+    assert back is not None and back.exception == "EngineGenerateError"  # remembered as it was

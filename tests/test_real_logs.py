@@ -144,10 +144,12 @@ def test_vllm_stats_oracle(real_logs: Path, name: str) -> None:
 def test_vllm_capacity_and_oom_events(real_logs: Path) -> None:
     recs = _records(real_logs / "vllm-12330-startup-kv-cache-memory-profile.log")
     kv = [r for r in recs if r.get("event") == "kv_cache"]
-    # `... the rest of the memory reserved for KV Cache is 11.12GiB.`, then the blocks line
-    assert [r.get("kv_size_gb") for r in kv] == [11.12, None, None]
-    assert kv[1]["gpu_blocks"] == 5691 and kv[1]["cpu_blocks"] == 2048
-    assert (kv[2]["context_len"], kv[2]["max_concurrency"]) == (8192, 11.12)
+    # `total_gpu_memory (39.50GiB) x gpu_memory_utilization (0.90) = 35.55GiB`, `... the rest
+    # of the memory reserved for KV Cache is 11.12GiB.`, then the blocks line
+    assert (kv[0]["total_gb"], kv[0]["gpu_memory_utilization"]) == (39.5, 0.9)
+    assert [r.get("kv_size_gb") for r in kv] == [None, 11.12, None, None]
+    assert kv[2]["gpu_blocks"] == 5691 and kv[2]["cpu_blocks"] == 2048
+    assert (kv[3]["context_len"], kv[3]["max_concurrency"]) == (8192, 11.12)
     weights = [r for r in recs if r.get("event") == "load_weights"]
     assert weights[0]["mem_usage_gb"] == 14.9595
     oom = [r for r in _records(real_logs / "vllm-9290-oom-engine-error-traceback.log")

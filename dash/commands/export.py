@@ -61,15 +61,24 @@ def run_export(path: Path, fmt: str, grammar: Grammar = GRAMMAR) -> int:
     out = sys.stdout.buffer
 
     def each(_before: int, texts: list[bytes]) -> None:
-        out.writelines(texts)
+        try:
+            out.writelines(texts)
+        except BrokenPipeError:  # an OSError, which `fold` takes for the log failing to read
+            raise _ReaderGone from None
 
     try:
         fold(path, JsonlJob(grammar), each, grammar)
     except LogCut as exc:  # a .gz that breaks off: the records before it are written
         out.flush()
         return _broke_off(str(exc))
+    except _ReaderGone:  # `kdash export LOG | head`: stop quietly, as the CLI does for csv
+        raise BrokenPipeError from None
     out.flush()
     return 0
+
+
+class _ReaderGone(Exception):
+    """The reader of the JSON lines went away (a closed pipe) while the log was being read."""
 
 
 def _broke_off(message: str | None) -> int:

@@ -23,6 +23,8 @@ def render_chart(
     if t and v and len(t) == len(v):
         for lo, hi in _segments(t, gap):
             plt.plot(list(t[lo:hi]), list(v[lo:hi]), marker="braille", color="blue")
+        if min(t) == max(t):  # one instant: plotext centres it on -1..1, seconds before it
+            plt.xlim(t[0], t[0] + 1.0)
     if not color:
         plt.theme("clear")
     text = str(plt.build())

@@ -90,6 +90,9 @@ class Launch:
     """The failure's reason (`cuda_oom`, `exception`, `killed`...) or why it stopped
     (`next start`, `log rewritten`)."""
     component: str | None = None
+    exception: str | None = None
+    """A crash's cause: the Python exception it came with (`AttributeError`), as `server_crash`
+    names it; None when the log printed none, or for another outcome."""
     args: Mapping[str, Any] = field(default_factory=dict)
     """Every argument the start printed, as printed (SGLang or vLLM names)."""
     capacity: Mapping[str, Any] = field(default_factory=dict)
@@ -187,6 +190,7 @@ def launch_from_json(doc: Any) -> Launch | None:
         ended_at=_typed(doc, "ended_at", _NUMBERS),
         outcome=outcome if outcome in OUTCOMES else "stopped",
         reason=_typed(doc, "reason", (str,)), component=_typed(doc, "component", (str,)),
+        exception=_typed(doc, "exception", (str,)),
         args=_without_secrets(args) if isinstance(args, Mapping) else {},
         capacity={k: v for k, v in capacity.items() if k in CAPACITY_KEYS}
         if isinstance(capacity, Mapping) else {},

@@ -161,6 +161,14 @@ def test_durations_read_in_the_unit_a_person_would_use(seconds: float, text: str
     assert fmt_duration(seconds) == text
 
 
+@pytest.mark.parametrize(("seconds", "text"), [(399.0, "6 min"), (419.0, "6 min"),
+                                                (150.0, "2 min"), (5399.0, "89 min")])
+def test_an_alerts_minutes_are_the_headers_minutes(seconds: float, text: str) -> None:
+    """6m39s after a DP log's last stats line the header said `log quiet 6m` and the alert
+    `no decode/prefill line for 7 min`: it rounded where the screen's ages (`6m`) floor."""
+    assert fmt_duration(seconds) == text
+
+
 def test_a_restart_clears_the_oom_at_once_and_keeps_it_in_the_incident_line() -> None:
     run = Run(clear_after_s=10)
     run.feed(ev("ready"), ev("oom"))
@@ -272,6 +280,56 @@ def test_silent_not_when_the_outputs_show_the_running_requests_finished() -> Non
     run.tick(1)
     assert "the last one had 2 running" in run.active()["server_silent"].message
     assert run.active()["server_silent"].hint.startswith("Idle if those requests have finished")
+
+
+def test_silent_not_while_lines_arrive_stamped_minutes_behind() -> None:
+    """A server whose clock runs ten minutes behind the box's (a container's, another node's):
+    ten minutes is no zone, so its stamps are read as printed and every line looks ten minutes
+    old. kdash sees the lines arrive as they are written, and the log reads live: the server
+    speaks, and `server_silent` (whose hint ends in "restart it") must not say it has not for
+    ten minutes. Once the lines stop arriving, the silence counts from the last one heard."""
+    import time
+    run = Run(silent_after_s=300)
+
+    def stamped(t: float) -> dict[str, Any]:
+        rec = dec(0, 500.0, running=12)
+        rec["ts"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t - 600))
+        return rec
+
+    run.log.feed([stamped(run.now)], run.now, written_at=run.now)  # the first read: history
+    for _ in range(10):  # then a line every 2 s, as kdash follows the file
+        run.now += 2
+        run.log.feed([stamped(run.now)], run.now, written_at=run.now)
+        run.tick()
+    assert run.log.snapshot(run.now).last_record_at <= run.now - 590  # read as stamped
+    assert "server_silent" not in run.active()
+    heard = run.now
+    run.tick(299)
+    assert "server_silent" not in run.active()
+    run.tick(2)
+    alert = run.active()["server_silent"]
+    assert "for 5 min" in alert.message and alert.since == heard
+
+
+def test_an_oom_says_how_much_was_free_and_asked_where_the_line_prints_it() -> None:
+    """vllm#9290: `Tried to allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of
+    which 2.19 MiB is free`: the GPU was full, the evidence says so beside the line's number."""
+    from dash.core.log.parse import parse_line
+    run = Run()
+    rec = parse_line("ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. "
+                     "Tried to allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of "
+                     "which 2.19 MiB is free. Including non-PyTorch memory, this process has "
+                     "79.12 GiB memory in use.')", 1)
+    assert rec is not None
+    run.feed(rec)
+    run.tick()
+    evidence = run.active()["server_oom"].evidence
+    assert "GPU 0: 2.19 MiB free of 79.15 GiB, 138 MiB asked; this process holds 79.12 GiB" \
+        in evidence
+    run2 = Run()
+    run2.feed(ev("oom", line=3, reason="cuda_oom", message="RuntimeError: CUDA error: out of memory"))
+    run2.tick()
+    assert "free of" not in run2.active()["server_oom"].evidence  # nothing printed, nothing said
 
 
 def test_retractions_count_once_per_line_across_ranks_as_a_rate() -> None:

@@ -3,6 +3,7 @@ they exist, else filled in by hand from the format strings in the log-shapes not
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +47,11 @@ from dash.core.log.parse import parse_line
     ("(Worker_DP1_TP0_EP1 pid=2301) INFO 09-10 12:00:10 [gpu_model_runner.py:3118] Graph "
      "capturing finished in 12 secs, took 0.58 GiB",
      {"event": "cuda_graph", "phase": "end", "mem_usage_gb": 0.58, "rank": "DP1 TP0 EP1"}),
+    # real: vllm-12330-startup-kv-cache-memory-profile.log (V0's memory profile)
+    ("INFO 01-13 11:35:23 worker.py:241] the current vLLM instance can use total_gpu_memory "
+     "(39.50GiB) x gpu_memory_utilization (0.90) = 35.55GiB",
+     {"event": "kv_cache", "total_gb": 39.5, "gpu_memory_utilization": 0.9,
+      "requested_gb": 35.55}),
     ("Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, context_len=4096, ",
      {"event": "kv_cache", "max_total_num_tokens": 463000, "max_prefill_tokens": 16384,
       "context_len": 4096}),
@@ -54,3 +60,25 @@ def test_memory_and_capacity_events(line: str, want: dict[str, Any]) -> None:
     rec = parse_line(line, 1)
     assert rec is not None and rec["kind"] == "event", line
     assert {k: rec.get(k) for k in want} == want
+
+
+def test_the_memory_share_vllm_prints_at_startup_is_a_fact(real_logs: Path) -> None:
+    """vLLM#12330's log has no arguments line, only the memory profile: `total_gpu_memory
+    (39.50GiB) x gpu_memory_utilization (0.90)`. The server panel said `mem fraction -`, and an
+    OOM's fix could not say from what to lower it; 0.10+'s `Desired GPU memory utilization is
+    (0.9, ...)` line was read, and its share left out of the facts alike."""
+    from dash.core.alerts.rules_server import _oom_fix
+    from dash.core.state.server_log import ServerLogTracker
+
+    log = ServerLogTracker()
+    text = (real_logs / "vllm-12330-startup-kv-cache-memory-profile.log").read_text()
+    log.feed([parse_line(line, i + 1) for i, line in enumerate(text.splitlines())], 1.0)
+    facts = log.snapshot(2.0).facts
+    assert facts["gpu_memory_utilization"] == 0.9
+    assert "--gpu-memory-utilization (now 0.9; try 0.85)" in _oom_fix("vllm", facts)
+    newer = ServerLogTracker()
+    newer.feed([parse_line("(EngineCore_DP0 pid=1) INFO 09-10 12:00:10 [gpu_worker.py:276] Free "
+                           "memory on device (78.66/79.19 GiB) on startup. Desired GPU memory "
+                           "utilization is (0.92, 72.85 GiB). Actual usage is 14.08 GiB for "
+                           "weight.", 1)], 1.0)
+    assert newer.snapshot(2.0).facts["gpu_memory_utilization"] == 0.92

@@ -3,6 +3,8 @@ parser, replayed by the real rules (the same path `summary` and `replay` take)."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dash.core.alerts.rules_crash import crash_cause
@@ -121,3 +123,23 @@ def test_an_exception_before_the_next_launchs_arguments_is_not_blamed() -> None:
     fired = _fired(_ARGS, _ATTR, _ARGS.replace("10:00:00", "10:02:00"), "Killed")
     assert fired["server_crash"].message == ("server crashed: the server was killed (often "
                                              "the kernel's OOM killer)")
+
+
+def test_a_crash_line_that_opens_a_traceback_points_below_it() -> None:
+    """`Scheduler hit an exception: Traceback ...` and vLLM's `Exception in worker ... while
+    processing method load_model.` come before their traceback: while its last line (the
+    exception) is not there yet, or was cut off, the hint must send the reader down, not up."""
+    crash = _fired(_ARGS, _READY, _DECODE.format(m=1),
+                   f"[{DAY} 10:04:00] Scheduler hit an exception: Traceback (most recent call "
+                   "last):", '  File "/sgl/scheduler.py", line 9, in event_loop')["server_crash"]
+    assert crash.hint.startswith("Read the traceback below this line in the server log")
+    generic = _fired(_ARGS, _READY, _DECODE.format(m=1), _SIGQUIT)["server_crash"]
+    assert generic.hint.startswith("Read the traceback above this line in the server log")
+
+
+def test_the_vllm_worker_exception_of_a_real_log_points_below_it(real_logs: Path) -> None:
+    text = (real_logs / "vllm-ascend-issue616-caret-notation-ansi-and-cr.log").read_text()
+    records = [parse_line(line, i + 1) for i, line in enumerate(text.splitlines())]
+    crash = {a.id: a for a in replay_alerts(records)}["server_crash"]
+    assert crash.line is not None and crash.line.startswith("Exception in worker")
+    assert "below this line" in crash.hint and "above" not in crash.hint

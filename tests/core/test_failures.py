@@ -25,7 +25,20 @@ def _event(line: str) -> dict[str, Any]:
     # real: vllm-9290
     ("ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. Tried to allocate "
      "138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 2.19 MiB is free.')",
-     {"event": "oom", "reason": "cuda_oom", "engine": "vllm"}),
+     {"event": "oom", "reason": "cuda_oom", "engine": "vllm", "device": "0",
+      "asked_gb": 0.134766, "total_gb": 79.15, "free_gb": 0.002139}),
+    # PyTorch 2.1+'s wording, whole (sglang's scheduler, the simulator's format)
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 3 has a total "
+     "capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process "
+     "has 78.16 GiB memory in use. Of the allocated memory 75.85 GiB is allocated by PyTorch",
+     {"event": "oom", "reason": "cuda_oom", "device": "3", "asked_gb": 4.0, "total_gb": 79.19,
+      "free_gb": 1.02, "process_gb": 78.16}),
+    # PyTorch 1.x / 2.0: the figures in parentheses
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 "
+     "GiB total capacity; 76.31 GiB already allocated; 2.19 MiB free; 77.52 GiB reserved in total "
+     "by PyTorch)",
+     {"event": "oom", "reason": "cuda_oom", "device": "0", "asked_gb": 0.019531,
+      "total_gb": 79.15, "free_gb": 0.002139}),
     # NCCL's own CUDA failure (src/include/checks.h CUDACHECK), the detail of a DistBackendError
     ("gpu-node-1:1187:1201 [3] NCCL WARN Cuda failure 'out of memory'",
      {"event": "oom", "reason": "nccl_cuda_oom"}),

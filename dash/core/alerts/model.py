@@ -168,7 +168,7 @@ def fmt_duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
+        return f"{int(seconds // 60)} min"  # floored, as the screen's ages are (`6m` is 6 min)
     if seconds < 172800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"

@@ -37,9 +37,11 @@ _CRASH_TEXT = {
 }
 # After an exception a kill is the server's own teardown, not a sign of the OOM killer
 _KILLED_AFTER_EXCEPTION = "the server was killed"
-_HINT = ("Read the traceback above this line in the server log; restart the server "
+_HINT = ("Read the traceback {where} this line in the server log; restart the server "
          "(the client resumes from its outputs). A watchdog timeout often follows a hang "
          "after an OOM; `Killed` alone usually means host RAM ran out.")
+"""`where`: a crash line that opens a traceback (`Scheduler hit an exception:`, vLLM's
+`Exception in worker ... while processing method`) comes before it; a crash marker after."""
 _QUOTE_CAP = 100
 """How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
 _VERSIONS = ("ImportError", "ModuleNotFoundError")
@@ -59,7 +61,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
-        yield Finding("server_crash", "crit", f"server crashed: {what}", evidence, _HINT,
+        below = first.get("reason") == "exception"
+        yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
+                      _HINT.format(where="below" if below else "above"),
                       line=text_of(first), since=first.get("at"))
         return
     name = _short_type(cause)

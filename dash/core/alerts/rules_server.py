@@ -30,6 +30,25 @@ def _headroom(facts: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _size(gib: float) -> str:
+    """`2.19 MiB`, `138 MiB`, `79.15 GiB`, `4 GiB`."""
+    return f"{gib * 1024:.3g} MiB" if gib < 1 else f"{round(gib, 2):g} GiB"
+
+
+def _oom_numbers(ev: Mapping[str, Any]) -> str:
+    """What PyTorch's OOM line says of the GPU: `GPU 0: 2.19 MiB free of 79.15 GiB, 138 MiB
+    asked; this process holds 79.12 GiB` ("" where the line prints no figures)."""
+    free, total = ev.get("free_gb"), ev.get("total_gb")
+    if not isinstance(free, (int, float)) or not isinstance(total, (int, float)):
+        return ""
+    text = f"GPU {ev.get('device') or '?'}: {_size(free)} free of {_size(total)}"
+    if isinstance(ev.get("asked_gb"), (int, float)):
+        text += f", {_size(ev['asked_gb'])} asked"
+    if isinstance(ev.get("process_gb"), (int, float)):
+        text += f"; this process holds {_size(ev['process_gb'])}"
+    return text
+
+
 def _oom_fix(engine: str | None, facts: Mapping[str, Any]) -> str:
     """Lower the memory share (from its value now, where the log gave it) or cap the batch,
     in the flags of the server that printed the OOM."""
@@ -54,6 +73,8 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     # which rank ran out, where the line names one (`DP3 TP6`, vLLM's `EngineCore_DP1`)
     rank = f"on {first['rank']} " if isinstance(first.get("rank"), str) and first["rank"] else ""
     evidence = f"OOM {rank}{where(first)}{during}; {len(ooms)} OOM line(s)"
+    if _oom_numbers(first):
+        evidence += f"; {_oom_numbers(first)}"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
     hint = _oom_fix(ctx.snap.server.engine, facts)
@@ -202,7 +223,11 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
         return
-    quiet = ctx.now - s.last_record_at
+    # The last stats line heard: by its stamp, or by when kdash saw it arrive. Stamps that are
+    # minutes behind in no zone (a server's clock off) are read as printed, yet lines that
+    # arrive as they are written mean the server speaks, as the log's liveness says.
+    heard = max(s.last_record_at, s.last_record_arrived_at or s.last_record_at)
+    quiet = ctx.now - heard
     running = _running(s)
     if quiet < ctx.cfg.silent_after_s:
         ctx.resolve("server_silent")  # a stats line arrived: the server speaks again
@@ -212,7 +237,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     http = ctx.snap.http
     if http.state == "up" and http.metrics.get("running_req") == 0:
         return  # the last requests finished after the last stats line: idle, not hung
-    if sum(p.written_after(s.last_record_at) for p in ctx.snap.partitions) >= running:
+    if sum(p.written_after(heard) for p in ctx.snap.partitions) >= running:
         return  # as many samples were written after it as it had running: they all finished
     if http.state == "up" and http.generated_at is not None \
             and ctx.now - http.generated_at <= ctx.cfg.log_live_s:
@@ -231,7 +256,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   f"{_probe(s.engine, http.url)} does not answer; restart it. "
                   + ("Its /metrics (HTTP on) or --outputs let kdash tell." if s.engine == "vllm"
                      else "--enable-metrics or --outputs let kdash tell."),
-                  since=s.last_record_at)
+                  since=heard)
 
 
 def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:

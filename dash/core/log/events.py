@@ -47,6 +47,8 @@ _MAMBA = re.compile(r"max_mamba_cache_size: ([0-9]+)|(conv_state|ssm_state) size
 # `... is 50.62 GiB.`, and `15.26 GiB for consumed memory (weights + non-torch)`)
 _BUDGET_HEAD = re.compile(r"Free memory on device ?\S* \(([0-9.]+)/([0-9.]+) GiB\) on startup\. "
                           r"Desired GPU memory utilization is \(([0-9.]+), ([0-9.]+) GiB\)")
+_SHARE = re.compile(r"total_gpu_memory \(([0-9.]+) ?GiB\) x gpu_memory_utilization "
+                    r"\(([0-9.]+)\) = ([0-9.]+) ?GiB")
 _BUDGET_PART = re.compile(r"([0-9.]+) GiB for (weight|consumed memory|peak activation|"
                           r"non-torch memory|CUDAGraph memory)")
 _BUDGET_KV = re.compile(r"Current kv cache memory in use is ([0-9.]+) ?(GiB|bytes)")
@@ -145,6 +147,16 @@ def vllm_budget(msg: str, _m: Match = None) -> Fields | None:
             size = round(size / (1 << 30), 2)
         out["kv_size_gb"] = size
     return out
+
+
+def vllm_share(msg: str, _m: Match = None) -> Fields | None:
+    """vLLM V0's memory profile: `the current vLLM instance can use total_gpu_memory (39.50GiB)
+    x gpu_memory_utilization (0.90) = 35.55GiB`: the GPU's memory and the share it was given."""
+    m = _SHARE.search(msg)
+    if m is None:
+        return None
+    return {"total_gb": _float(m.group(1)), "gpu_memory_utilization": _float(m.group(2)),
+            "requested_gb": _float(m.group(3))}
 
 
 def graph_pool(_msg: str, m: Match) -> Fields:

@@ -93,6 +93,41 @@ def exception_type(_msg: str, m: Match) -> Fields:
     return {"exception": m.group(1)}
 
 
+_TORCH_OOM = (  # PyTorch 2.1+, then 1.x / 2.0's figures in parentheses
+    re.compile(r"Tried to allocate ([0-9.]+) ([KMG]iB|bytes?)\. ?GPU ?(\d+) has a total capacity "
+               r"of ([0-9.]+) ([KMG]iB) of which ([0-9.]+) ([KMG]iB|bytes?) is free"),
+    re.compile(r"Tried to allocate ([0-9.]+) ([KMG]iB|bytes?) \(GPU ?(\d+); ([0-9.]+) ([KMG]iB) "
+               r"total capacity; [^;]*; ([0-9.]+) ([KMG]iB|bytes?) free"),
+)
+_TORCH_IN_USE = re.compile(r"this process has ([0-9.]+) ([KMG]iB) memory in use")
+_TO_GIB = {"KiB": 1 / (1 << 20), "MiB": 1 / 1024, "GiB": 1.0, "byte": 1 / (1 << 30),
+           "bytes": 1 / (1 << 30)}
+
+
+def _gib(value: str, unit: str) -> float | None:
+    v = to_float(value)
+    return None if v is None else round(v * _TO_GIB[unit], 6)
+
+
+def torch_oom(msg: str, _m: Match = None) -> Fields:
+    """PyTorch's `CUDA out of memory. Tried to allocate 138.00 MiB. GPU 0 has a total capacity
+    of 79.15 GiB of which 2.19 MiB is free. Including non-PyTorch memory, this process has
+    79.12 GiB memory in use.`: what was asked, what the GPU had left, and what this process
+    held, in GiB (`asked_gb`, `free_gb`, `total_gb`, `process_gb`), where printed."""
+    out: Fields = {}
+    for pattern in _TORCH_OOM:
+        m = pattern.search(msg)
+        if m is not None:
+            out.update(device=m.group(3), asked_gb=_gib(m.group(1), m.group(2)),
+                       total_gb=_gib(m.group(4), m.group(5)),
+                       free_gb=_gib(m.group(6), m.group(7)))
+            break
+    m = _TORCH_IN_USE.search(msg)
+    if m is not None:
+        out["process_gb"] = _gib(m.group(1), m.group(2))
+    return out
+
+
 def startup_free_memory(msg: str, _m: Match = None) -> Fields:
     """vLLM's `Free memory on device cuda:0 (3.10/79.11 GiB) on startup is less than desired
     GPU memory utilization (0.9, 71.2 GiB)`: the GPU was already in use when it started."""

@@ -59,7 +59,10 @@ _OOM = (
                      "`cublasCreate(handle)`",)),
     Phrase("oom", any=("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
                        "NPU out of memory", "HIP out of memory", "XPU out of memory"),
-           fields={"reason": "cuda_oom"}, examples=("torch.OutOfMemoryError: CUDA out of memory.",)),
+           fields={"reason": "cuda_oom"}, extract=fail.torch_oom,
+           examples=("torch.OutOfMemoryError: CUDA out of memory.",
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. "
+                     "GPU 3 has a total capacity of 79.19 GiB of which 1.02 GiB is free.")),
     Phrase("oom", any=("Not enough host memory available",), fields={"reason": "host_memory"},
            examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
                      "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",)),
@@ -191,6 +194,10 @@ _CAPACITY = (
                      "utilization is (0.9, 71.27 GiB). Actual usage is 14.08 GiB for weight, "
                      "1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB "
                      "for CUDAGraph memory.",)),
+    Phrase("kv_cache", every=("total_gpu_memory (", "x gpu_memory_utilization ("),
+           extract=ev.vllm_share,
+           examples=("the current vLLM instance can use total_gpu_memory (39.50GiB) x "
+                     "gpu_memory_utilization (0.90) = 35.55GiB",)),
     Phrase("kv_cache", any=("host memory for hierarchical KV cache", "hierarchical KV host pool"),
            extract=ev.hicache,
            examples=("Allocating 96.00 GB host memory for hierarchical KV cache.",

@@ -104,6 +104,11 @@ class FiguresAccumulator:
         self._accept.add(_num(rec, "accept_len"))
         self._hit_rate.add(_num(rec, "prefix_hit_rate"))
         if t is None:
+            # A line without a stamp is placed nowhere in time (no window, no rank sums), but
+            # the highest line needs none: its own figure, as `summary` and `--once` count it.
+            gen = _num(rec, "gen_throughput")
+            if gen is not None and (self._top is None or gen > self._top):
+                self._top = gen
             return
         if self._first_decode is None:
             self._first_decode = t

@@ -69,7 +69,7 @@ def continued(old: Launch, new: Launch) -> Launch:
     )
     return dataclasses.replace(
         old, last_at=_most(old.last_at, new.last_at), ended_at=new.ended_at,
-        outcome=new.outcome, reason=new.reason, component=new.component,
+        outcome=new.outcome, reason=new.reason, component=new.component, exception=new.exception,
         capacity={**old.capacity, **new.capacity}, figures=figures, earlier=False,
         source=new.source or old.source)
 

@@ -86,6 +86,8 @@ class _Open:
         self.outcome = "running"
         self.reason: str | None = None
         self.component: str | None = None
+        self.exception: str | None = None
+        """The last Python exception line since the server last worked (a stats line)."""
         self.busy = False
         """The ready banner or a stats line was seen: a startup line now means a new start."""
         self.figures = figures
@@ -104,7 +106,8 @@ class _Open:
             start_line=self.start_line, start_seen=self.seen, engine=self.engine,
             ready_at=self.ready_at, last_at=self.last_at, ended_at=self.ended_at,
             outcome=self.outcome if self.ended else open_as, reason=self.reason,
-            component=self.component, args=self.args or {},
+            component=self.component,
+            exception=self.exception if self.outcome == "crash" else None, args=self.args or {},
             capacity=dict(self.capacity.values), figures=self.figures.figures(),
             source=source,
         )
@@ -228,6 +231,9 @@ class LaunchTracker:
             return
         cur = self._cur or self._start(rec, t, None, seen=False)
         self._cut = False
+        name = _exception(rec) if event == "error" else None
+        if name is not None and (not cur.ended or (cur.outcome == "crash" and cur.exception is None)):
+            cur.exception = name  # before the crash marker, or ending the traceback it opened
         if event == "ready":
             cur.busy = True
             cur.ready_at = cur.ready_at if cur.ready_at is not None else t
@@ -243,6 +249,8 @@ class LaunchTracker:
         cur = self._cur or self._start(rec, t, None, seen=False)
         self._cut = False  # the server writes on after a rewrite: a copytruncate rotation
         cur.busy = True
+        if not cur.ended:
+            cur.exception = None  # it worked on after that exception: not what it died of
         if kind == "decode":
             if (cur.outcome in FAILURES and t is not None and cur.ended_at is not None
                     and t - cur.ended_at > SURVIVED_S):
@@ -287,3 +295,12 @@ class LaunchTracker:
         if event == "oom" and cur.outcome == "crash":
             cur.outcome, cur.reason = "oom", reason  # the traceback's last line names the cause
         cur.component = cur.component or component
+
+
+def _exception(rec: Record) -> str | None:
+    """The type an exception line names, without its module (`torch.AcceleratorError` ->
+    `AcceleratorError`), as the crash rule names it; `SystemExit` and the like are no fault."""
+    name = rec.get("exception")
+    if not isinstance(name, str) or not name.endswith(("Error", "Exception")):
+        return None
+    return name.rsplit(".", 1)[-1]

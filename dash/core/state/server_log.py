@@ -49,7 +49,8 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
                  ("max_prefill_tokens", "max_prefill_tokens"),
                  ("max_running_requests", "max_running_requests"),
                  ("context_len", "context_length"), ("gpu_blocks", "gpu_blocks"),
-                 ("hicache_host_gb", "hicache_host_gb")),
+                 ("hicache_host_gb", "hicache_host_gb"),
+                 ("gpu_memory_utilization", "gpu_memory_utilization")),  # vLLM's memory profile
     "load_weights": (("mem_usage_gb", "weights_mem_gb"),),
 }
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}

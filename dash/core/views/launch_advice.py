@@ -71,7 +71,8 @@ def _death(x: Launch, prev: Launch | None) -> str | None:
     if x.outcome not in ("oom", "crash"):
         return None
     f, dur = x.figures, x.duration_s if x.start_seen else None  # begun before the log
-    what = "died of OOM" if x.outcome == "oom" else f"crashed ({x.reason or 'unknown'})"
+    cause = "; ".join(c for c in (x.exception, x.reason) if c) or "unknown"
+    what = "died of OOM" if x.outcome == "oom" else f"crashed ({cause})"
     text = what + (f" {fmt_duration(dur)} in" if dur is not None else "")
     if f.prefill_before_end:
         text += f" under prefills of up to {compact(f.prefill_before_end)} tokens"
