@@ -105,7 +105,8 @@ class LogClockView:
     run faster than the clock (a simulator at 10x) maps by `rate` instead."""
 
     offset_s: float = 0.0
-    """Clock minus stamp, a whole number of quarter hours (rate 1)."""
+    """Clock minus stamp (rate 1): a whole number of quarter hours (a zone), plus a skew of
+    whole seconds where the server's clock is off."""
     rate: float = 1.0
     """Log seconds per clock second; 1 for a real server."""
     zoned: bool = False
@@ -116,13 +117,16 @@ class LogClockView:
     """Clock time of the last stamped line."""
     box_utc_offset_s: float | None = None
     """The box's own zone at that time (seconds east of UTC)."""
+    skew_s: float = 0.0
+    """The part of `offset_s` that is no zone: how far the server's clock is off (clock minus
+    stamp; 600: its stamps 10 min behind)."""
 
     @property
     def log_utc_offset_s(self) -> float | None:
         """The zone the log's stamps are in (seconds east of UTC), when it follows."""
         if self.box_utc_offset_s is None or self.rate != 1.0:
             return None
-        return self.box_utc_offset_s - self.offset_s
+        return self.box_utc_offset_s - (self.offset_s - self.skew_s)
 
     @property
     def differs(self) -> bool:

@@ -201,3 +201,53 @@ def test_a_stamp_that_unstamped_lines_followed_takes_the_nearest_quarter_hour(
     clock = LogClock()
     clock.observe(W0 - 9 * H - 300, W0, DATED, exact=False)
     assert clock.offset_s == 9 * H
+
+
+@pytest.mark.parametrize(("box", "raw", "skew", "text"), [
+    ("UTC", 600.0, 600.0, "log clock 10 min behind the box's"),
+    ("UTC", -150.0, -150.0, "log clock 2 min 30 s ahead of the box's"),
+    ("Asia/Tokyo", 9 * H + 180, 180.0, "log clock UTC+0, box UTC+9, 3 min behind its zone"),
+])
+def test_a_server_clock_minutes_off_is_learned_from_reads_that_agree(
+        box_zone: Callable[[str], None], box: str, raw: float, skew: float, text: str) -> None:
+    # A container without NTP: every line is written `raw` seconds after its stamp says (a
+    # second of jitter between reads), which no zone explains.
+    box_zone(box)
+    clock = LogClock()
+    for i in range(11):  # a read a second, as the follower reads a busy log
+        assert not clock.learned  # one read, or a few seconds of them, are no clock
+        w = W0 + i
+        clock.observe(w - raw - (0.4, 1.3, 0.2)[i % 3], w, DATED)
+    assert clock.learned and clock.offset_s == pytest.approx(raw, abs=1.0)
+    view = clock.view(None, W0 + 12)
+    assert view.skew_s == pytest.approx(skew, abs=1.0) and clock_text(view) == text
+    # the next reads, a second off either way, leave the map where it is
+    for i, jitter in enumerate((1.9, -0.8)):
+        w = W0 + 20 + 5 * i
+        assert clock.observe(w - raw - jitter, w, DATED) is None
+    assert clock.offset_s == pytest.approx(raw, abs=1.0)
+
+
+def test_reads_that_disagree_or_come_in_a_burst_teach_no_skew(
+        box_zone: Callable[[str], None]) -> None:
+    box_zone("UTC")
+    clock = LogClock()
+    for i, raw in enumerate((600.0, 900.0 + 400, 2000.0)):  # a copy read three times, late
+        clock.observe(W0 + 6 * i - raw, W0 + 6 * i, DATED)
+    assert not clock.learned
+    burst = LogClock()
+    for i in range(3):  # three reads within two seconds: one burst, not a clock
+        burst.observe(W0 + i - 600.0, W0 + i, DATED)
+    assert not burst.learned
+
+
+def test_an_unstamped_line_after_an_idle_servers_stats_teaches_no_zone(
+        box_zone: Callable[[str], None]) -> None:
+    # An idle server's last stats line is 3h04m old when a warning without a stamp is
+    # appended: its stamp says nothing of when the warning was written (it taught "UTC-3").
+    box_zone("UTC")
+    tr = ServerLogTracker("x.log")
+    tr.feed([_decode(_local(W0 - 3 * H - 240), line=1)], W0, written_at=W0, stamp_last=False)
+    snap = tr.snapshot(W0)
+    assert snap.clock.offset_s == 0.0 and not snap.clock.learned
+    assert snap.last_record_at == pytest.approx(W0 - 3 * H - 240)

@@ -6,7 +6,9 @@ every age and silence computed from it would be nine hours off. kdash learns the
 from lines as they are written: the newest stamp of a read, against the time the file was last
 written (its mtime, or the arrival of the line), is "now" in the log's clock. Zones differ by
 whole quarter hours, so the offset is rounded to one; a new offset is taken only when a few
-lines in a row agree on it. A stamp with a zone in it (RFC 3339) needs no guess.
+lines in a row agree on it. A stamp with a zone in it (RFC 3339) needs no guess. A server whose
+own clock is minutes off (no NTP in its container) is in no zone: lines seen arriving as they
+are written, several reads apart, agree on the exact difference, and that is taken as a skew.
 
 A simulator (`kdash sim --speed 10`) writes stamps that run faster than the clock. Over a few
 dozen seconds of lines the rate shows, and such a log's stamps map by rate instead: a line's
@@ -44,6 +46,11 @@ When lines without a stamp came after the stamped one (a progress bar while weig
 stamp is older than the write by their time, and the nearest quarter hour is taken."""
 AGREE = 3
 """Lines in a row that must agree on a new offset before it replaces the one in use."""
+SKEW_AGREE_S = 5.0
+"""Reads that put a log in no zone teach a skew when their differences agree within this (a
+stamp prints whole seconds, a read comes a second or so after the write)."""
+SKEW_SPAN_S = 10.0
+"""...and they span at least this much clock time: one burst of reads is not a clock."""
 MOVE_MIN_S = 30.0
 """A change of map that moves a stamp by less than this leaves placed points where they are
 (a rate's anchor follows each line by a second or so)."""
@@ -92,16 +99,27 @@ def _times(rate: float) -> str:
     return f"1/{1 / rate:,.0f}x"
 
 
+def _skew_text(skew_s: float, than: str) -> str:
+    """`10 min behind the box's`, `2 min 30 s ahead of ...`: a skew (clock minus stamp), to
+    ten seconds (a stamp prints whole seconds, and a read comes a little after the write)."""
+    m, sec = divmod(round(abs(skew_s) / 10) * 10, 60)
+    size = f"{m} min" + (f" {sec} s" if sec else "") if m else f"{sec} s"
+    return f"{size} {'behind' if skew_s > 0 else 'ahead of'} {than}"
+
+
 def clock_text(view: LogClockView) -> str | None:
     """What to tell the user when the log's clock is not the box's; None when it is."""
     if view.rate != 1.0:
         return f"log clock runs {_times(view.rate)} the wall clock"
     if view.offset_s == 0.0:
         return None
-    log_zone = view.log_utc_offset_s
+    log_zone, skew = view.log_utc_offset_s, view.skew_s
     if log_zone is None or view.box_utc_offset_s is None:
         return f"log clock {view.offset_s / 3600:+.2g} h from the box"
-    return f"log clock {zone_text(log_zone)}, box {zone_text(view.box_utc_offset_s)}"
+    if skew and log_zone == view.box_utc_offset_s:
+        return "log clock " + _skew_text(skew, "the box's")
+    zones = f"log clock {zone_text(log_zone)}, box {zone_text(view.box_utc_offset_s)}"
+    return f"{zones}, {_skew_text(skew, 'its zone')}" if skew else zones
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +149,11 @@ class LogClock:
         self._map = _Map()
         self._samples: deque[tuple[float, float]] = deque(maxlen=64)
         self._votes: deque[float] = deque(maxlen=AGREE)
+        self._skews: deque[tuple[float, float]] = deque(maxlen=64)
+        """(written at, clock minus stamp) of the reads in a row that put the log in no zone,
+        and agree."""
+        self._skew = 0.0
+        """The part of the offset that is no zone: how far the server's clock is off."""
         self.zoned = False
         self.learned = False
 
@@ -177,7 +200,7 @@ class LogClock:
             self.learned = True
         else:
             self._learn_offset(written_at - stamp, stamp_is_dated(ts), box_utc_offset(written_at),
-                               exact)
+                               exact, written_at)
         after = self._map
         if abs(after.to_clock(stamp) - before.to_clock(stamp)) < MOVE_MIN_S:
             return None
@@ -200,28 +223,59 @@ class LogClock:
         typical = steps[len(steps) // 2] if steps else 0.0
         return rate if typical > 0 and 0.5 <= typical / rate <= 2.0 else None
 
-    def _learn_offset(self, raw: float, dated: bool, box_s: float, exact: bool = True) -> None:
+    def _learn_offset(self, raw: float, dated: bool, box_s: float, exact: bool = True,
+                      written_at: float = 0.0) -> None:
         if not dated:  # a time-only stamp says nothing of the day: the nearest one
             raw = (raw + DAY_S / 2) % DAY_S - DAY_S / 2
         if abs(raw) > MAX_ZONE_S:
             return
         offset = round(raw / QUARTER_H_S) * QUARTER_H_S + 0.0  # no -0.0
-        if (exact and abs(raw - offset) > ZONE_SLACK_S) or round((box_s - offset) / 60) not in ZONES_MIN:
+        in_zone = round((box_s - offset) / 60) in ZONES_MIN
+        if exact and (not in_zone or abs(raw - offset) > ZONE_SLACK_S):
+            self._learn_skew(raw, box_s, written_at)  # a copy, a late read, or a clock off
+            return
+        if not in_zone:
             return  # the log in no zone there is: a copy, or lines read late
+        self._skews.clear()
         if not self.learned or self._map.rate != 1.0:
-            self._map, self.learned = _Map(offset=offset), True
+            self._map, self.learned, self._skew = _Map(offset=offset), True, 0.0
             self._votes.clear()
             return
         self._votes.append(offset)
         if (offset != self._map.offset and len(self._votes) == AGREE
                 and all(v == offset for v in self._votes)):
-            self._map = _Map(offset=offset)
+            self._map, self._skew = _Map(offset=offset), 0.0
+
+    def _learn_skew(self, raw: float, box_s: float, written_at: float) -> None:
+        """A read whose last line was written `raw` seconds after its stamp, more than a zone's
+        slack off any zone: a log copied in or read late teaches nothing (one read, or reads
+        that disagree), but reads some seconds apart that agree within `SKEW_AGREE_S` are lines
+        seen as they were written by a server whose clock is off by that much."""
+        if self._skew and abs(raw - self._map.offset) <= SKEW_AGREE_S:
+            self._skews.clear()  # the skew in use: nothing new (a second's jitter moves nothing)
+            return
+        skews = self._skews
+        if skews and written_at <= skews[-1][0]:
+            return
+        if any(abs(raw - r) > SKEW_AGREE_S for _, r in skews):
+            skews.clear()  # the run of reads that agree starts again here
+        skews.append((written_at, raw))
+        if len(skews) < AGREE or written_at - skews[0][0] < SKEW_SPAN_S:
+            return
+        raws = sorted(r for _, r in skews)
+        offset = float(round(raws[len(raws) // 2]))
+        # The zone the stamps are in: the nearest one there is; the rest is the clock's skew.
+        zone = min((box_s - z * 60.0 for z in ZONES_MIN), key=lambda o: abs(offset - o))
+        self._map, self.learned, self._skew = _Map(offset=offset), True, offset - zone
+        self._votes.clear()
+        skews.clear()
 
     def view(self, last_line_at: float | None, now: float) -> LogClockView:
         """The frozen picture: the map, and the box's zone at `now`."""
         return LogClockView(offset_s=self._map.offset, rate=self._map.rate, zoned=self.zoned,
                             learned=self.learned, last_line_at=last_line_at,
-                            box_utc_offset_s=box_utc_offset(now))
+                            box_utc_offset_s=box_utc_offset(now),
+                            skew_s=self._skew if self._map.rate == 1.0 else 0.0)
 
 
 def _epoch(ts: str, ref: float) -> float | None:

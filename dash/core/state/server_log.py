@@ -190,10 +190,31 @@ class ServerLogTracker:
         ts = last_stamp
         if ts is None and records and isinstance(records[-1], Mapping):
             ts = records[-1].get("ts")
+        if not exact and self._past_startup(records):
+            # Lines without a stamp after the last stamped one put its write at some time
+            # before the file's: a guess that holds while a server starts (a progress bar as
+            # weights load, seconds after the line before). An idle server's last stats line
+            # may be hours older than a warning appended now: 3h04m taught "UTC-3".
+            return
         if isinstance(ts, str) and ts:
             moved = self._times.learn(ts, written_at, now, exact)
             if moved is not None:
                 self._remap(moved)
+
+    def _past_startup(self, records: Sequence[Record | None]) -> bool:
+        """Whether the server has printed its ready banner or a stats line since its last
+        start, counting these records (not applied yet)."""
+        busy = self._busy
+        for rec in records:
+            if not isinstance(rec, Mapping):
+                continue
+            kind = rec.get("kind")
+            if kind in STATS_KINDS:
+                busy = True
+            elif kind == "event":
+                event = rec.get("event")
+                busy = event == "ready" or (busy and event != "server_args")
+        return busy
 
     def _remap(self, fn: Callable[[float], float]) -> None:
         """Move every time kept so far onto the log's newly learned clock."""

@@ -94,7 +94,7 @@ def _clock(c: LogClockView, now: float) -> dict[str, Any]:
     return {"offset_s": c.offset_s, "rate": c.rate, "zoned": c.zoned, "learned": c.learned,
             "last_line_at": c.last_line_at, "last_line_age_s": age,
             "log_utc_offset_s": c.log_utc_offset_s, "box_utc_offset_s": c.box_utc_offset_s,
-            "text": clock_text(c)}
+            "skew_s": c.skew_s, "text": clock_text(c)}
 
 
 def _liveness(live: Liveness) -> dict[str, Any]:
