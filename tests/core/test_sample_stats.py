@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dash.core.samples.dist import EXACT_MAX, Running, summarize
 from dash.core.samples.model import Sample, SampleBatch
 from dash.core.samples.stats import WINDOW, QualityStats
-from dash.core.state.quality import QualityTracker
+from dash.core.state.quality import RATE_WINDOW_S, QualityTracker
 
 
 def s(tokens: int, finish: str = "stop", **kw) -> Sample:
@@ -163,3 +166,38 @@ def test_the_last_error_and_the_limits_change_with_the_figures_they_stand_beside
     exact.apply([batch([s(100, error="second")])], 1.0)
     now = exact.snapshot("p", 1.0)
     assert now is not None and now.last_error == "second"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 700, allow_nan=False), st.integers(0, 5000),
+                          st.booleans()), max_size=40),
+       st.lists(st.floats(0, 900, allow_nan=False), min_size=1, max_size=5),
+       st.booleans())
+def test_tokens_per_second_kept_as_a_sum_is_the_window_summed(reads, looks, in_order) -> None:
+    """The rate's sum, kept as reads come and go, is the sum over the arrivals in its span."""
+    reads = sorted(reads) if in_order else reads
+    tr = QualityTracker(min_span_s=0.0)
+    tr.apply([batch([s(1)], restart=True, backfill=True)], 0.0)
+    arrivals: list[tuple[float, int]] = []
+    first: float | None = None
+    for now, tokens, backfill in reads:
+        tr.apply([batch([s(tokens)], backfill=backfill)], now)
+        if not backfill:
+            first = now if first is None else first
+            arrivals.append((now, tokens))
+        arrivals = [(t, n) for t, n in arrivals if not now - t > RATE_WINDOW_S]
+    last = max((now for now, _, _ in reads), default=0.0)
+    for look in sorted(last + x for x in looks):
+        got = tr.tokens_per_s(look)
+        if first is None or look - first <= 0:
+            assert got is None
+            continue
+        span = min(RATE_WINDOW_S, look - first)
+        assert got == sum(n for t, n in arrivals if look - t < span and t > first) / span
+
+
+def test_reads_applied_out_of_order_still_sum_only_their_span() -> None:
+    tr = QualityTracker(min_span_s=0.0)
+    for now, tokens in ((10.0, 1), (400.0, 5), (20.0, 7)):
+        tr.apply([batch([s(tokens)])], now)
+    assert tr.tokens_per_s(405.0) == 5 / 300

@@ -58,8 +58,8 @@ class _Figures:
 
 
 class _Part:
-    __slots__ = ("arrivals", "cache", "fields", "first_live", "latest", "latest_chars",
-                 "reasoning_seen", "stats")
+    __slots__ = ("arrivals", "arrived", "cache", "fields", "first_live", "in_order", "latest",
+                 "latest_chars", "reasoning_seen", "stats")
 
     def __init__(self) -> None:
         self.stats = QualityStats()
@@ -67,10 +67,30 @@ class _Part:
         self.latest_chars = 0
         self.fields: dict[str, FieldHits] = {}
         self.arrivals: deque[tuple[float, int]] = deque()
+        """(when, tokens) of each live read in the last RATE_WINDOW_S, oldest first."""
+        self.arrived = 0
+        """Their tokens, less those that came with the first live read (not a rate)."""
+        self.in_order = True
+        """No read was applied at a time before the one before it (the rate then need not
+        sum the window: only its oldest arrivals can have left it)."""
         self.first_live: float | None = None
         self.reasoning_seen = 0
         self.cache: _Figures | None = None
         """The figures at a version of the stats, and when they were worked out."""
+
+    def arrive(self, now: float, tokens: int) -> None:
+        if self.arrivals and now < self.arrivals[-1][0]:
+            self.in_order = False
+        self.arrivals.append((now, tokens))
+        if self.first_live is not None and now > self.first_live:
+            self.arrived += tokens
+
+    def prune(self, now: float) -> None:
+        arrivals = self.arrivals
+        while arrivals and now - arrivals[0][0] > RATE_WINDOW_S:
+            t, n = arrivals.popleft()
+            if self.first_live is not None and t > self.first_live:
+                self.arrived -= n
 
     def keep(self, raws: Iterable[RawSample]) -> None:
         for raw in raws:
@@ -124,8 +144,8 @@ class QualityTracker:
             if not b.backfill:
                 if p.first_live is None:
                     p.first_live = now
-                p.arrivals.append((now, sum(s.tokens or 0 for s in b.samples)))
-            _prune(p.arrivals, now)
+                p.arrive(now, sum(s.tokens or 0 for s in b.samples))
+            p.prune(now)
             notices.extend(_unmatched(b.name, p))
         return notices
 
@@ -170,7 +190,15 @@ class QualityTracker:
         if span < self._min_span or span <= 0:
             return None
         # Arrivals applied at first_live came with the first read after start: not a rate.
-        tokens = sum(n for t, n in p.arrivals if now - t < span and t > p.first_live)
+        first = p.first_live
+        if not p.in_order:
+            return sum(n for t, n in p.arrivals if now - t < span and t > first) / span
+        tokens = p.arrived
+        for t, n in p.arrivals:  # the oldest that are out of the span, in order
+            if now - t < span:
+                break
+            if t > first:
+                tokens -= n
         return tokens / span
 
 
@@ -181,7 +209,3 @@ def _unmatched(name: str, p: _Part) -> list[str]:
             for f in p.fields.values()
             if f.hits == 0 and f.misses >= min(UNMATCHED_AFTER, max(1, p.stats.lines_read))]
 
-
-def _prune(arrivals: deque[tuple[float, int]], now: float) -> None:
-    while arrivals and now - arrivals[0][0] > RATE_WINDOW_S:
-        arrivals.popleft()
