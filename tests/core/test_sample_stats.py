@@ -201,3 +201,20 @@ def test_reads_applied_out_of_order_still_sum_only_their_span() -> None:
     for now, tokens in ((10.0, 1), (400.0, 5), (20.0, 7)):
         tr.apply([batch([s(tokens)])], now)
     assert tr.tokens_per_s(405.0) == 5 / 300
+
+
+def test_read_once_a_period_tokens_per_second_is_the_last_read_s_and_decays_when_none_come(
+) -> None:
+    every = QualityTracker(read_every_s=5.0)
+    each = QualityTracker()
+    for tr in (every, each):
+        tr.apply([batch([s(1)], restart=True, backfill=True)], 0.0)
+    for t in range(5, 121, 5):
+        every.apply([batch([s(3000)])], float(t))  # 600 tokens a second, read every 5 s
+        each.apply([batch([s(3000)])], float(t))
+    assert every.tokens_per_s(120.0) == each.tokens_per_s(120.0)
+    for later in (121.0, 122.5, 124.9):  # between two reads: the last read's figure
+        assert every.tokens_per_s(later) == each.tokens_per_s(120.0)
+    assert each.tokens_per_s(124.9) < each.tokens_per_s(120.0)  # what it did before
+    # No read brings samples any more: the rate sinks, a period behind.
+    assert every.tokens_per_s(140.0) == each.tokens_per_s(135.0)

@@ -30,12 +30,14 @@ MIN_RATE_SPAN_S = 10.0
 UNMATCHED_AFTER = 20
 """Records a configured path must miss (with no hit) before it is a notice."""
 LIVE_PERIOD_S = 5.0
-"""The live screen's figures are worked out at most this often while samples arrive: a window
-of 200 samples moves a little with every read, and redoing it each refresh only makes the
-partition table and every quality alert's evidence jitter (and redraw) each second. Every
-partition's figures are worked out in the same refresh, so the screen changes once a period,
-not once for each partition (and the alerts panel's height, which lays the screen out again,
-at most once)."""
+"""The live screen's figures change at most this often while samples arrive: a window of 200
+samples moves a little with every read, and redoing it each refresh only makes the partition
+table and every quality alert's evidence jitter (and redraw) each second. The live dashboard
+reads the samples once a period (`dash.sources.samples.SampleSource`'s `every_s`), every file
+in the same read, so the screen changes once a period, not once for each partition (and the
+alerts panel's height, which lays the screen out again, at most once); `period_s` keeps
+figures for a period where the samples are read more often.
+"""
 REASONING_SEEN = 20
 """Samples with reasoning after which the run's records are expected to carry it: one client
 and one model write every partition, so reasoning seen in one partition is expected in all."""
@@ -106,15 +108,21 @@ class QualityTracker:
     """Every partition's output statistics."""
 
     def __init__(self, spec: OutputFields | None = None, *,
-                 min_span_s: float = MIN_RATE_SPAN_S, period_s: float = 0.0) -> None:
+                 min_span_s: float = MIN_RATE_SPAN_S, period_s: float = 0.0,
+                 read_every_s: float = 0.0) -> None:
         """`min_span_s`: the shortest time tokens/s is measured over (a sample of a few
         seconds, `--once`, accepts its own length; infinite: never measured). `period_s`: how
         long figures are kept while new samples arrive (0: every snapshot is exact, as the
-        headless commands need; the live screen: `LIVE_PERIOD_S`); a file read anew, its
-        first samples and its first invalid line show at once."""
+        headless commands need); a file read anew, its first samples and its first invalid
+        line show at once. `read_every_s`: the samples are read this often (the live screen:
+        `LIVE_PERIOD_S`); tokens/s is then measured up to the last read that brought any, or
+        that long ago when none did, so that it does not sink between two reads."""
         self.spec = spec or OutputFields()
         self._min_span = min_span_s
         self._period = period_s
+        self._read_every = read_every_s
+        self._applied_at = float("-inf")
+        """When the last samples were applied."""
         self._round_at = float("-inf")
         """When the figures of every partition with new samples were last worked out."""
         self._parts: dict[str, _Part] = {}
@@ -123,6 +131,7 @@ class QualityTracker:
         """Take one read's batches, applied at `now`; notices (a field path that matches
         nothing)."""
         notices: list[str] = []
+        self._applied_at = now
         for b in batches:
             p = self._parts.get(b.name)
             if p is None:
@@ -186,6 +195,8 @@ class QualityTracker:
     def _rate(self, p: _Part, now: float) -> float | None:
         if p.first_live is None or not p.stats.tokens_seen:
             return None
+        if self._read_every > 0:
+            now = max(min(now, self._applied_at), now - self._read_every)
         span = min(RATE_WINDOW_S, now - p.first_live)
         if span < self._min_span or span <= 0:
             return None
