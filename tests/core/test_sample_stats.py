@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dash.core.samples.dist import EXACT_MAX, Running, summarize
-from dash.core.samples.model import Sample, SampleBatch
+from dash.core.samples.model import RawSample, Sample, SampleBatch
 from dash.core.samples.stats import WINDOW, QualityStats
 from dash.core.state.quality import RATE_WINDOW_S, QualityTracker
 
@@ -218,3 +218,15 @@ def test_read_once_a_period_tokens_per_second_is_the_last_read_s_and_decays_when
     assert each.tokens_per_s(124.9) < each.tokens_per_s(120.0)  # what it did before
     # No read brings samples any more: the rate sinks, a period behind.
     assert every.tokens_per_s(140.0) == each.tokens_per_s(135.0)
+
+
+def test_a_snapshot_is_given_again_only_while_nothing_it_shows_changed() -> None:
+    tr = QualityTracker(period_s=5.0)
+    raw = lambda i: RawSample(f'{{"n": {i}}}', i, i)  # noqa: E731
+    tr.apply([batch([s(10)], restart=True, latest=(raw(1),))], 0.0)
+    q1 = tr.snapshot("p", 1.0)
+    assert tr.snapshot("p", 2.0) is q1
+    tr.apply([batch([s(20)], latest=(raw(2),))], 2.5)  # the figures wait for the period...
+    q2 = tr.snapshot("p", 3.0)
+    assert q2 is not q1 and q2.window == q1.window  # ...the raw lines do not
+    assert [r.text for r in q2.latest] == ['{"n": 1}', '{"n": 2}']

@@ -60,8 +60,8 @@ class _Figures:
 
 
 class _Part:
-    __slots__ = ("arrivals", "arrived", "cache", "fields", "first_live", "in_order", "latest",
-                 "latest_chars", "reasoning_seen", "stats")
+    __slots__ = ("applied", "arrivals", "arrived", "cache", "fields", "first_live", "in_order",
+                 "latest", "latest_chars", "reasoning_seen", "shown", "stats")
 
     def __init__(self) -> None:
         self.stats = QualityStats()
@@ -79,6 +79,11 @@ class _Part:
         self.reasoning_seen = 0
         self.cache: _Figures | None = None
         """The figures at a version of the stats, and when they were worked out."""
+        self.applied = 0
+        """Reads applied (each may change the raw lines, the fields' hits, the counts)."""
+        self.shown: tuple[tuple[object, ...], QualitySnapshot] | None = None
+        """The last snapshot given and what it was made of: given again while that holds (the
+        figures change once a period, and the rules then see the same object)."""
 
     def arrive(self, now: float, tokens: int) -> None:
         if self.arrivals and now < self.arrivals[-1][0]:
@@ -144,6 +149,7 @@ class QualityTracker:
                 p.fields.clear()
                 p.reasoning_seen = 0
             p.stats.feed(b)
+            p.applied += 1
             p.keep(b.latest)
             p.reasoning_seen += sum(s.reasoning not in (None, "absent") for s in b.samples)
             for f in b.fields:
@@ -176,16 +182,22 @@ class QualityTracker:
         f = p.cache
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
             (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
+        rate = self._rate(p, now)
+        made_of = (f, p.applied, rate, seen_in)
+        if p.shown is not None and p.shown[0][0] is f and p.shown[0] == made_of:
+            return p.shown[1]
         expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
                     else seen_in is not None)
-        return QualitySnapshot(
+        q = QualitySnapshot(
             window=f.window, total=f.total, shape=f.shape, limits=f.limits,
             last_error=f.last_error, last_invalid=f.last_invalid, oversized=s.oversized,
             skipped_bytes=s.skipped_bytes, latest=tuple(p.latest),
-            fields=tuple(p.fields.values()), tokens_per_s=self._rate(p, now),
+            fields=tuple(p.fields.values()), tokens_per_s=rate,
             reasoning_expected=expected, reasoning_seen_in=seen_in,
             expect_configured=self.spec.expect_reasoning is not None,
             configured_limit=self.spec.max_tokens)
+        p.shown = (made_of, q)
+        return q
 
     def tokens_per_s(self, now: float) -> float | None:
         """Output tokens arriving per second over every partition (None: not known yet)."""
