@@ -11,7 +11,8 @@ import pytest
 
 from dash.commands.outputs import run_outputs
 from dash.core.alerts.engine import AlertEngine
-from dash.core.alerts.rules_outputs import OUTPUT_RULES
+from dash.core.alerts.model import RuleContext
+from dash.core.alerts.rules_outputs import OUTPUT_RULES, rule_outputs_truncated
 from dash.core.config import AlertConfig, Config
 from dash.core.samples.limits import limit_flags, name_limit
 from dash.core.snapshot import ClientSnapshot, ProcessInfo
@@ -237,3 +238,35 @@ def test_a_configured_path_that_never_matches_is_a_notice(tmp_path: Path) -> Non
     (p,) = snap.partitions
     assert p.quality is not None and [f.path for f in p.quality.unmatched] == ["result.answer"]
     assert p.quality.window.samples == 30  # the detected text is used meanwhile
+
+
+def test_figures_unchanged_give_the_same_snapshot_and_the_rules_findings_again(
+        tmp_path: Path) -> None:
+    """Between two reads a partition's snapshot is the same object, and the rules give the
+    findings they gave for it; what else they read (the command line) still counts at once."""
+    write(tmp_path / "B2.jsonl", [sglang(i, finish="length" if i % 3 == 0 else "stop")
+                                  for i in range(60)])
+    state = _state_on(tmp_path)
+    memory: dict = {}
+    ctx = lambda snap: RuleContext(snap, snap.now, AlertConfig(), frozenset(), memory)  # noqa: E731
+
+    def truncated(snap):
+        return [f for f in rule_outputs_truncated(ctx(snap))]
+
+    first, later = state.snapshot(SIM_T0), state.snapshot(SIM_T0 + 1)
+    assert later.partitions[0].quality is first.partitions[0].quality
+    (a,) = truncated(first)
+    (b,) = truncated(later)
+    assert b is a and "(from the records)" in a.evidence
+    state.client.set_processes((ProcessInfo(7, "python", "python run_inference.py "
+                                            "--max-tokens 10240", None),))
+    (c,) = truncated(state.snapshot(SIM_T0 + 2))
+    assert c == next(rule_outputs_truncated(_ctx(state.snapshot(SIM_T0 + 2))))
+    assert "--max-tokens 10240 on the client's command line" in c.evidence
+    write(tmp_path / "B2.jsonl", [sglang(i, finish="stop") for i in range(60)])
+    collector = Collector(state.cfg)
+    try:
+        apply_files(state, collector.read_files(), SIM_T0 + 3)
+    finally:
+        collector.close()
+    assert truncated(state.snapshot(SIM_T0 + 3)) == []  # new figures: the rule runs again

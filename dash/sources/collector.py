@@ -86,7 +86,9 @@ class Collector:
     """Every source of one run, built from the Config."""
 
     def __init__(self, cfg: Config, *, nvml_module: object | None = None,
-                 parser: LineParser = PARSER) -> None:
+                 parser: LineParser = PARSER, sample_every_s: float = 0.0) -> None:
+        """`sample_every_s`: the output files' samples are read at most this often (the live
+        screen, whose figures change once a period; 0: at every read, for exact figures)."""
         check_globs(cfg)
         self.cfg = cfg
         self._parser = parser  # the grammar's parser, as every command reads with
@@ -94,7 +96,7 @@ class Collector:
         self._client = (FileFollower(cfg.client_log, backfill=CLIENT_BACKFILL, cr_breaks=True)
                         if cfg.client_log else None)
         self._outputs = OutputsSource(cfg.outputs, cfg.inputs) if cfg.outputs else None
-        self._samples = (SampleSource(cfg.output_fields)
+        self._samples = (SampleSource(cfg.output_fields, every_s=sample_every_s)
                          if cfg.outputs and cfg.output_fields.samples else None)
         self._procs = ProcessSource(cfg.process) if cfg.process else None
         self._nvml_module = nvml_module

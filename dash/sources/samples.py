@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from dash.core.mark import Mark
@@ -188,9 +189,20 @@ def _last_lines(data: bytes, begin: int, end: int, n: int) -> int:
 class SampleSource:
     """The samples of every output file, read within one budget per read."""
 
-    def __init__(self, spec: OutputFields, *, budget: int = MAX_READ_PER_POLL) -> None:
+    def __init__(self, spec: OutputFields, *, budget: int = MAX_READ_PER_POLL,
+                 every_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+        """`every_s`: read at most this often (0: at every poll); a burst still reads on at
+        once. The live screen's figures change once a period
+        (`dash.core.state.quality.LIVE_PERIOD_S`): reading the
+        samples every second only did the same work in five pieces (a read's bookkeeping, a
+        batch for every file, applying each on the main thread)."""
         self._spec = spec
         self._budget = budget
+        self._every = every_s
+        self._clock = clock
+        self._read_at: float | None = None
+        self._resets: set[str] = set()
+        """Files the counter saw rewritten since they were last read."""
         self._readers: dict[str, SampleReader] = {}
         self._turn = 0
         self.more = False
@@ -198,7 +210,15 @@ class SampleSource:
 
     def read(self, outputs: Iterable[OutputCount],
              counted: Mapping[str, tuple[int, int]] | None = None) -> tuple[SampleBatch, ...]:
-        """New samples of each output file counted by this poll (absent ones are skipped)."""
+        """New samples of each output file counted by this poll (absent ones are skipped);
+        none at a poll within `every_s` of the last read."""
+        outputs = tuple(outputs)
+        self._resets.update(o.path for o in outputs if o.reset)  # kept until the file is read
+        if self._every > 0:
+            now = self._clock()
+            if not self.more and self._read_at is not None and now - self._read_at < self._every:
+                return ()
+            self._read_at = now
         files = [o for o in outputs if o.lines is not None or o.counting]
         for o in files:
             if o.path not in self._readers:
@@ -213,7 +233,9 @@ class SampleSource:
             if left <= 0:
                 self.more = True
                 break
-            got = self._readers[o.path].read(left, reset=o.reset,
+            reset = o.path in self._resets
+            self._resets.discard(o.path)
+            got = self._readers[o.path].read(left, reset=reset,
                                              counted=(counted or {}).get(o.path))
             left -= got.used
             self.more |= got.more

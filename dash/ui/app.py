@@ -514,7 +514,7 @@ def _state_with_history(cfg: Config, notices: tuple[str, ...]) -> RunState:
     from dash.core.alerts.history import entries_from_lines
     from dash.sources.alert_sinks import history_path, read_history, watch_key
 
-    state = RunState(cfg, quality_period_s=LIVE_PERIOD_S)
+    state = RunState(cfg, samples_every_s=LIVE_PERIOD_S)
     for text in notices:
         state.add_notice(text)
     if cfg.alert_history:
@@ -544,7 +544,7 @@ def run_dashboard(
     SIGINT (128 + the signal); the exit code."""
     from dash.sources.collector import Collector
 
-    collector = Collector(cfg, nvml_module=nvml_module)
+    collector = Collector(cfg, nvml_module=nvml_module, sample_every_s=LIVE_PERIOD_S)
     state = _state_with_history(cfg, notices)
     # Read before the screen starts (like the config files): the earlier launches of the log
     keepers = remembered(state, cfg)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dash.core.samples.dist import EXACT_MAX, Running, summarize
-from dash.core.samples.model import Sample, SampleBatch
+from dash.core.samples.model import RawSample, Sample, SampleBatch
 from dash.core.samples.stats import WINDOW, QualityStats
-from dash.core.state.quality import QualityTracker
+from dash.core.state.quality import RATE_WINDOW_S, QualityTracker
 
 
 def s(tokens: int, finish: str = "stop", **kw) -> Sample:
@@ -163,3 +166,67 @@ def test_the_last_error_and_the_limits_change_with_the_figures_they_stand_beside
     exact.apply([batch([s(100, error="second")])], 1.0)
     now = exact.snapshot("p", 1.0)
     assert now is not None and now.last_error == "second"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 700, allow_nan=False), st.integers(0, 5000),
+                          st.booleans()), max_size=40),
+       st.lists(st.floats(0, 900, allow_nan=False), min_size=1, max_size=5),
+       st.booleans())
+def test_tokens_per_second_kept_as_a_sum_is_the_window_summed(reads, looks, in_order) -> None:
+    """The rate's sum, kept as reads come and go, is the sum over the arrivals in its span."""
+    reads = sorted(reads) if in_order else reads
+    tr = QualityTracker(min_span_s=0.0)
+    tr.apply([batch([s(1)], restart=True, backfill=True)], 0.0)
+    arrivals: list[tuple[float, int]] = []
+    first: float | None = None
+    for now, tokens, backfill in reads:
+        tr.apply([batch([s(tokens)], backfill=backfill)], now)
+        if not backfill:
+            first = now if first is None else first
+            arrivals.append((now, tokens))
+        arrivals = [(t, n) for t, n in arrivals if not now - t > RATE_WINDOW_S]
+    last = max((now for now, _, _ in reads), default=0.0)
+    for look in sorted(last + x for x in looks):
+        got = tr.tokens_per_s(look)
+        if first is None or look - first <= 0:
+            assert got is None
+            continue
+        span = min(RATE_WINDOW_S, look - first)
+        assert got == sum(n for t, n in arrivals if look - t < span and t > first) / span
+
+
+def test_reads_applied_out_of_order_still_sum_only_their_span() -> None:
+    tr = QualityTracker(min_span_s=0.0)
+    for now, tokens in ((10.0, 1), (400.0, 5), (20.0, 7)):
+        tr.apply([batch([s(tokens)])], now)
+    assert tr.tokens_per_s(405.0) == 5 / 300
+
+
+def test_read_once_a_period_tokens_per_second_is_the_last_read_s_and_decays_when_none_come(
+) -> None:
+    every = QualityTracker(read_every_s=5.0)
+    each = QualityTracker()
+    for tr in (every, each):
+        tr.apply([batch([s(1)], restart=True, backfill=True)], 0.0)
+    for t in range(5, 121, 5):
+        every.apply([batch([s(3000)])], float(t))  # 600 tokens a second, read every 5 s
+        each.apply([batch([s(3000)])], float(t))
+    assert every.tokens_per_s(120.0) == each.tokens_per_s(120.0)
+    for later in (121.0, 122.5, 124.9):  # between two reads: the last read's figure
+        assert every.tokens_per_s(later) == each.tokens_per_s(120.0)
+    assert each.tokens_per_s(124.9) < each.tokens_per_s(120.0)  # what it did before
+    # No read brings samples any more: the rate sinks, a period behind.
+    assert every.tokens_per_s(140.0) == each.tokens_per_s(135.0)
+
+
+def test_a_snapshot_is_given_again_only_while_nothing_it_shows_changed() -> None:
+    tr = QualityTracker(period_s=5.0)
+    raw = lambda i: RawSample(f'{{"n": {i}}}', i, i)  # noqa: E731
+    tr.apply([batch([s(10)], restart=True, latest=(raw(1),))], 0.0)
+    q1 = tr.snapshot("p", 1.0)
+    assert tr.snapshot("p", 2.0) is q1
+    tr.apply([batch([s(20)], latest=(raw(2),))], 2.5)  # the figures wait for the period...
+    q2 = tr.snapshot("p", 3.0)
+    assert q2 is not q1 and q2.window == q1.window  # ...the raw lines do not
+    assert [r.text for r in q2.latest] == ['{"n": 1}', '{"n": 2}']

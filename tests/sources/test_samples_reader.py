@@ -135,3 +135,54 @@ def test_nothing_to_read_is_one_stat(tmp_path: Path, monkeypatch) -> None:
     real_open = os.open
     monkeypatch.setattr(os, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
     assert r.read(2 << 20).batch is None and opened == []
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_read_once_a_period_takes_every_line_since_and_a_burst_reads_on(tmp_path: Path) -> None:
+    p = tmp_path / "o.jsonl"
+    write(p, rec(0))
+    out = OutputCount("o", str(p), 1)
+    clock = _Clock()
+    src = SampleSource(OutputFields(), budget=64 * 1024, every_s=5.0, clock=clock)
+    assert [b.lines for b in src.read([out])] == [1]  # the first read is at once
+    for i in range(1, 5):  # a poll a second: within the period, nothing is read
+        clock.now += 1
+        write(p, rec(i))
+        assert src.read([out]) == ()
+    clock.now += 1
+    got = [s.tokens for b in src.read([out]) for s in b.samples]
+    assert got == [1, 2, 3, 4]
+    clock.now += 5
+    write(p, "".join(rec(i, size=1000) for i in range(5, 500)))  # ~0.5 MB: a burst
+    reads = 0
+    while True:
+        clock.now += 0.1
+        batches = src.read([out])
+        reads += 1
+        got += [s.tokens for b in batches for s in b.samples]
+        if not src.more:
+            break
+    assert got == list(range(1, 500)) and 1 < reads < 10  # on at once, not a period later
+
+
+def test_a_rewrite_the_counter_saw_between_two_reads_restarts_the_figures(
+        tmp_path: Path) -> None:
+    p = tmp_path / "o.jsonl"
+    write(p, "".join(rec(i) for i in range(1, 50)))
+    clock = _Clock()
+    src = SampleSource(OutputFields(), every_s=5.0, clock=clock)
+    src.read([OutputCount("o", str(p), 49)])
+    # Rewritten with the same bytes: only the counter's word says the file is new.
+    write(p, "".join(rec(i) for i in range(1, 50)), mode="w")
+    clock.now += 1
+    assert src.read([OutputCount("o", str(p), 49, reset=True)]) == ()
+    clock.now += 5
+    (b,) = src.read([OutputCount("o", str(p), 49)])
+    assert b.restart and b.lines == 49

@@ -109,13 +109,13 @@ class Extractor:
         state: reasoning.ReasoningState | None = None
         empty = False
         if text is not None:
-            state, answer = reasoning.split(text)
+            state, answered = reasoning.answered(text)
             structured = self._reasoning(body, outer)
             if structured is not None:
                 state = "present" if structured.strip() else "empty"
             elif state == "absent" and traits.reasoned(body):
                 state = "present"  # reasoned, the text kept back (a count, no text)
-            empty = error is None and not answer.strip() and not shapes.tool_call(body)
+            empty = error is None and not answered and not shapes.tool_call(body)
         return Sample(shape=shape, error=error, finish=finish, finish_raw=finish_raw,
                       tokens=tokens, chars=None if text is None else len(text),
                       prompt_tokens=prompt, empty=empty, reasoning=state,

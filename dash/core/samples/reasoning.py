@@ -51,31 +51,70 @@ _HARMONY_DEGRADED = re.compile(r"analysis.*?assistantfinal", re.S)
 """gpt-oss with special tokens skipped: `analysis<reasoning>assistantfinal<answer>`."""
 
 
+_NON_SPACE = re.compile(r"\S")
+"""The first character `str.strip` keeps (both use Unicode's whitespace): found in place, where
+`strip()` would copy a 16 KB text to see whether anything is left."""
+_FIND_ENDS = 8
+"""`<` looked at one by one with `str.find` (C's memchr) before the end-marker search takes over:
+a text holds a few, and one full of code or HTML goes back to the regex's own loop."""
+
+
 def split(text: str) -> tuple[ReasoningState, str]:
     """The reasoning state of `text` and the answer that follows the reasoning."""
+    state, at = _cut(text)
+    return state, "" if at is None else text[at:]
+
+
+def answered(text: str) -> tuple[ReasoningState, bool]:
+    """The reasoning state of `text`, and whether an answer follows the reasoning (not blank):
+    `split`'s, without copying the text or its answer."""
+    state, at = _cut(text)
+    return state, at is not None and _NON_SPACE.search(text, at) is not None
+
+
+def _cut(text: str) -> tuple[ReasoningState, int | None]:
+    """The reasoning state and where the answer starts (None: no answer, `split`'s "")."""
     head = text[:START_WINDOW].lstrip()
-    end = _TAG_ENDS.search(text)
-    if end is None:
+    found = _tag_end(text)
+    if found is None:
         other = next((e for st, e in _OTHER_ENDS.items() if head.startswith(st)), None)
-        end = re.search(re.escape(other), text) if other is not None else None
-    if end is not None:
-        inside = text[:end.start()]
+        at = text.find(other) if other is not None else -1
+        found = (at, other) if other is not None and at >= 0 else None
+    if found is not None:
+        end_at, marker = found
+        begin = 0
         for start in _STARTS:
-            at = inside.find(start)
+            at = text.find(start, 0, end_at)
             if at >= 0:
-                inside = inside[at + len(start):]
+                begin = at + len(start)
                 break
-        state: ReasoningState = "present" if inside.strip() else "empty"
+        state: ReasoningState = "present" if _NON_SPACE.search(text, begin, end_at) else "empty"
         # Several blocks (a model that thinks again before answering): the answer is what
         # follows the last end marker, and a block opened after it is cut-off reasoning.
-        last = text.rfind(end.group(0))
-        answer = text[last + len(end.group(0)):]
-        return state, "" if answer.lstrip().startswith(_STARTS) else answer
+        answer = text.rfind(marker) + len(marker)
+        first = _NON_SPACE.search(text, answer)
+        return state, None if first is not None and text.startswith(_STARTS, first.start()) \
+            else answer
     if head.startswith("analysis"):
         m = _HARMONY_DEGRADED.match(head if len(text) <= START_WINDOW else text.lstrip())
         if m is not None:
             inside = m.group(0)[len("analysis"):-len("assistantfinal")]
-            return ("present" if inside.strip() else "empty"), text.lstrip()[m.end():]
+            lead = len(text) - len(text.lstrip())
+            return ("present" if inside.strip() else "empty"), lead + m.end()
     if head.startswith(_STARTS):
-        return "open", ""
-    return "absent", text
+        return "open", None
+    return "absent", 0
+
+
+def _tag_end(text: str) -> tuple[int, str] | None:
+    """The first end marker that is a tag: where it starts, and its text."""
+    at = text.find("<")
+    for _ in range(_FIND_ENDS):
+        if at < 0:
+            return None
+        m = _TAG_ENDS.match(text, at)
+        if m is not None:
+            return at, m.group(0)
+        at = text.find("<", at + 1)
+    m = _TAG_ENDS.search(text, at) if at >= 0 else None
+    return (m.start(), m.group(0)) if m is not None else None

@@ -30,12 +30,14 @@ MIN_RATE_SPAN_S = 10.0
 UNMATCHED_AFTER = 20
 """Records a configured path must miss (with no hit) before it is a notice."""
 LIVE_PERIOD_S = 5.0
-"""The live screen's figures are worked out at most this often while samples arrive: a window
-of 200 samples moves a little with every read, and redoing it each refresh only makes the
-partition table and every quality alert's evidence jitter (and redraw) each second. Every
-partition's figures are worked out in the same refresh, so the screen changes once a period,
-not once for each partition (and the alerts panel's height, which lays the screen out again,
-at most once)."""
+"""The live screen's figures change at most this often while samples arrive: a window of 200
+samples moves a little with every read, and redoing it each refresh only makes the partition
+table and every quality alert's evidence jitter (and redraw) each second. The live dashboard
+reads the samples once a period (`dash.sources.samples.SampleSource`'s `every_s`), every file
+in the same read, so the screen changes once a period, not once for each partition (and the
+alerts panel's height, which lays the screen out again, at most once); `period_s` keeps
+figures for a period where the samples are read more often.
+"""
 REASONING_SEEN = 20
 """Samples with reasoning after which the run's records are expected to carry it: one client
 and one model write every partition, so reasoning seen in one partition is expected in all."""
@@ -58,8 +60,8 @@ class _Figures:
 
 
 class _Part:
-    __slots__ = ("arrivals", "cache", "fields", "first_live", "latest", "latest_chars",
-                 "reasoning_seen", "stats")
+    __slots__ = ("applied", "arrivals", "arrived", "cache", "fields", "first_live", "in_order",
+                 "latest", "latest_chars", "reasoning_seen", "shown", "stats")
 
     def __init__(self) -> None:
         self.stats = QualityStats()
@@ -67,10 +69,35 @@ class _Part:
         self.latest_chars = 0
         self.fields: dict[str, FieldHits] = {}
         self.arrivals: deque[tuple[float, int]] = deque()
+        """(when, tokens) of each live read in the last RATE_WINDOW_S, oldest first."""
+        self.arrived = 0
+        """Their tokens, less those that came with the first live read (not a rate)."""
+        self.in_order = True
+        """No read was applied at a time before the one before it (the rate then need not
+        sum the window: only its oldest arrivals can have left it)."""
         self.first_live: float | None = None
         self.reasoning_seen = 0
         self.cache: _Figures | None = None
         """The figures at a version of the stats, and when they were worked out."""
+        self.applied = 0
+        """Reads applied (each may change the raw lines, the fields' hits, the counts)."""
+        self.shown: tuple[tuple[object, ...], QualitySnapshot] | None = None
+        """The last snapshot given and what it was made of: given again while that holds (the
+        figures change once a period, and the rules then see the same object)."""
+
+    def arrive(self, now: float, tokens: int) -> None:
+        if self.arrivals and now < self.arrivals[-1][0]:
+            self.in_order = False
+        self.arrivals.append((now, tokens))
+        if self.first_live is not None and now > self.first_live:
+            self.arrived += tokens
+
+    def prune(self, now: float) -> None:
+        arrivals = self.arrivals
+        while arrivals and now - arrivals[0][0] > RATE_WINDOW_S:
+            t, n = arrivals.popleft()
+            if self.first_live is not None and t > self.first_live:
+                self.arrived -= n
 
     def keep(self, raws: Iterable[RawSample]) -> None:
         for raw in raws:
@@ -86,15 +113,21 @@ class QualityTracker:
     """Every partition's output statistics."""
 
     def __init__(self, spec: OutputFields | None = None, *,
-                 min_span_s: float = MIN_RATE_SPAN_S, period_s: float = 0.0) -> None:
+                 min_span_s: float = MIN_RATE_SPAN_S, period_s: float = 0.0,
+                 read_every_s: float = 0.0) -> None:
         """`min_span_s`: the shortest time tokens/s is measured over (a sample of a few
         seconds, `--once`, accepts its own length; infinite: never measured). `period_s`: how
         long figures are kept while new samples arrive (0: every snapshot is exact, as the
-        headless commands need; the live screen: `LIVE_PERIOD_S`); a file read anew, its
-        first samples and its first invalid line show at once."""
+        headless commands need); a file read anew, its first samples and its first invalid
+        line show at once. `read_every_s`: the samples are read this often (the live screen:
+        `LIVE_PERIOD_S`); tokens/s is then measured up to the last read that brought any, or
+        that long ago when none did, so that it does not sink between two reads."""
         self.spec = spec or OutputFields()
         self._min_span = min_span_s
         self._period = period_s
+        self._read_every = read_every_s
+        self._applied_at = float("-inf")
+        """When the last samples were applied."""
         self._round_at = float("-inf")
         """When the figures of every partition with new samples were last worked out."""
         self._parts: dict[str, _Part] = {}
@@ -103,6 +136,7 @@ class QualityTracker:
         """Take one read's batches, applied at `now`; notices (a field path that matches
         nothing)."""
         notices: list[str] = []
+        self._applied_at = now
         for b in batches:
             p = self._parts.get(b.name)
             if p is None:
@@ -115,6 +149,7 @@ class QualityTracker:
                 p.fields.clear()
                 p.reasoning_seen = 0
             p.stats.feed(b)
+            p.applied += 1
             p.keep(b.latest)
             p.reasoning_seen += sum(s.reasoning not in (None, "absent") for s in b.samples)
             for f in b.fields:
@@ -124,8 +159,8 @@ class QualityTracker:
             if not b.backfill:
                 if p.first_live is None:
                     p.first_live = now
-                p.arrivals.append((now, sum(s.tokens or 0 for s in b.samples)))
-            _prune(p.arrivals, now)
+                p.arrive(now, sum(s.tokens or 0 for s in b.samples))
+            p.prune(now)
             notices.extend(_unmatched(b.name, p))
         return notices
 
@@ -147,16 +182,22 @@ class QualityTracker:
         f = p.cache
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
             (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
+        rate = self._rate(p, now)
+        made_of = (f, p.applied, rate, seen_in)
+        if p.shown is not None and p.shown[0][0] is f and p.shown[0] == made_of:
+            return p.shown[1]
         expected = (self.spec.expect_reasoning if self.spec.expect_reasoning is not None
                     else seen_in is not None)
-        return QualitySnapshot(
+        q = QualitySnapshot(
             window=f.window, total=f.total, shape=f.shape, limits=f.limits,
             last_error=f.last_error, last_invalid=f.last_invalid, oversized=s.oversized,
             skipped_bytes=s.skipped_bytes, latest=tuple(p.latest),
-            fields=tuple(p.fields.values()), tokens_per_s=self._rate(p, now),
+            fields=tuple(p.fields.values()), tokens_per_s=rate,
             reasoning_expected=expected, reasoning_seen_in=seen_in,
             expect_configured=self.spec.expect_reasoning is not None,
             configured_limit=self.spec.max_tokens)
+        p.shown = (made_of, q)
+        return q
 
     def tokens_per_s(self, now: float) -> float | None:
         """Output tokens arriving per second over every partition (None: not known yet)."""
@@ -166,11 +207,21 @@ class QualityTracker:
     def _rate(self, p: _Part, now: float) -> float | None:
         if p.first_live is None or not p.stats.tokens_seen:
             return None
+        if self._read_every > 0:
+            now = max(min(now, self._applied_at), now - self._read_every)
         span = min(RATE_WINDOW_S, now - p.first_live)
         if span < self._min_span or span <= 0:
             return None
         # Arrivals applied at first_live came with the first read after start: not a rate.
-        tokens = sum(n for t, n in p.arrivals if now - t < span and t > p.first_live)
+        first = p.first_live
+        if not p.in_order:
+            return sum(n for t, n in p.arrivals if now - t < span and t > first) / span
+        tokens = p.arrived
+        for t, n in p.arrivals:  # the oldest that are out of the span, in order
+            if now - t < span:
+                break
+            if t > first:
+                tokens -= n
         return tokens / span
 
 
@@ -181,7 +232,3 @@ def _unmatched(name: str, p: _Part) -> list[str]:
             for f in p.fields.values()
             if f.hits == 0 and f.misses >= min(UNMATCHED_AFTER, max(1, p.stats.lines_read))]
 
-
-def _prune(arrivals: deque[tuple[float, int]], now: float) -> None:
-    while arrivals and now - arrivals[0][0] > RATE_WINDOW_S:
-        arrivals.popleft()

@@ -43,11 +43,12 @@ class RunState:
     """Composes the trackers and the alert engine for one Config."""
 
     def __init__(self, cfg: Config, *, sample_s: float | None = None,
-                 quality_period_s: float = 0.0) -> None:
+                 quality_period_s: float = 0.0, samples_every_s: float = 0.0) -> None:
         """`sample_s`: the state of a short sample of this many seconds (`--once`, `check`):
         alerts fire as soon as their condition holds, and rates are measured over the sample.
         `quality_period_s`: how long the output-quality figures are kept while samples arrive
-        (`dash.core.state.quality.LIVE_PERIOD_S` on the live screen; 0: exact)."""
+        (0: exact). `samples_every_s`: how often the samples are read (the live screen reads
+        them once a `dash.core.state.quality.LIVE_PERIOD_S`, and shows each read's figures)."""
         self.cfg = cfg
         self.servers = Servers(str(p) for p in cfg.logs)
         self._no_log = ServerLogTracker(None)
@@ -57,7 +58,8 @@ class RunState:
         self.client = ClientTracker(cfg)
         self.quality = QualityTracker(cfg.output_fields,
                                       min_span_s=_sample_span(MIN_RATE_SPAN_S, sample_s, 0.5),
-                                      period_s=quality_period_s)
+                                      period_s=quality_period_s,
+                                      read_every_s=samples_every_s)
         self.alert_config = AlertConfig.from_mapping(cfg.alerts)
         self.alerts = AlertEngine(self.alert_config, immediate=sample_s is not None)
         self.history = AlertHistory()
