@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dash.core.errors import ConfigError
+from dash.core.errors import ConfigError, did_you_mean
 from dash.core.samples.paths import Path, parse_path
 
 PATH_KEYS = ("text", "finish", "tokens", "prompt_tokens", "reasoning", "error")
@@ -74,8 +74,9 @@ def parse_outputs_table(table: Mapping[str, Any], where: str,
                 raise ConfigError(f"{where}: outputs.{key} must be true or false, got {value!r}")
             values[key] = value
         else:
-            raise ConfigError(f"{where}: unknown outputs setting {key!r} (known: "
-                              f"{', '.join(OTHER_KEYS + PATH_KEYS)})")
+            known = OTHER_KEYS + PATH_KEYS
+            raise ConfigError(f"{where}: unknown outputs setting {key!r}"
+                              f"{did_you_mean(str(key), known) or ''} (known: {', '.join(known)})")
     return files, OutputFields(**values)
 
 
