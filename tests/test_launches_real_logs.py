@@ -175,3 +175,15 @@ def test_a_crash_names_the_exception_it_came_with_as_the_alert_does(real_logs: P
     from dash.core.launch import launch_from_json, launch_to_json
     back = launch_from_json(json.loads(json.dumps(launch_to_json(launch))))
     assert back is not None and back.exception == "EngineGenerateError"  # remembered as it was
+
+
+def test_a_launch_whose_start_is_not_in_its_log_is_placed_by_its_lines(real_logs: Path) -> None:
+    """sglang#9780 begins mid-run (lines of 2025-08-29), grok2 starts 2025-09-11: the launch
+    whose start is not in its log came first, and was listed last (no start time, sorted after
+    every other)."""
+    logs = (real_logs / "sglang-grok2-blog-v052rc2-tp8-startup-to-decode.log",
+            real_logs / "sglang-9780-crash-tail-sigquit-killed.log")
+    first, second = launches_of(logs)
+    assert first.started_at is None and not first.start_seen
+    assert first.source is not None and "9780" in first.source
+    assert second.started_at is not None and first.order < second.order

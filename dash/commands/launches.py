@@ -59,7 +59,7 @@ def launches_of(paths: Sequence[Path], kept: Path | None = None,
             read = merge_remembered(_kept(kept, path), read)
         for launch in read:
             seen.setdefault(launch.key if launch.start_seen else f"{path}:{launch.key}", launch)
-    return tuple(sorted(seen.values(), key=lambda x: (x.started_at is None, x.started_at or 0.0)))
+    return tuple(sorted(seen.values(), key=lambda x: x.order))
 
 
 def _kept(base: Path, path: Path) -> tuple[Launch, ...]:

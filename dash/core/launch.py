@@ -114,6 +114,15 @@ class Launch:
     def ended(self) -> bool:
         return self.outcome != "running"
 
+    @property
+    def order(self) -> tuple[bool, float]:
+        """Where it stands among launches in start order: its start, else the earliest time it
+        has (a launch whose start is not in its log is placed by its lines, not put last);
+        launches with no time at all come after every other."""
+        times = [t for t in (self.started_at, self.ready_at, self.figures.peak_at, self.last_at,
+                             self.ended_at) if t is not None]
+        return (not times, min(times) if times else 0.0)
+
 
 def span(seconds: float | None) -> str:
     """`45s`, `4m10s`, `2h05m`: a launch's durations (precise enough to tell 4 min from 5)."""

@@ -32,7 +32,7 @@ def merge_remembered(remembered: Sequence[Launch], session: Iterable[Launch]) ->
         else:
             merged[launch.key] = launch
     ordered = sorted(merged.values(),
-                     key=lambda x: (x.started_at is None, x.started_at or 0.0))
+                     key=lambda x: x.order)
     out = []
     for i, launch in enumerate(ordered):
         if launch.earlier and launch.outcome == "running" and i + 1 < len(ordered):
