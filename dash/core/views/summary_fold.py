@@ -13,8 +13,9 @@ candidate.
 
 from __future__ import annotations
 
-from itertools import compress, islice
-from operator import ne
+import re
+from itertools import compress, islice, repeat
+from operator import getitem, ne
 
 from dash.core.log.batch import Batch
 from dash.core.log.bulk import records, shape_record
@@ -54,7 +55,20 @@ class Stamps:
         # a key per row: a block's decode rows have a stamp each second, so a key per
         # distinct stamp would only add the lookups
         texts = self.text(col)
-        return texts, list(map(ts_key, texts))
+        return texts, keys_of(texts)
+
+
+_IN_SECONDS = re.compile(r"(?:[^\n]*:[^:\n]{2}\n)*")
+_LESS_LAST = slice(0, -1)
+
+
+def keys_of(texts: list[str]) -> list[str | None]:
+    """`ts_key` of each stamp. Where every one ends in its seconds (`...:41`: no fraction and
+    no zone, as a bracket prints them), the key is the stamp less its last digit, cut at C
+    speed instead of a call a row."""
+    if texts and _IN_SECONDS.fullmatch("\n".join(texts) + "\n"):
+        return list(map(getitem, texts, repeat(_LESS_LAST)))
+    return list(map(ts_key, texts))
 
 
 def _rank_keys(batch: Batch, s: int) -> list[str | None] | None:
