@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dash.core.log.bulk import BlockReader
+from dash.core.log.grammar import GRAMMAR
+from dash.core.log.parse import parse_line
+from dash.core.log.parser import LineParser
 from dash.core.log.passes import Pass
-from dash.core.views.summary_feed import ts_key
+from dash.core.log.timestamps import normalise_ts, normalised_joined
+from dash.core.views.stamp_column import StampColumn
+from dash.core.views.summary_feed import Candidate, ts_key
 from dash.core.views.summary_fold import keys_of
 
 STAMPS = [
@@ -48,3 +55,51 @@ def test_a_pass_numbers_its_rows_as_the_lines_they_are_on(layout: list[tuple[int
     total = p.count_lines(first)
     assert total == len(lines) + 1  # the newline before the first line too
     assert p.lines == [first + i for i, line in enumerate(lines) if line == b"ROW 7"]
+
+
+def _column(stamps: list[bytes]) -> StampColumn | None:
+    joined = normalised_joined(stamps)
+    return None if joined is None else StampColumn.of(joined, len(stamps))
+
+
+def test_a_block_of_plain_stamps_is_one_text_read_one_by_one() -> None:
+    raw = [b"2026-03-01 08:00:%02d" % s for s in (41, 49, 50, 59)]
+    col = _column(raw)
+    assert col is not None
+    texts = [normalise_ts(r.decode()) for r in raw]
+    assert len(col) == 4 and list(col) == texts and col == texts
+    assert [col[i] for i in range(-4, 4)] == texts + texts
+    assert col[-2:] == texts[-2:] and col[1:3] == texts[1:3] and col[5:] == []
+    with pytest.raises(IndexError):
+        col[4]
+    assert [k.decode() for k in col.bucket_keys()] == [ts_key(t) for t in texts]
+    back = pickle.loads(pickle.dumps(col))
+    assert back == col and list(back) == texts
+    assert len(pickle.dumps(col)) < 2 * len(b"\n".join(raw))
+
+
+@pytest.mark.parametrize("raw", [
+    [b"2026-03-01 08:00:41.123", b"2026-03-01 08:00:41.456"],  # fractions
+    [b"2026-03-01 08:00:41", b"08:00:42"],  # two widths
+    [b"2026-03-01 08:00:41", b"2026-03-01 08:00:41,5"],
+    [b"2025-10-20T03:02:22Z"],  # not a plain bracket stamp
+])
+def test_stamps_of_other_forms_are_kept_as_texts(raw: list[bytes]) -> None:
+    assert _column(raw) is None
+
+
+def test_a_candidate_of_a_shape_row_is_made_a_record_where_kept() -> None:
+    """A decode row the alert replay may keep is carried as its shape's row, its record made
+    (with its line shifted as its part was) only when asked for."""
+    text = (b"\n[2026-03-01 08:00:41] Decode batch, #running-req: 5, #token: 40, token usage: 0.10, "
+            b"cuda graph: True, gen throughput (token/s): 12.50, #queue-req: 0\n")
+    reader = BlockReader(LineParser(GRAMMAR))
+    reader.read(text, len(text), 1)  # learns the line's shape
+    batch = reader.read(text, len(text), 1)
+    assert batch.count(0) == 1
+    row = batch.row_of(0, 0)
+    cand = Candidate(7, "2026-03-01T08:00:4", (batch.shapes[0], row))
+    cand = pickle.loads(pickle.dumps(cand))
+    cand.shift(100)
+    want = parse_line(text.decode().strip(), 107)
+    assert cand.record() == want

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import reduce
@@ -92,7 +92,7 @@ class Part:
     first_ts: str | None = None
     last_ts: str | None = None
     gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
-    gen_ts: list[str | None] = field(default_factory=list)  # and their stamps
+    gen_ts: Sequence[str | None] = field(default_factory=list)  # and their stamps
     gen_ranks: list[str | None] = field(default_factory=list)  # and ranks (empty: no ranks)
     gen_lines: list[int] = field(default_factory=list)  # and their lines
     peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
@@ -237,7 +237,7 @@ class PartBuilder:
             p.gen_ranks.append(rank)
         p.gen_lines.append(rec["line"])
         p.gens.append(gen)
-        p.gen_ts.append(ts)
+        p.gen_ts.append(ts)  # type: ignore[attr-defined]  # a builder's part holds a list
 
 
 class LogSummary:
