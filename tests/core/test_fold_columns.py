@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dash.core.log.bulk import BlockReader
+from dash.core.log.bulk import BlockReader, records
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import parse_line
 from dash.core.log.parser import LineParser
@@ -103,3 +103,36 @@ def test_a_candidate_of_a_shape_row_is_made_a_record_where_kept() -> None:
     cand.shift(100)
     want = parse_line(text.decode().strip(), 107)
     assert cand.record() == want
+
+
+def test_the_passes_over_a_block_share_the_prefixes_they_checked() -> None:
+    """A second shape's rows are on the seconds of the first's: their prefixes, checked by
+    the first pass, are not checked again; each row still reads its own stamp."""
+    lines = []
+    for s in range(3):
+        ts = b"[2026-03-01 08:00:%02d] " % s
+        lines.append(ts + b"Prefill batch, #new-seq: 1, #new-token: 5, #cached-token: 0, "
+                     b"token usage: 0.01, #running-req: 1, #queue-req: 0")
+        lines.append(ts + b"Decode batch, #running-req: 1, #token: 9, token usage: 0.01, "
+                     b"cuda graph: True, gen throughput (token/s): %d.50, #queue-req: 0" % s)
+    text = b"\n" + b"\n".join(lines) + b"\n"
+    reader = BlockReader(LineParser(GRAMMAR))
+    reader.read(text, len(text), 1)
+    batch = reader.read(text, len(text), 1)
+    assert [batch.count(s) for s in range(2)] == [3, 3]
+    first, second = batch._passes
+    assert first.heads is second.heads
+    want = [parse_line(line.decode(), n) for n, line in enumerate(lines, 1)]
+    assert records(batch, reader.stamps) == want
+
+
+def test_a_prefix_that_is_no_bracket_is_put_back_beside_known_ones() -> None:
+    known: tuple[dict[bytes, bytes], dict[bytes, bytes]] = ({b"[08:00:01]": b"08:00:01"},
+                                                            {b"[08:00:01]": b""})
+    vouch = re.compile(rb"\n\[([0-9:]{8})()\]")
+    text = b"\n[08:00:01]ROW 1\n[08:00:02]ROW 2\n<not one!>ROW 3\n"
+    p = Pass(re.compile(rb"ROW(?:(?<=\n([^\n]{10})ROW)) ([0-9])"), 1, text, vouch, known)
+    assert p.count == 2 and p.column(0) == [b"1", b"2"]
+    assert p.heads is known and known[0][b"[08:00:02]"] == b"08:00:02"
+    assert b"<not one!>" not in known[0]
+    assert p.remainder() == b"\n[08:00:01]\n[08:00:02]\n<not one!>ROW 3\n"
