@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import re
+from array import array
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -18,6 +22,17 @@ from dash.core.log.timestamps import normalise_ts, normalised_joined
 from dash.core.views.stamp_column import StampColumn
 from dash.core.views.summary_feed import Candidate, ts_key
 from dash.core.views.summary_fold import keys_of
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_parse", REPO / "bench" / "parse.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
 
 STAMPS = [
     ["2026-03-01T08:00:41", "2026-03-01T08:00:49", "2026-03-01T08:00:50"],
@@ -98,7 +113,7 @@ def test_a_candidate_of_a_shape_row_is_made_a_record_where_kept() -> None:
     batch = reader.read(text, len(text), 1)
     assert batch.count(0) == 1
     row = batch.row_of(0, 0)
-    cand = Candidate(7, "2026-03-01T08:00:4", (batch.shapes[0], row))
+    cand = Candidate(7, "2026-03-01T08:00:4", (batch.shapes[0], b"\n".join(row)))
     cand = pickle.loads(pickle.dumps(cand))
     cand.shift(100)
     want = parse_line(text.decode().strip(), 107)
@@ -136,3 +151,32 @@ def test_a_prefix_that_is_no_bracket_is_put_back_beside_known_ones() -> None:
     assert p.heads is known and known[0][b"[08:00:02]"] == b"08:00:02"
     assert b"<not one!>" not in known[0]
     assert p.remainder() == b"\n[08:00:01]\n[08:00:02]\n<not one!>ROW 3\n"
+
+
+def test_a_part_read_in_another_process_is_a_few_objects(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a reading process hands over of a block (its decode rows' figures, stamps, lines
+    and alert candidates) is pickled as columns, not an object a row; its lines are shifted
+    where asked for, and the summary is the one a single process makes."""
+    from dash.commands.summary import SummaryJob, summarize
+    from dash.sources import logread
+
+    path = tmp_path / "mixed.log"
+    _bench().generate(path, 1)
+    scan = logread.Scan(path)
+    parts = SummaryJob().piece(scan)
+    part = max(parts, key=lambda p: len(p.gens))
+    assert len(part.gens) > 200
+    assert isinstance(part.gens, array) and isinstance(part.gen_lines, array)
+    assert isinstance(part.gen_ts, StampColumn)
+    rows = [c.payload for c in part.candidates[:-1]]
+    assert rows and all(isinstance(r, tuple) and isinstance(r[1], bytes) for r in rows)
+    back = pickle.loads(pickle.dumps(part, pickle.HIGHEST_PROTOCOL))
+    back.shift(1000)
+    assert back.gen_lines_shift == 1000 and list(back.gen_lines) == list(part.gen_lines)
+    assert list(back.gens) == list(part.gens) and list(back.gen_ts) == list(part.gen_ts)
+    one = summarize(path)
+    monkeypatch.setattr(logread, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(logread, "PIECE", 60_000)
+    monkeypatch.setenv("KDASH_PROCESSES", "2")
+    assert summarize(path) == one

@@ -29,8 +29,9 @@ def ts_key(ts: str | None) -> str | None:
     return ts[:i + 2] if i >= 0 else ts
 
 
-Row = tuple[Shape, tuple[bytes, ...]]
-"""A learned shape's row (`BlockReader`): its record is `shape_record` of it."""
+Row = tuple[Shape, bytes]
+"""A learned shape's row (`BlockReader`), its texts joined by newlines (no text of a line holds
+one): its record is `shape_record` of them."""
 
 
 class Candidate:
@@ -60,7 +61,7 @@ class Candidate:
             return parse_line(self.payload.decode("utf-8", "replace"), self.line)
         if isinstance(self.payload, tuple):
             shape, row = self.payload
-            return shape_record(shape, self.line, row, {})
+            return shape_record(shape, self.line, tuple(row.split(b"\n")), {})
         return self.payload
 
 

@@ -14,6 +14,7 @@ candidate.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import compress, islice, repeat
@@ -171,7 +172,7 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     last = shape_record(shape, lines[n - 1], batch.row_of(s, n - 1), marks.texts)
     # a candidate's record is made only if the alert replay keeps it (a few in a long log)
     part.candidates = [Candidate(lines[j], key_of(j),
-                                 last if j == n - 1 else (shape, batch.row_of(s, j)),
+                                 last if j == n - 1 else (shape, b"\n".join(batch.row_of(s, j))),
                                  ranks[j] if ranks else None) for j in heads]
     part.first_key, part.last_key = key_of(0), key_of(-1)
     part.last_decode = last
@@ -183,8 +184,9 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     part.occupancy = batch.numbers(s, "fwd_occupancy") or []
     if gens_col is None:
         return
-    part.gens = gens
-    part.gen_ts, part.gen_lines = ts, lines
+    # as arrays: a piece's parts are pickled by the reading process, unpickled by the merging one
+    part.gens = array("d", gens)
+    part.gen_ts, part.gen_lines = ts, array("q", lines)
     if ranks is not None:
         part.gen_ranks = ranks
     part.peak = (top, lines[top])
