@@ -18,7 +18,7 @@ from dash.core.log.grammar import GRAMMAR
 from dash.core.log.parse import parse_line
 from dash.core.log.parser import LineParser
 from dash.core.log.passes import Pass
-from dash.core.log.timestamps import normalise_ts, normalised_joined
+from dash.core.log.timestamps import _PLAIN_STAMP, normalise_ts, normalised_joined
 from dash.core.views.stamp_column import StampColumn
 from dash.core.views.summary_feed import Candidate, ts_key
 from dash.core.views.summary_fold import keys_of
@@ -180,3 +180,21 @@ def test_a_part_read_in_another_process_is_a_few_objects(tmp_path: Path,
     monkeypatch.setattr(logread, "PIECE", 60_000)
     monkeypatch.setenv("KDASH_PROCESSES", "2")
     assert summarize(path) == one
+
+
+@given(st.lists(st.sampled_from([b"2026-03-01 08:00:41", b"08:00:41", b"03-01 08:00:41",
+                                 b"2026-03-01 08:00:41,123", b"2026-03-01 08:00:41.5",
+                                 b"2026-03-01  8:00:41", b"2026-03-01T08:00:41Z", b"", b"x",
+                                 b"2026-03-01 08:00:4a", b"2026-13-01 08:00:41"]),
+                max_size=6),
+       st.integers(0, 9))
+def test_stamps_joined_and_normalised_are_each_normalised(stamps: list[bytes], d: int) -> None:
+    """The check that a block's stamps are all one plain form gives what removing each plain
+    stamp gives (nothing left: all plain)."""
+    stamps = [s.replace(b"1", b"%d" % d) for s in stamps]
+    joined = b"\n".join(stamps)
+    plain = not _PLAIN_STAMP.sub(b"", joined)
+    want = joined.replace(b",", b".").replace(b" ", b"T") if plain else None
+    assert normalised_joined(stamps) == want
+    if want and all(stamps):
+        assert want.decode().split("\n") == [normalise_ts(s.decode()) for s in stamps]
