@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import sys
@@ -14,12 +15,13 @@ from typing import Any
 from dash.core.launch import span
 from dash.core.log.grammar import GRAMMAR
 from dash.core.log.syntax import Grammar
-from dash.core.views.launch_advice import launches_json
 from dash.core.views.summary import LogSummary, Part
 from dash.core.views.summary_fold import KEEP, part_of
 from dash.sources.logread import LogCut, Scan, fold, ref_time
 
 MAX_ALERT_LINES = 15  # alerts listed in the text report
+_REPORT_MODULES = ("dash.core.alerts.model", "dash.core.config", "dash.core.state.run",
+                   "dash.core.state.launches", "dash.core.views.launch_advice")
 
 
 class SummaryJob:
@@ -38,8 +40,13 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR,
     """The summary document of one log (raises LogError); `alerts`: the configured thresholds
     (`[alerts]`), as the dashboard would have judged the log with them."""
     summary = LogSummary(ref=ref_time(path))
+    loaded = False
 
     def each(before: int, parts: list[Part]) -> None:
+        nonlocal loaded
+        if not loaded:  # while the reading processes read on, not once they are done
+            loaded = True
+            load_report()
         for part in parts:
             part.shift(before)
             summary.merge(part)
@@ -50,6 +57,14 @@ def summarize(path: Path, grammar: Grammar = GRAMMAR,
     except LogCut as exc:  # a .gz that breaks off: the lines before it are summarised
         cut = str(exc)
     return document(path, summary, alerts, cut)
+
+
+def load_report() -> None:
+    """Import what the document needs after the reading (the alert replay, the launches): a
+    large log's reading processes start before these load, and this process, which waits on
+    them, loads them while they read."""
+    for name in _REPORT_MODULES:
+        importlib.import_module(name)
 
 
 def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None = None,
@@ -64,6 +79,7 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
     from dash.core.alerts.model import alert_to_json
     from dash.core.config import AlertConfig, Config
     from dash.core.state.run import replay_alerts
+    from dash.core.views.launch_advice import launches_json
 
     # A long log is replayed thinned (dash.core.views.summary_feed.AlertFeed): gaps between the decode
     # records kept are no sign of a silent server until they exceed that thinning.

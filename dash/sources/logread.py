@@ -183,8 +183,8 @@ class Job(Protocol[R_co]):
 
 @dataclass(frozen=True)
 class _Task(Generic[R]):
-    """One piece for a worker process: everything it needs travels with it (the grammar
-    included), so a `spawn`ed process works as a forked one does."""
+    """One piece for a worker process: everything it needs travels with it (a grammar other
+    than `GRAMMAR` included), so a `spawn`ed process works as a forked one does."""
 
     job: Job[R]
     grammar: Grammar
@@ -197,12 +197,25 @@ class _Task(Generic[R]):
         lines, result, _cut = self.read()
         return lines, result
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The grammar every command reads with travels as a name: a process has its own
+        # (forked, the same object; spawned, built by the same code), and a copy of it would
+        # cost each piece the pickling and the comparison with the one held (`_reader`).
+        grammar = None if self.grammar is GRAMMAR else self.grammar
+        return _task, (self.job, grammar, self.path, self.start, self.end, self.first_line)
+
     def read(self) -> tuple[int, R, str | None]:
         """(lines, result, why a `.gz` broke off or None)."""
         scan = Scan(self.path, self.start, self.end, _reader(self.grammar, self.job.keep),
                     self.first_line)
         result = self.job.piece(scan)
         return scan.lines, result, scan.cut
+
+
+def _task(job: Job[R], grammar: Grammar | None, path: Path, start: int, end: int | None,
+          first_line: int) -> _Task[R]:
+    """A `_Task` as it was pickled (`_Task.__reduce__`)."""
+    return _Task(job, GRAMMAR if grammar is None else grammar, path, start, end, first_line)
 
 
 _readers: list[tuple[Grammar, frozenset[str] | None, BlockReader]] = []
@@ -254,14 +267,19 @@ def _line_start_after(fh: IO[bytes], pos: int) -> int:
             return fh.tell() - len(piece) + nl + 1
 
 
-def cuts(path: Path, size: int, piece: int | None = None) -> list[int]:
+def cuts(path: Path, size: int, piece: int | None = None, workers: int = 1) -> list[int]:
     """Piece boundaries of a plain file, each at a line start, about `piece` bytes apart
-    (`PIECE`, read when called)."""
+    (`PIECE`, read when called). For `workers` processes the last pieces get smaller (down
+    to a sixteenth of `piece`), so that the processes finish together: a last large piece
+    would be read by one of them while the others wait."""
     piece = PIECE if piece is None else piece
     out = [0]
     with path.open("rb") as fh:
         while out[-1] < size:
-            nxt = _line_start_after(fh, out[-1] + piece)
+            step = piece
+            if workers > 1:
+                step = max(piece // 16, min(piece, (size - out[-1]) // (2 * workers)), 1)
+            nxt = _line_start_after(fh, out[-1] + step)
             out.append(min(max(nxt, out[-1] + 1), size))
     return out
 
@@ -382,9 +400,10 @@ def start_job(path: Path, job: Job[R], grammar: Grammar = GRAMMAR,
     n = processes() if workers is None else workers
     if path.suffix == ".gz" or size == 0:
         return _here(path, job, grammar, [(0, None)])
-    bounds = cuts(path, size)
     if size < PARALLEL_MIN or n < 2:
+        bounds = cuts(path, size)
         return _here(path, job, grammar, list(zip(bounds, bounds[1:], strict=False)))
+    bounds = cuts(path, size, workers=n)
     tasks = [_Task(job, grammar, path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
     return _pieces(path, _numbered(path, tasks) if job.numbered else tasks, n)
 

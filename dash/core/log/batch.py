@@ -128,7 +128,8 @@ class Batch:
         if got is None:
             full = self._layout.full[s]
             assert full is not None
-            p = Pass(full, self._passes[s].widths, self._source(s), self._layout.vouch)
+            p = Pass(full, self._passes[s].widths, self._source(s), self._layout.vouch,
+                     self._passes[s].heads)
             assert p.count == self.count(s)  # the same matches, with every value a group
             head = list(self._prefix_cols(s)) if p.widths else []
             cols = [*head, *(p.column(i) for i in range(len(self.shapes[s].kinds)))]

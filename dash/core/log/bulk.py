@@ -18,7 +18,7 @@ from dash.core.log.batch import Batch, stamp_text
 from dash.core.log.convert import FAST
 from dash.core.log.keywords import Keywords, all_lines, literal_keywords
 from dash.core.log.parser import MAX_LINE_CHARS, LineParser, Record
-from dash.core.log.passes import Layout, Pass, pass_pattern
+from dash.core.log.passes import Heads, Layout, Pass, pass_pattern
 from dash.core.log.shapes import Shape, learn
 
 MAX_LINE_BYTES = MAX_LINE_CHARS * 4
@@ -117,10 +117,11 @@ class BlockReader:
         layout = self._layout
         passes: list[Pass] = []
         inputs: list[bytes | None] = []  # each pass's text (None: the block itself)
+        known: Heads = ({}, {})  # the block's prefixes checked by a pass
         with memoryview(buf) as view, view[:end] as block:
             text: bytes | memoryview = block
             for pattern, widths in zip(layout.patterns, layout.widths, strict=True):
-                passes.append(Pass(pattern, widths, text, layout.vouch))
+                passes.append(Pass(pattern, widths, text, layout.vouch, known))
                 inputs.append(text if isinstance(text, bytes) else None)
                 if passes[-1].count:
                     text = passes[-1].remainder()

@@ -45,14 +45,27 @@ _PLAIN_STAMP = re.compile(rb"(?:[0-9]{4}-)?(?:[0-9]{2}-[0-9]{2} )?[0-9]{2}:[0-9]
                           rb"(?:[.,][0-9]{1,9})?(?:\n|\Z)")
 
 
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
 def normalised_joined(stamps: list[bytes]) -> bytes | None:
     """`normalise_ts` of each of these ASCII stamp texts, joined by newlines, where all are of
     the plain forms a bracket prints: both replacements are made on them joined, at C speed
     (a log has one stamp a second, and each is worked out); None for other forms."""
     joined = b"\n".join(stamps)
-    if _PLAIN_STAMP.sub(b"", joined):
+    if not _one_plain_form(stamps, joined) and _PLAIN_STAMP.sub(b"", joined):
         return None
     return joined.replace(b",", b".").replace(b" ", b"T")
+
+
+def _one_plain_form(stamps: list[bytes], joined: bytes) -> bool:
+    """Whether every stamp is the first one's plain form with other digits (a block's stamps
+    mostly are: their digits made zeros, they are one text, checked once), at C speed."""
+    if not stamps:
+        return False
+    form = stamps[0].translate(_DIGITS)
+    return (joined.translate(_DIGITS) == b"\n".join([form] * len(stamps))
+            and _PLAIN_STAMP.fullmatch(form) is not None)
 
 
 def normalise_stamps(stamps: list[bytes]) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import reduce
@@ -48,7 +48,7 @@ class Downsampled:
         self._sum = 0.0
         self._n = 0
 
-    def extend(self, ys: list[float], x_of: Callable[[int], float]) -> None:
+    def extend(self, ys: Sequence[float], x_of: Callable[[int], float]) -> None:
         """Add `ys` in order; `x_of(i)` is the x of `ys[i]`, asked only at a bucket's start.
         Sums are sequential, as one `+=` per sample would give."""
         i, n = 0, len(ys)
@@ -91,10 +91,11 @@ class Part:
     engines: Counter[str] = field(default_factory=Counter)
     first_ts: str | None = None
     last_ts: str | None = None
-    gens: list[float] = field(default_factory=list)  # gen throughput of decode records, in order
-    gen_ts: list[str | None] = field(default_factory=list)  # and their stamps
+    gens: Sequence[float] = field(default_factory=list)  # gen throughput of decode records, in order
+    gen_ts: Sequence[str | None] = field(default_factory=list)  # and their stamps
     gen_ranks: list[str | None] = field(default_factory=list)  # and ranks (empty: no ranks)
-    gen_lines: list[int] = field(default_factory=list)  # and their lines
+    gen_lines: Sequence[int] = field(default_factory=list)  # and their lines
+    gen_lines_shift: int = 0  # what `shift` added to `gen_lines` (read where one is asked for)
     peak: tuple[int, int] | None = None  # (index into gens of the block's first maximum, line)
     last_decode: Record | None = None
     cached: int = 0
@@ -119,7 +120,7 @@ class Part:
             return
         if self.peak is not None:
             self.peak = (self.peak[0], self.peak[1] + offset)
-        self.gen_lines = [n + offset for n in self.gen_lines]
+        self.gen_lines_shift += offset
         recs = [self.last_decode, *self.events, *self.unparsed, *self.incomplete_samples]
         for cand in self.candidates:
             cand.shift(offset)
@@ -235,9 +236,9 @@ class PartBuilder:
         if rank is not None or p.gen_ranks:
             p.gen_ranks.extend([None] * (len(p.gens) - len(p.gen_ranks)))
             p.gen_ranks.append(rank)
-        p.gen_lines.append(rec["line"])
-        p.gens.append(gen)
-        p.gen_ts.append(ts)
+        p.gen_lines.append(rec["line"])  # type: ignore[attr-defined]  # a builder's: a list
+        p.gens.append(gen)  # type: ignore[attr-defined]
+        p.gen_ts.append(ts)  # type: ignore[attr-defined]  # a builder's part holds a list
 
 
 class LogSummary:
@@ -331,7 +332,8 @@ class LogSummary:
         peak = part.peak
         totals = self._ranked.fold(gens, part.gen_ts, part.gen_ranks, part.gen_lines)
         if totals is not None:  # named DP ranks: each sample is the server's total
-            gens, peak = totals
+            gens, (top, line) = totals
+            peak = (top, line + part.gen_lines_shift)
         if peak is not None:
             i, line = peak
             if self.peak is None or gens[i] > self.peak["gen_throughput"]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+from dash.core.log.bulk import shape_record
 from dash.core.log.parse import Record, parse_line
+from dash.core.log.shapes import Shape
 
 BUCKET_S = 10.0  # decode records are thinned to the first of each 10 s (`ts_key`)
 MAX_DECODES = 1500
@@ -27,20 +29,26 @@ def ts_key(ts: str | None) -> str | None:
     return ts[:i + 2] if i >= 0 else ts
 
 
+Row = tuple[Shape, bytes]
+"""A learned shape's row (`BlockReader`), its texts joined by newlines (no text of a line holds
+one): its record is `shape_record` of them."""
+
+
 class Candidate:
-    """A decode record that may be replayed: parsed already, or its line's bytes. Each DP rank
-    has one per 10 s (`rank`: its key, None without ranks), so the replay sums them all."""
+    """A decode record that may be replayed: parsed already, its line's bytes, or a shape's
+    row. Each DP rank has one per 10 s (`rank`: its key, None without ranks), so the replay
+    sums them all."""
 
     __slots__ = ("line", "key", "payload", "rank")
 
-    def __init__(self, line: int, key: str | None, payload: Record | bytes,
+    def __init__(self, line: int, key: str | None, payload: Record | bytes | Row,
                  rank: str | None = None) -> None:
         self.line = line
         self.key = key
         self.payload = payload
         self.rank = rank
 
-    def __reduce__(self) -> tuple[type, tuple[int, str | None, Record | bytes, str | None]]:
+    def __reduce__(self) -> tuple[type, tuple[int, str | None, Record | bytes | Row, str | None]]:
         return Candidate, (self.line, self.key, self.payload, self.rank)  # quicker than slots'
 
 
@@ -51,6 +59,9 @@ class Candidate:
     def record(self) -> Record | None:
         if isinstance(self.payload, bytes):
             return parse_line(self.payload.decode("utf-8", "replace"), self.line)
+        if isinstance(self.payload, tuple):
+            shape, row = self.payload
+            return shape_record(shape, self.line, tuple(row.split(b"\n")), {})
         return self.payload
 
 

@@ -29,11 +29,12 @@ class RankedGens:
         self._unranked: deque[tuple[float, str | None]] = deque(maxlen=GAPS_KEPT + 1)
         self._clock = ref  # supplies the day a time-only stamp lacks
 
-    def fold(self, gens: list[float], gen_ts: Sequence[str | None],
+    def fold(self, gens: Sequence[float], gen_ts: Sequence[str | None],
              gen_ranks: Sequence[str | None], gen_lines: Sequence[int]
              ) -> tuple[list[float], Peak] | None:
-        """A part's samples as the server's totals and their peak; None while the log has named
-        no rank (its samples are the server's as printed)."""
+        """A part's samples as the server's totals and their peak (its line as `gen_lines`
+        holds it); None while the log has named no rank (its samples are the server's as
+        printed)."""
         if not gen_ranks and not self._ranked:
             self._keys.add(None)
             keep = GAPS_KEPT + 1
