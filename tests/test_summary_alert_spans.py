@@ -55,3 +55,12 @@ def test_a_report_over_days_dates_its_alerts(real_logs: Path) -> None:
     (silent,) = doc["alerts"]
     assert silent["until"] is not None
     assert "(2025-09-11 10:26:22 -> 2025-09-12 07:" in _flat(render_text(doc, 100))
+
+
+def test_a_log_without_stamps_gives_its_alerts_no_invented_times(real_logs: Path) -> None:
+    """sglang#4547 prints no stamp: the OOM's `since` was 0.0 (1970, `since 00:00:00` in the
+    text), where the log says nothing of when; its evidence names the line."""
+    doc = summarize(real_logs / "sglang-4547-cuda-error-oom-overlap-thread-traceback.log")
+    (oom,) = [a for a in doc["alerts"] if a["id"] == "server_oom"]
+    assert oom["since"] is None and oom["until"] is None and "line 14" in oom["evidence"]
+    assert "00:00:00" not in render_text(doc)

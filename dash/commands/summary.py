@@ -89,8 +89,13 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
     replayed = summary.alerts.records()
     ended: list[float | None] = []
     fired = replay_alerts(replayed, cfg, ended=ended)
-    # `until`: the log time the alert cleared at (None: still active where the log ends).
-    doc["alerts"] = [{**alert_to_json(a), "until": t} for a, t in zip(fired, ended, strict=True)]
+    # `until`: the log time the alert cleared at (None: still active where the log ends). A
+    # log without stamps has no times to give: its replay's clock is line order from 0 (1970,
+    # `since 00:00:00`); its evidence names the line.
+    timed = doc["first_ts"] is not None
+    doc["alerts"] = [{**alert_to_json(a), "until": t} if timed else
+                     {**alert_to_json(a), "since": None, "until": None}
+                     for a, t in zip(fired, ended, strict=True)]
     # The replay's stream is thinned (decode lines one per 10 s, no prefill lines): a launch's
     # throughput, line counts and prefill figures from it would be a sample's, 50x off on a
     # short launch; `kdash launches LOG` reads every line for them.
