@@ -257,3 +257,13 @@ async def test_the_oom_demo_still_names_the_oom_20_simulated_minutes_after_the_r
             assert "-> restarted" in text and "with 0.88" in text and "(20 min)" in text
         app = DashApp(cfg, state=state, clock=FakeClock(t0 + until), live=False,
                       cpu_meter=lambda: 1.0)
+
+
+async def test_the_title_counts_the_acknowledged_alerts_it_still_lists(make_app: MakeApp) -> None:
+    many = _many_alerts()
+    acked = tuple(dataclasses.replace(a, acknowledged=True) if a.id == "output_stalled" else a
+                  for a in many)
+    app = make_app(snapshot(alerts=acked))
+    async with app.run_test(size=BIG):
+        title = str(app.query_one(AlertsPanel).border_title)
+        assert title.startswith(f"alerts ({len(many) - 4} active, 4 ack'd)"), title

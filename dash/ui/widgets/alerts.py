@@ -106,7 +106,9 @@ class AlertsPanel(Panel, can_focus=True):
         self.set_class(worst == 1, "-warn")
         self.set_class(worst < 1, "-ok")
         count = sum(1 for a in snap.alerts if not a.acknowledged)
-        title = f"alerts ({count} active)" if snap.alerts else "alerts"
+        acked = len(snap.alerts) - count  # listed still, dimmed: the title counts them too
+        title = ("alerts" if not snap.alerts else f"alerts ({count} active)" if not acked
+                 else f"alerts ({count} active, {acked} ack'd)")
         if self.has_focus and incidents:
             title += "  ↑↓ enter"
         if self.border_title != title:  # setting it, even unchanged, repaints the whole panel
