@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.geometry import Size
+from textual.screen import Screen
 from textual.widgets import Static
 
 from dash.core.clock import Clock, SystemClock
@@ -34,6 +35,7 @@ from dash.core.state.run import RunState
 from dash.sources import collector
 from dash.sources.launch_store import LaunchKeeper, remembered
 from dash.sources.observations import FilesRead, Sources
+from dash.ui.compositor import RowScreen
 from dash.ui.heap import SETTLE_S, freeze_heap
 from dash.ui.messages import (
     FilesObserved,
@@ -171,6 +173,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         """Whether a read, not the timer, made the last tick."""
         self.ticks = {"read": 0, "timer": 0}
         """Ticks made by a read, and by the timer (no read came in time)."""
+
+    def get_default_screen(self) -> Screen[None]:
+        # Each second's few changed rows are rendered alone, not every row between the first
+        # and the last (the header's and the bottom panels').
+        return RowScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
