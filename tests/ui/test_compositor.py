@@ -7,8 +7,8 @@ import dataclasses
 import io
 from collections.abc import Callable
 
-from rich.console import Console
 from rich.cells import cell_len
+from rich.console import Console
 from rich.segment import ControlType
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
