@@ -16,6 +16,7 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
+from textual.widget import Widget
 
 Spans = list[tuple[int, int]]
 """The marked [x1, x2) spans of one row."""
@@ -85,9 +86,35 @@ def _needed(line: dict[int, Strip | None], cuts: list[int], spans: Spans, first_
 
 
 class RowScreen(Screen[None]):
-    """A screen whose partial updates go through `RowCompositor`."""
+    """A screen whose partial updates go through `RowCompositor`, and that takes rows to
+    repaint straight from its widgets (`repaint`)."""
 
     def __init__(self, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._compositor = RowCompositor()
+
+    def take_dirty(self, widget: Widget) -> None:
+        """`widget` has regions to repaint: into the next update (as the screen's handler of
+        the widget's update message does, and its idle handler after it)."""
+        if self in self._compositor:
+            self._dirty_widgets.add(widget)
+            self._update_timer.resume()
+
+
+def repaint(widget: Widget, *regions: Region) -> None:
+    """Repaint these regions of `widget` (rows whose text changed, its size the same).
+
+    `Widget.refresh(*regions)` gets there through the widget's message queue and then the
+    screen's: two task wake-ups and four messages for each widget with a changed row, and
+    the widget's size and style caches cleared for nothing. On the main screen the regions
+    are marked and handed to the screen at once; elsewhere (a screen on top, a widget not
+    shown or not mounted yet) `refresh` does it.
+    """
+    screen = widget.screen if widget.is_attached else None
+    if (not isinstance(screen, RowScreen) or not regions or not widget.is_mounted
+            or not widget.display or widget._closing):
+        widget.refresh(*regions)
+        return
+    widget._set_dirty(*regions)
+    screen.take_dirty(widget)

@@ -101,3 +101,34 @@ async def test_nothing_marked_writes_nothing(make_app: MakeApp) -> None:
         compositor = app.screen._compositor
         compositor._dirty_regions.clear()
         assert compositor.render_partial_update() is None
+
+
+async def test_a_changed_row_reaches_the_terminal_in_the_next_update(make_app: MakeApp) -> None:
+    state = FrozenState()
+    app = make_app(state=state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        updates: list[ChopsUpdate] = []
+        display = app._display
+
+        def keep(screen: object, update: object) -> None:
+            if isinstance(update, ChopsUpdate):
+                updates.append(update)
+            display(screen, update)  # type: ignore[arg-type]
+
+        app._display = keep  # type: ignore[method-assign]
+        _change(state)
+        app.cpu_meter = lambda: 3.7
+        app.refresh_state()
+        await pilot.pause()
+        await pilot.pause()
+        rows: dict[int, str] = {}
+        for update in updates:
+            for (x, y), (ch, _) in sorted(_cells(update).items(), key=lambda c: c[0][::-1]):
+                rows[y] = rows.get(y, "") + ch
+        snap = state.snap
+        assert "kdash CPU 3.7%" in rows[1]  # the header's second row, and nothing whole
+        assert any(f"{snap.server.lines:,} lines" in row for row in rows.values())
+        assert any(f"{snap.partitions[1].done:,}/" in row or f"{snap.partitions[1].done}/" in row
+                   for row in rows.values())
+        assert len(rows) < SIZE[1] // 2

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from dash.core.series import SeriesView
+from dash.ui.compositor import repaint
 
 GUTTER = 7
 """Width of the y-axis labels and the axis line."""
@@ -269,10 +270,12 @@ class BrailleChart(Widget):
         if full or len(old) != len(self._strips):
             self.refresh()
             return
-        for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
-            if a != b:
-                self.refresh(Region(0, y, self.size.width, 1))
-                self.rows_repainted += 1
+        width = self.size.width
+        rows = [Region(0, y, width, 1)
+                for y, (a, b) in enumerate(zip(old, self._strips, strict=True)) if a != b]
+        if rows:
+            repaint(self, *rows)
+            self.rows_repainted += len(rows)
 
     def _ensure_built(self) -> None:
         want = (self._key, self.size)

@@ -22,6 +22,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from dash.ui.compositor import repaint
+
 Cell = str | Text
 Columns = Sequence[tuple[str, str, int | None]]
 """(key, label, width or None for the label's width) per column."""
@@ -265,7 +267,7 @@ class KeyedTable(Widget, can_focus=True):
     def _refresh_row(self, index: int) -> None:
         y = index - self._top + 1
         if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
+            repaint(self, Region(0, y, self.size.width, 1))
             self.rows_repainted += 1
 
     def render_line(self, y: int) -> Strip:

@@ -17,6 +17,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dash.ui.compositor import repaint
+
 SCROLL_BINDINGS = [
     Binding("up", "scroll_up", show=False),
     Binding("down", "scroll_down", show=False),
@@ -266,7 +268,7 @@ class Panel(ScrollView, can_focus=False):
         if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
             scroll_y = self.scroll_offset.y
             row_width = max(self.virtual_size.width, self.size.width)
-            self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
+            repaint(self, *(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
 
     def _resize_in_place(self, size: Size) -> bool:
