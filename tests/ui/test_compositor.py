@@ -124,7 +124,7 @@ async def test_a_changed_row_reaches_the_terminal_in_the_next_update(make_app: M
         await pilot.pause()
         rows: dict[int, str] = {}
         for update in updates:
-            for (x, y), (ch, _) in sorted(_cells(update).items(), key=lambda c: c[0][::-1]):
+            for (_x, y), (ch, _) in sorted(_cells(update).items(), key=lambda c: c[0][::-1]):
                 rows[y] = rows.get(y, "") + ch
         snap = state.snap
         assert "kdash CPU 3.7%" in rows[1]  # the header's second row, and nothing whole

@@ -147,7 +147,7 @@ def _input_only(figures: Mapping[str, Any]) -> float | None:
         else None
 
 
-def _servers_total(t: Text, snap: RunSnapshot, label: str, st: Styler, unit_w: int = 5) -> None:
+def _servers_total(t: Text | LineBuilder, snap: RunSnapshot, label: str, st: Styler, unit_w: int = 5) -> None:
     """`all servers` (`1 of 2 servers` when some are left out: `label`, as wide as the rows'
     name and role columns) and the sums."""
     n = snap.total
