@@ -369,8 +369,14 @@ class HttpPoller:
             resp = self._request(origin, target, deadline)
             location = resp.getheader("location")
             if resp.status not in REDIRECTS or not location:
-                return self._body(resp, limit, deadline)
-            resp.close()
+                try:
+                    return self._body(resp, limit, deadline)
+                finally:
+                    if origin is not self._origin:
+                        self._drop()  # the connection kept is the URL's own server's only
+            if resp.length is not None and resp.length <= SMALL_LIMIT:
+                resp.read()  # a redirect's short body: the connection can be used again
+            self._release(resp)
             url = urllib.parse.urljoin(f"{origin.scheme}://{origin.host}:{origin.port}{target}",
                                        location)
             moved = _Origin.of(url)
@@ -423,11 +429,16 @@ class HttpPoller:
                 chunks.append(chunk)
             return resp.status, b"".join(chunks), None
         finally:
-            # read1 leaves a body of known length open once all of it is read
-            read = resp.isclosed() or (not resp.chunked and resp.length == 0)
-            if not read or resp.will_close:
-                self._drop()  # a body left unread, or a server that closes: no reuse
-            resp.close()
+            self._release(resp)
+
+    def _release(self, resp: http.client.HTTPResponse) -> None:
+        """Done with `resp`: its connection is kept for the next request only when all of its
+        body was read and the server keeps it open."""
+        # read1 leaves a body of known length open once all of it is read
+        read = resp.isclosed() or (not resp.chunked and resp.length == 0)
+        if not read or resp.will_close:
+            self._drop()  # a body left unread, or a server that closes: no reuse
+        resp.close()
 
     def _drop(self) -> None:
         """Close the kept connection (the next request opens another)."""

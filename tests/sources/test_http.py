@@ -333,3 +333,27 @@ async def test_a_server_that_closes_without_answering_is_a_protocol_error() -> N
         (sample,) = await _poll(f"http://127.0.0.1:{port}", 0, connect_timeout=0.5,
                                 read_timeout=0.5)
     assert sample.state == "down" and sample.error == "protocol error"
+
+
+async def test_a_redirect_with_a_body_leaves_the_connection_usable() -> None:
+    routes = recorded("sglang-0.5.23")
+    routes["/metrics"] = Route(302, body=b'{"detail":"moved"}' * 20,
+                               headers=(("Location", "/v2/metrics"),))
+    routes["/v2/metrics"] = recorded("sglang-0.5.23")["/metrics"]
+    with FakeServer(routes) as srv:
+        samples = await _poll(srv.url, 0, 2, 4)
+    assert all(s.state == "up" and s.metrics["running_req"] == 212 for s in samples)
+    assert all(s.problems == () for s in samples)
+    assert srv.connections == 1
+
+
+async def test_a_redirect_to_another_server_is_followed_and_not_kept() -> None:
+    with FakeServer(recorded("sglang-0.5.23")) as other:
+        routes = recorded("sglang-0.5.23")
+        routes["/metrics"] = Route(307, headers=(("Location", f"{other.url}/metrics"),))
+        with FakeServer(routes) as srv:
+            samples = await _poll(srv.url, 0, 2)
+    assert all(s.state == "up" and s.metrics["running_req"] == 212 for s in samples)
+    assert other.hits == ["/metrics", "/metrics"]
+    # the URL's own routes went to its own server every time, never to the other one
+    assert srv.hits.count("/ready") == 2 and "/ready" not in other.hits
