@@ -152,6 +152,12 @@ MAX_REDIRECTS = 20
 CHUNK = 64 * 1024
 
 
+def _drain(resp: http.client.HTTPResponse) -> None:
+    """Read a short body of a known length to its end (a longer one closes the connection)."""
+    if not resp.chunked and resp.length is not None and resp.length <= SMALL_LIMIT:
+        resp.read()
+
+
 @dataclass(frozen=True, slots=True)
 class _Origin:
     """Where requests go: scheme, host and port, and the base URL's path (requests' prefix)."""
@@ -206,8 +212,10 @@ class HttpPoller:
         api_key: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        """Sent with every request; never logged or shown (the key is a secret)."""
+        self._headers = {"Accept": "*/*", "User-Agent": "kdash"}
+        """Sent with every request; with the API key, which is never logged or shown."""
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._info_interval = info_interval
@@ -263,7 +271,7 @@ class HttpPoller:
             server_info=cyc.server_info, model_info=cyc.model_info, metrics=cyc.metrics,
             metrics_enabled=cyc.metrics_enabled, metric_families=cyc.families,
             ready=cyc.ready, endpoints=dict(cyc.endpoints), engine=cyc.engine,
-            answers=tuple(cyc.answers), key_sent=bool(self._headers),
+            answers=tuple(cyc.answers), key_sent="Authorization" in self._headers,
         )
 
     def _step_metrics(self, cyc: _Cycle, now: float) -> None:
@@ -374,8 +382,7 @@ class HttpPoller:
                 finally:
                     if origin is not self._origin:
                         self._drop()  # the connection kept is the URL's own server's only
-            if resp.length is not None and resp.length <= SMALL_LIMIT:
-                resp.read()  # a redirect's short body: the connection can be used again
+            _drain(resp)  # a redirect's short body: the connection can be used again
             self._release(resp)
             url = urllib.parse.urljoin(f"{origin.scheme}://{origin.host}:{origin.port}{target}",
                                        location)
@@ -414,6 +421,7 @@ class HttpPoller:
               deadline: float) -> tuple[int, bytes, str | None]:
         try:
             if resp.status != 200:
+                _drain(resp)  # a 404's or 503's few bytes: the connection stays usable
                 return resp.status, b"", None
             declared = resp.getheader("content-length", "")
             if declared.isdigit() and int(declared) > limit:

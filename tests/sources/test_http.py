@@ -357,3 +357,10 @@ async def test_a_redirect_to_another_server_is_followed_and_not_kept() -> None:
     assert other.hits == ["/metrics", "/metrics"]
     # the URL's own routes went to its own server every time, never to the other one
     assert srv.hits.count("/ready") == 2 and "/ready" not in other.hits
+
+
+async def test_error_answers_keep_the_connection_and_only_a_key_given_is_sent() -> None:
+    with FakeServer(recorded("sglang-0.4.10")) as srv:  # /ready and /server_info answer 404
+        samples = await _poll(srv.url, 0, 2, 4)
+    assert all(s.state == "up" for s in samples) and srv.connections == 1
+    assert not any(s.key_sent for s in samples) and set(srv.auth) == {None}
