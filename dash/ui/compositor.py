@@ -6,8 +6,12 @@ screen the header (the top rows) and the server and alerts panels (the bottom on
 second, so that box is the whole screen: each frame every widget rendered every row, the
 containers behind them too, to write the rows that changed. Here each widget renders only the
 rows where a marked span crosses a piece of it that no widget in front of it covers (a container
-behind its children: only its borders and gaps); the update written is the one Textual's own
-would write (the same spans, the same strips in them).
+behind its children: only its borders and gaps); the update writes the cells Textual's own
+would write (the same spans, the same strips in them; not the bare cursor move Textual's adds
+for a piece that starts where a span ends). Rows to repaint reach the screen without Textual's
+messages (`repaint`). Both use Textual's internals of the version pyproject pins (the
+compositor's dirty regions, cuts and visible widgets, the screen's dirty widgets and update
+timer, a widget's `_set_dirty`): `tests/ui/test_compositor.py` checks what they write.
 """
 
 from __future__ import annotations
@@ -108,8 +112,9 @@ def repaint(widget: Widget, *regions: Region) -> None:
     `Widget.refresh(*regions)` gets there through the widget's message queue and then the
     screen's: two task wake-ups and four messages for each widget with a changed row, and
     the widget's size and style caches cleared for nothing. On the main screen the regions
-    are marked and handed to the screen at once; elsewhere (a screen on top, a widget not
-    shown or not mounted yet) `refresh` does it.
+    are marked and handed to the screen at once (while a screen is on top of it, they wait
+    there for its next frame); on another screen, and for a widget not shown or not mounted
+    yet, `refresh` does it.
     """
     screen = widget.screen if widget.is_attached else None
     if (not isinstance(screen, RowScreen) or not regions or not widget.is_mounted
