@@ -88,6 +88,8 @@ busy again) take the beat over from the timer, and what they read shows at once.
 TICK_GRACE = 0.25
 """After a tick that followed a read, the timer waits this much of a refresh period longer than
 the period for the next read before it ticks without one."""
+QUIT_DELIVERY_S = 1.0
+"""How long `q` waits for alerts still being delivered (a history line takes milliseconds)."""
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 """Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
@@ -464,7 +466,22 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     async def action_quit(self) -> None:
         self.stop_sources()
+        await self.alerts_delivered()
         self.exit(0)
+
+    async def alerts_delivered(self, timeout: float = QUIT_DELIVERY_S) -> None:
+        """Wait, `timeout` at most, for the deliveries of alerts already raised (their
+        history lines, hooks and webhooks): an alert on screen when `q` is pressed is kept."""
+        waits = [asyncio.ensure_future(w.wait()) for w in self.workers
+                 if w.group == "alerts" and not w.is_finished]
+        if not waits:
+            return
+        done, hung = await asyncio.wait(waits, timeout=timeout)
+        for wait in hung:  # a hung hook or webhook: the quit does not wait for it
+            wait.cancel()
+        for wait in done:  # a delivery that failed says so itself (a notice)
+            if not wait.cancelled():
+                wait.exception()
 
     def action_partition(self, n: int) -> None:
         table = self.query_one("#partitions", PartitionTable)

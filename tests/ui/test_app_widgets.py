@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
@@ -25,3 +27,21 @@ async def test_a_panel_is_looked_up_once_and_not_after_it_left(make_app: MakeApp
         with pytest.raises(NoMatches):
             app._widget("#server", ServerPanel)
         app.refresh_state()  # a tick while panels are gone draws what is left, as before
+
+
+async def test_quit_waits_for_alerts_being_delivered_but_not_for_long(make_app: MakeApp) -> None:
+    app = make_app()
+    done: list[str] = []
+
+    async def deliver(seconds: float, name: str) -> None:
+        await asyncio.sleep(seconds)
+        done.append(name)
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        app.run_worker(deliver(0.3, "history line"), group="alerts")
+        app.run_worker(deliver(30.0, "hung webhook"), group="alerts")
+        start = time.monotonic()
+        await app.alerts_delivered(timeout=1.0)
+        assert done == ["history line"]
+        assert time.monotonic() - start < 3.0
