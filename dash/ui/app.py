@@ -16,6 +16,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -23,6 +24,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.geometry import Size
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from dash.core.clock import Clock, SystemClock
@@ -34,6 +37,7 @@ from dash.core.state.run import RunState
 from dash.sources import collector
 from dash.sources.launch_store import LaunchKeeper, remembered
 from dash.sources.observations import FilesRead, Sources
+from dash.ui.compositor import RowScreen
 from dash.ui.heap import SETTLE_S, freeze_heap
 from dash.ui.messages import (
     FilesObserved,
@@ -59,6 +63,8 @@ from dash.ui.widgets.ranks import RanksScreen
 from dash.ui.widgets.server import ServerPanel
 from dash.ui.workers import WorkerApp
 
+W = TypeVar("W", bound=Widget)
+
 COMPACT_BELOW = (120, 38)
 """Terminal width or height below which the compact layout is used (80x24 fits)."""
 TABLE_PERIOD_S = 2.0
@@ -82,6 +88,8 @@ busy again) take the beat over from the timer, and what they read shows at once.
 TICK_GRACE = 0.25
 """After a tick that followed a read, the timer waits this much of a refresh period longer than
 the period for the next read before it ticks without one."""
+QUIT_DELIVERY_S = 1.0
+"""How long `q` waits for alerts still being delivered (a history line takes milliseconds)."""
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 """Each ends the app normally (the terminal restored) with the exit status 128 + its number."""
 
@@ -171,6 +179,13 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         """Whether a read, not the timer, made the last tick."""
         self.ticks = {"read": 0, "timer": 0}
         """Ticks made by a read, and by the timer (no read came in time)."""
+        self._widgets: dict[str, Widget] = {}
+        """The panels each refresh draws, by selector (`_widget`)."""
+
+    def get_default_screen(self) -> Screen[None]:
+        # Each second's few changed rows are rendered alone, not every row between the first
+        # and the last (the header's and the bottom panels').
+        return RowScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -301,26 +316,37 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         mono = time.monotonic()
         tables = (not tick or mono - self._tables_at >= self.table_period
                   # GPUs found (or lost) show at once: `g` has rows to move through.
-                  or self.query_one("#gpu-table", GpuTable).row_count != len(snap.gpus.gpus))
+                  or self._widget("#gpu-table", GpuTable).row_count != len(snap.gpus.gpus))
         with self.batch_update():
             self._render_header()
-            self.query_one("#partitions", PartitionTable).show(snap)
+            self._widget("#partitions", PartitionTable).show(snap)
             if tables:
                 self._tables_at = mono
-                self.query_one("#gpus", GpuPanel).show(snap)
+                self._widget("#gpus", GpuPanel).show(snap)
             if self.gpu_index is None and snap.gpus.gpus:
                 self.gpu_index = snap.gpus.gpus[0].index
-            self.query_one("#charts", ChartsRow).show(snap.for_server(self.server_index),
+            self._widget("#charts", ChartsRow).show(snap.for_server(self.server_index),
                                                       self.window, self.gpu_index)
             self._follow_table_selection()
-            self.query_one("#part-details", PartitionDetails).show(snap, self.partition,
+            self._widget("#part-details", PartitionDetails).show(snap, self.partition,
                                                                    self.cfg.outputs)
-            self.query_one("#server", ServerPanel).show(snap, self.server_index)
-            self.query_one("#alerts", AlertsPanel).show(snap, compact=self.compact)
+            self._widget("#server", ServerPanel).show(snap, self.server_index)
+            self._widget("#alerts", AlertsPanel).show(snap, compact=self.compact)
             # At 80x24 an alert needs the room for its hint more than the tables need theirs.
             self.screen_stack[0].set_class(self.compact and bool(snap.alerts), "-alerting")
         if isinstance(self.screen, RanksScreen):
             self.screen.show(snap)
+
+    def _widget(self, selector: str, kind: type[W]) -> W:
+        """`query_one(selector, kind)` for the panels each refresh draws, looked up once (a
+        query walks the DOM); NoMatches as a query's once the panel has left the app."""
+        widget = self._widgets.get(selector)
+        if widget is None:
+            widget = self._widgets[selector] = self.query_one(selector, kind)
+        elif not widget.is_attached:
+            raise NoMatches(f"{selector} has left the app")
+        assert isinstance(widget, kind)
+        return widget
 
     def _announce(self, notices: tuple[str, ...]) -> None:
         """Show each non-fatal problem once (an unreadable output file, a failed process list)."""
@@ -333,7 +359,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         (the highlight message is only sent when the cursor moves). Until the user moves the
         cursor, it follows the first partition being written: a resumed run's first rows are
         finished ones, and a client taking partitions in turn moves on from one to the next."""
-        table = self.query_one("#partitions", PartitionTable)
+        table = self._widget("#partitions", PartitionTable)
         if not table.row_count:
             return
         if not self._partition_picked and self.snap is not None:
@@ -350,7 +376,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
         if self.snap is None:
             return
         extra = HeaderState(self._cpu, self.paused, WINDOWS[self.window][0], self.extra_title)
-        self.query_one("#header", HeaderBar).show(self.snap, extra)
+        self._widget("#header", HeaderBar).show(self.snap, extra)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.screen is self.screen_stack[0]:
@@ -379,7 +405,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     def on_files_observed(self, message: FilesObserved) -> None:
         collector.apply_files(self.state, message.reading, self.clock.now())
-        log = self.query_one("#log", LogPane)
+        log = self._widget("#log", LogPane)
         for source, lines in _pane_lines(message.reading):
             log.append(source, lines)
         self._tick_after_read()
@@ -440,7 +466,22 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
 
     async def action_quit(self) -> None:
         self.stop_sources()
+        await self.alerts_delivered()
         self.exit(0)
+
+    async def alerts_delivered(self, timeout: float = QUIT_DELIVERY_S) -> None:
+        """Wait, `timeout` at most, for the deliveries of alerts already raised (their
+        history lines, hooks and webhooks): an alert on screen when `q` is pressed is kept."""
+        waits = [asyncio.ensure_future(w.wait()) for w in self.workers
+                 if w.group == "alerts" and not w.is_finished]
+        if not waits:
+            return
+        done, hung = await asyncio.wait(waits, timeout=timeout)
+        for wait in hung:  # a hung hook or webhook: the quit does not wait for it
+            wait.cancel()
+        for wait in done:  # a delivery that failed says so itself (a notice)
+            if not wait.cancelled():
+                wait.exception()
 
     def action_partition(self, n: int) -> None:
         table = self.query_one("#partitions", PartitionTable)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
 import time
 
 import pytest
@@ -132,12 +134,12 @@ async def test_closing_during_a_hung_poll_does_not_wait_for_it() -> None:
         assert time.monotonic() - start < 1.5
         with pytest.raises(asyncio.CancelledError):
             await task
-        # Once the cycle's deadline has passed, the closing thread has closed the client.
+        # Once the cycle's deadline has passed, the connection is closed.
         def closed_within(seconds: float) -> bool:
             deadline = time.monotonic() + seconds
-            while poller._client is not None and time.monotonic() < deadline:
+            while poller._conn is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
-            return poller._client is None
+            return poller._conn is None
 
         assert await asyncio.to_thread(closed_within, 8.0)
 
@@ -270,3 +272,95 @@ async def test_an_info_route_that_answered_an_error_is_asked_again_soon() -> Non
             await poller.aclose()
     assert first.server_info is None and ("/server_info", 500) in first.answers
     assert [s.server_info is not None for s in later] == [False, False, True]
+
+
+async def test_polls_keep_one_connection_alive() -> None:
+    with FakeServer(recorded("sglang-0.5.23")) as srv:
+        samples = await _poll(srv.url, 0, 2, 4, 6, 8)
+    assert all(s.state == "up" for s in samples)
+    assert len(srv.hits) >= 11 and srv.connections == 1
+
+
+async def test_a_connection_the_server_closed_is_opened_again_without_an_error() -> None:
+    with FakeServer(recorded("sglang-0.5.23")) as srv:
+        poller = HttpPoller(srv.url)
+        try:
+            first = await poller.poll(NOW)
+            srv.drop_connections()  # its keep-alive timeout passed between two polls
+            await asyncio.sleep(0.1)
+            second = await poller.poll(NOW + 2)
+        finally:
+            await poller.aclose()
+    assert first.state == second.state == "up"
+    assert second.error is None and second.problems == ()
+    assert srv.connections == 2
+
+
+async def test_redirects_are_followed_and_a_base_path_is_kept() -> None:
+    routes = {f"/sglang{path}": route for path, route in recorded("sglang-0.5.23").items()}
+    routes["/sglang/metrics"] = Route(307, headers=(("Location", "/sglang/v2/metrics"),))
+    routes["/sglang/v2/metrics"] = recorded("sglang-0.5.23")["/metrics"]
+    with FakeServer(routes) as srv:
+        (sample,) = await _poll(srv.url + "/sglang/", 0)
+    assert sample.state == "up" and sample.metrics["running_req"] == 212
+    assert sample.endpoints["server_info"] == "/server_info"
+    assert "/sglang/v2/metrics" in srv.hits and not [h for h in srv.hits
+                                                      if not h.startswith("/sglang/")]
+
+
+async def test_a_redirect_loop_is_a_protocol_error() -> None:
+    routes = recorded("sglang-0.5.23")
+    routes["/metrics"] = Route(302, headers=(("Location", "/metrics"),))
+    with FakeServer(routes) as srv:
+        (sample,) = await _poll(srv.url, 0)
+    assert sample.error == "protocol error" and "protocol error /metrics" in sample.problems
+
+
+async def test_a_server_that_closes_without_answering_is_a_protocol_error() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def close_each() -> None:
+            for _ in range(2):
+                conn, _ = listener.accept()
+                conn.recv(4096)
+                conn.close()
+
+        closer = threading.Thread(target=close_each, daemon=True)
+        closer.start()
+        (sample,) = await _poll(f"http://127.0.0.1:{port}", 0, connect_timeout=0.5,
+                                read_timeout=0.5)
+    assert sample.state == "down" and sample.error == "protocol error"
+
+
+async def test_a_redirect_with_a_body_leaves_the_connection_usable() -> None:
+    routes = recorded("sglang-0.5.23")
+    routes["/metrics"] = Route(302, body=b'{"detail":"moved"}' * 20,
+                               headers=(("Location", "/v2/metrics"),))
+    routes["/v2/metrics"] = recorded("sglang-0.5.23")["/metrics"]
+    with FakeServer(routes) as srv:
+        samples = await _poll(srv.url, 0, 2, 4)
+    assert all(s.state == "up" and s.metrics["running_req"] == 212 for s in samples)
+    assert all(s.problems == () for s in samples)
+    assert srv.connections == 1
+
+
+async def test_a_redirect_to_another_server_is_followed_and_not_kept() -> None:
+    with FakeServer(recorded("sglang-0.5.23")) as other:
+        routes = recorded("sglang-0.5.23")
+        routes["/metrics"] = Route(307, headers=(("Location", f"{other.url}/metrics"),))
+        with FakeServer(routes) as srv:
+            samples = await _poll(srv.url, 0, 2)
+    assert all(s.state == "up" and s.metrics["running_req"] == 212 for s in samples)
+    assert other.hits == ["/metrics", "/metrics"]
+    # the URL's own routes went to its own server every time, never to the other one
+    assert srv.hits.count("/ready") == 2 and "/ready" not in other.hits
+
+
+async def test_error_answers_keep_the_connection_and_only_a_key_given_is_sent() -> None:
+    with FakeServer(recorded("sglang-0.4.10")) as srv:  # /ready and /server_info answer 404
+        samples = await _poll(srv.url, 0, 2, 4)
+    assert all(s.state == "up" for s in samples) and srv.connections == 1
+    assert not any(s.key_sent for s in samples) and set(srv.auth) == {None}

@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
 from dash.core.series import SeriesView
+from dash.ui.compositor import repaint
 
 GUTTER = 7
 """Width of the y-axis labels and the axis line."""
@@ -238,12 +239,13 @@ class BrailleChart(Widget):
         column until time has moved by one column: between those steps new data changes the title
         and the last columns only, and only the rows those touch are repainted.
         """
-        data = _quantized(data, max(1, self.size.width - GUTTER) * 2)
+        size = self.size  # read once: each read looks the widget up in the screen's map
+        data = _quantized(data, max(1, size.width - GUTTER) * 2)
         key = _data_key(data)
         if key == self._key:
             return
         self._data, self._key = data, key
-        self._redraw(full=False)
+        self._redraw(full=False, size=size)
 
     def on_resize(self) -> None:
         self._key = None
@@ -260,32 +262,36 @@ class BrailleChart(Widget):
         self._built_for = self._plot_key = None
         self._redraw(full=True)
 
-    def _redraw(self, full: bool) -> None:
-        if not self.size.area:
+    def _redraw(self, full: bool, size: Size | None = None) -> None:
+        size = size or self.size
+        if not size.area:
             self.refresh()  # not laid out yet: render_line builds once it is
             return
         old = self._strips
-        self._ensure_built()
+        self._ensure_built(size)
         if full or len(old) != len(self._strips):
             self.refresh()
             return
-        for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
-            if a != b:
-                self.refresh(Region(0, y, self.size.width, 1))
-                self.rows_repainted += 1
+        width = size.width
+        rows = [Region(0, y, width, 1)
+                for y, (a, b) in enumerate(zip(old, self._strips, strict=True)) if a != b]
+        if rows:
+            repaint(self, *rows)
+            self.rows_repainted += len(rows)
 
-    def _ensure_built(self) -> None:
-        want = (self._key, self.size)
+    def _ensure_built(self, size: Size) -> None:
+        want = (self._key, size)
         if want != self._built_for:
-            self._strips = self._build()
+            self._strips = self._build(size)
             self._built_for = want
             self.builds += 1
 
     def render_line(self, y: int) -> Strip:
-        self._ensure_built()
+        size = self.size
+        self._ensure_built(size)
         if y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(self.size.width)
+        return Strip.blank(size.width)
 
     def _style(self, name: str) -> Style:
         style = self._styles.get(name)
@@ -293,8 +299,8 @@ class BrailleChart(Widget):
             style = self._styles[name] = self.get_component_rich_style(name)
         return style
 
-    def _build(self) -> list[Strip]:
-        width, height = self.size.width, self.size.height
+    def _build(self, size: Size) -> list[Strip]:
+        width, height = size.width, size.height
         data = self._data
         if data is None or width <= GUTTER or height < 1:
             return []
@@ -322,7 +328,7 @@ class BrailleChart(Widget):
         ))
         # A new point usually leaves every column's maximum as it was: then only the title moved.
         plot_key = (tuple(map(tuple, per_series)), top, data.peak, data.start, data.end,
-                    data.window_label, self.size)
+                    data.window_label, size)
         if plot_key == self._plot_key and len(self._strips) == height:
             return strips + self._strips[1:]
         self._plot_key = plot_key

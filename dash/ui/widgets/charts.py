@@ -47,9 +47,13 @@ COMPACT_SHOWN = 2
 class ChartsRow(Horizontal):
     """Four charts side by side, or two of them in the compact layout (`show_charts`)."""
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._charts = {chart_id: BrailleChart(id=chart_id) for chart_id in CHART_IDS}
+        """The four charts, made once (no query of the DOM for each one every refresh)."""
+
     def compose(self) -> ComposeResult:
-        for chart_id in CHART_IDS:
-            yield BrailleChart(id=chart_id)
+        yield from self._charts.values()
 
     def show_charts(self, compact: bool, first: int = 0) -> None:
         """Show all four charts, or (compact) the two from `first` on, wrapping around."""
@@ -86,7 +90,7 @@ class ChartsRow(Horizontal):
                 parts.append(part((f" {fmt.line_time(srv.peak.at, srv.peak.ts)}", "bold dim"),
                                   keep=1))
             peak = (srv.peak.at, srv.peak.gen_throughput)
-        self.query_one("#chart-throughput", BrailleChart).set_data(
+        self._charts["chart-throughput"].set_data(
             ChartData(tuple(parts), thr, start, end, _num, peak=peak,
                       window_label=axis_label(label, span, start, end))
         )
@@ -96,7 +100,7 @@ class ChartsRow(Horizontal):
         parts = [part((" ─ running ", "bold"), (_last(srv.running_req, "{:.0f}"), value)),
                  part(("  ┈ queued ", "bold"), (_last(srv.queue_req, "{:.0f}"), value), keep=6),
                  *age]
-        self.query_one("#chart-requests", BrailleChart).set_data(
+        self._charts["chart-requests"].set_data(
             ChartData(tuple(parts), reqs, start, end, _num,
                       window_label=axis_label(label, span, start, end))
         )
@@ -111,7 +115,7 @@ class ChartsRow(Horizontal):
             parts.append(part((f" max, {fmt.pct(srv.now.token_usage_mean)} mean", "bold dim"),
                               keep=5))
         parts += age
-        self.query_one("#chart-usage", BrailleChart).set_data(
+        self._charts["chart-usage"].set_data(
             ChartData(tuple(parts), use, start, end, fmt.pct, ymax=1.0,
                       window_label=axis_label(label, span, start, end))
         )
@@ -129,7 +133,7 @@ class ChartsRow(Horizontal):
                 if card is not None else ("", "")
             title = (part((f" GPU {gpu_index} memory GB ", "bold"), gb),)
         total = card.memory_total if card is not None else None
-        self.query_one("#chart-gpu-mem", BrailleChart).set_data(
+        self._charts["chart-gpu-mem"].set_data(
             ChartData(title, (hist,), start, end, fmt.gb, ymax=float(total) if total else None,
                       window_label=axis_label(label, span, start, end))
         )

@@ -85,18 +85,14 @@ class HeaderBar(Panel):
 
     def show(self, snap: RunSnapshot, extra: HeaderState) -> None:
         """Render the header for `snap`."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append_text(self._line1(snap, extra))
-        text.append("\n")
-        text.append_text(self._line2(snap, extra))
-        self.show_text(text)
+        self.show_lines([self._line1(snap, extra), self._line2(snap, extra)])
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"header--{name}")
 
     def _line1(self, snap: RunSnapshot, extra: HeaderState) -> Text:
         label, level, since = server_state(snap)
-        t = Text(no_wrap=True)
+        t = Text(overflow="ellipsis")
         t.append(" kdash ", self._st("key"))
         if extra.extra_title:
             t.append(f" {fmt.clean(extra.extra_title, 30)}", self._st("dim"))
@@ -159,7 +155,7 @@ class HeaderBar(Panel):
 
     def _line2(self, snap: RunSnapshot, extra: HeaderState) -> Text:
         tot = snap.totals
-        t = Text(no_wrap=True)
+        t = Text(overflow="ellipsis")
         t.append(" run ", self._st("dim"))
         total = f"{tot.total:,}" if tot.total else "?"
         t.append(f"{tot.done:,}/{total}")

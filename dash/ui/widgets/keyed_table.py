@@ -22,11 +22,35 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from dash.ui.compositor import repaint
+
 Cell = str | Text
 Columns = Sequence[tuple[str, str, int | None]]
 """(key, label, width or None for the label's width) per column."""
 PAD = 1
 """Blank cells on each side of a column."""
+
+
+class _Piece:
+    """One cell as drawn: its value, the row's styles it was drawn under, its segments."""
+
+    __slots__ = ("base", "over", "segments", "value")
+
+    def __init__(self, value: Cell, base: Style, over: Style | None,
+                 segments: list[Segment]) -> None:
+        self.value, self.base, self.over, self.segments = value, base, over, segments
+
+    def draws(self, value: Cell, base: Style, over: Style | None) -> bool:
+        """Whether these segments are what `value` under these styles draws."""
+        if self.base != base or self.over != over or type(value) is not type(self.value):
+            return False
+        if isinstance(value, Text):
+            old = self.value
+            assert isinstance(old, Text)
+            return (value.plain == old.plain and value.spans == old.spans
+                    and value.style == old.style and value.justify == old.justify
+                    and value.overflow == old.overflow)
+        return value == self.value
 
 
 class KeyedTable(Widget, can_focus=True):
@@ -66,6 +90,11 @@ class KeyedTable(Widget, can_focus=True):
         self._keys: list[str] = []
         self._cells: dict[str, dict[str, Cell]] = {}
         self._strips: dict[str, Strip] = {}
+        self._pieces: dict[str, dict[str, _Piece]] = {}
+        """Each row's cells as drawn (by row key, then column key): a changed row draws again
+        only the cells that changed."""
+        self.cells_drawn = 0
+        """Cells drawn since mount (tests check that a changed cell draws alone)."""
         self._header: Strip | None = None
         self._last_rows: Mapping[str, Mapping[str, Cell]] = {}
         self._top = 0
@@ -109,6 +138,7 @@ class KeyedTable(Widget, can_focus=True):
             for gone in set(self._keys) - set(order):
                 self._cells.pop(gone, None)
                 self._strips.pop(gone, None)
+                self._pieces.pop(gone, None)
             self._keys = order
             self.refresh()
         for index, key in enumerate(order):
@@ -230,13 +260,14 @@ class KeyedTable(Widget, can_focus=True):
     def _forget(self) -> None:
         self._styles.clear()
         self._strips.clear()
+        self._pieces.clear()
         self._header = None
         self.refresh()
 
     def _refresh_row(self, index: int) -> None:
         y = index - self._top + 1
         if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
+            repaint(self, Region(0, y, self.size.width, 1))
             self.rows_repainted += 1
 
     def render_line(self, y: int) -> Strip:
@@ -258,26 +289,54 @@ class KeyedTable(Widget, can_focus=True):
 
     def _row_strip(self, key: str, index: int, width: int) -> Strip:
         cells = self._cells.get(key, {})
-        texts = [cell if isinstance(cell, Text) else Text(cell)
-                 for cell in (cells.get(k, "") for k, _, _ in self.columns_now)]
         base = self._style("")
+        over: Style | None = None
         if index == self.cursor_row:
-            base = base + self._style("keyedtable--cursor")
-            return self._strip(texts, width, base, over=base)
-        return self._strip(texts, width, base)
+            base = over = base + self._style("keyedtable--cursor")
+        columns = self.columns_now
+        if sum((w or len(label)) + 2 * PAD for _, label, w in columns) > width:
+            texts = [cell if isinstance(cell, Text) else Text(cell)
+                     for cell in (cells.get(k, "") for k, _, _ in columns)]
+            return self._strip(texts, width, base, over=over)  # cut at the edge: drawn whole
+        # Each cell's segments kept with what they were drawn from: a row whose count moved
+        # draws that cell alone, the others as they were (their segments are the ones `_strip`
+        # gives: each cell's own, under the row's style).
+        pieces = self._pieces.setdefault(key, {})
+        segments: list[Segment] = []
+        for col, label, col_width in columns:
+            value = cells.get(col, "")
+            piece = pieces.get(col)
+            if piece is None or not piece.draws(value, base, over):
+                text = value if isinstance(value, Text) else Text(value)
+                drawn = Segment.apply_style(self._cell(text, col_width or len(label), over), base)
+                piece = pieces[col] = _Piece(value, base, over, list(drawn))
+                self.cells_drawn += 1
+            segments.extend(piece.segments)
+        used = sum(seg.cell_length for seg in segments)
+        if used > width:  # wide characters cut: the whole row, cut at the edge
+            texts = [cell if isinstance(cell, Text) else Text(cell)
+                     for cell in (cells.get(k, "") for k, _, _ in columns)]
+            return self._strip(texts, width, base, over=over)
+        if used < width:
+            segments.append(Segment(" " * (width - used), base + over if over else base))
+        return Strip(segments, width)
+
+    def _cell(self, cell: Text, width: int, over: Style | None) -> list[Segment]:
+        """One cell cut or padded to `width`, a blank on each side (before the row's style)."""
+        console = self.app.console
+        cell = cell.copy()
+        cell.truncate(width, overflow="ellipsis", pad=True)
+        if over is not None:
+            cell.stylize(over)
+        # Text.render leaves out the Text's own base style: apply it under the spans.
+        return [Segment(" " * PAD, over),
+                *Segment.apply_style(cell.render(console), console.get_style(cell.style)),
+                Segment(" " * PAD, over)]
 
     def _strip(self, texts: list[Text], width: int, base: Style, over: Style | None = None) -> Strip:
         # One run of segments per cell, so that an SVG export places every column at its cell.
-        console = self.app.console
         segments: list[Segment] = []
         for (_, label, col_width), cell in zip(self.columns_now, texts, strict=True):
-            cell = cell.copy()
-            cell.truncate(col_width or len(label), overflow="ellipsis", pad=True)
-            if over is not None:
-                cell.stylize(over)
-            segments.append(Segment(" " * PAD, over))
-            # Text.render leaves out the Text's own base style: apply it under the spans.
-            segments.extend(Segment.apply_style(cell.render(console), console.get_style(cell.style)))
-            segments.append(Segment(" " * PAD, over))
+            segments.extend(self._cell(cell, col_width or len(label), over))
         strip = Strip(segments).crop(0, width).extend_cell_length(width, over)
         return strip.apply_style(base)

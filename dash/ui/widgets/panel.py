@@ -17,6 +17,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dash.ui.compositor import repaint
+
 SCROLL_BINDINGS = [
     Binding("up", "scroll_up", show=False),
     Binding("down", "scroll_down", show=False),
@@ -156,6 +158,36 @@ def changed_rows(old: list[Strip], new: list[Strip]) -> list[int]:
             if y >= len(old) or y >= len(new) or old[y] != new[y]]
 
 
+class LineBuilder:
+    """Lines of text made by appending pieces, a newline in one starting the next line: what
+    appending them to one Text and splitting it at its newlines gives (`Panel.show_lines`
+    takes them), without building the whole and cutting it again."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[Text] = [_new_line()]
+
+    def append(self, text: str, style: Style | str | None = None) -> None:
+        first, *rest = text.split("\n")
+        if first:
+            self.lines[-1].append(first, style)
+        for part in rest:
+            self.lines.append(_new_line())
+            if part:
+                self.lines[-1].append(part, style)
+
+    def add_lines(self, lines: list[Text]) -> None:
+        """Whole lines (kept, not copied: a panel compares a line it showed by identity
+        first), where a line starts."""
+        assert not self.lines[-1].plain, "add_lines where a line starts"
+        self.lines[-1:] = [*lines, _new_line()]
+
+
+def _new_line() -> Text:
+    return Text(overflow="ellipsis")  # what a line split from a panel's Text is
+
+
 class _Line:
     """One line of a panel's text as drawn: its rows' strips and, for a wrapped line, its rows
     and where they were cut."""
@@ -205,7 +237,7 @@ class Panel(ScrollView, can_focus=False):
         """Show these lines, as `show_text` does them joined by newlines (without the joining,
         and Rich's splitting of the whole again)."""
         if (self._text is None and self._width >= 0 and len(lines) == len(self._given)
-                and all(a == b and a.style == b.style
+                and all(a is b or (a == b and a.style == b.style)
                         for a, b in zip(lines, self._given, strict=True))):
             return
         self._text, self._given, self._wrap = None, list(lines), self.WRAP
@@ -236,7 +268,7 @@ class Panel(ScrollView, can_focus=False):
         if rows:  # one refresh for all the rows: each call walks the DOM and the scroll offset
             scroll_y = self.scroll_offset.y
             row_width = max(self.virtual_size.width, self.size.width)
-            self.refresh(*(Region(0, y - scroll_y, row_width, 1) for y in rows))
+            repaint(self, *(Region(0, y - scroll_y, row_width, 1) for y in rows))
         self.rows_repainted += len(rows)
 
     def _resize_in_place(self, size: Size) -> bool:
@@ -266,7 +298,8 @@ class Panel(ScrollView, can_focus=False):
         i = -1
         for i, line in enumerate(self._given):
             cached = self._lines.get(i)
-            if cached is None or cached.text != line or cached.text.style != line.style:
+            if cached is None or (cached.text is not line and (
+                    cached.text != line or cached.text.style != line.style)):
                 cached = self._lines[i] = self._line(line, max(1, width), wrap, base, cached)
             out.extend(cached.strips)
         for gone in [k for k in self._lines if k > i]:

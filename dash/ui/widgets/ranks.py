@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from dash.core.snapshot import RankNow, RunSnapshot, ServerLogSnapshot, ServerNow
 from dash.core.state.log_clock import clock_text
 from dash.ui import fmt
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.panel import LineBuilder, Panel
 
 BAR = 12
 """Cells of a rank's usage bar."""
@@ -96,7 +96,7 @@ def ranks_text(snap: RunSnapshot, st: Styler) -> Text:
     return t
 
 
-def server_rows(t: Text, snap: RunSnapshot, selected: int, st: Styler) -> None:
+def server_rows(t: Text | LineBuilder, snap: RunSnapshot, selected: int, st: Styler) -> None:
     """One row per server (several logs): name, role, figures; the selected one marked. A
     server whose log is not live has its figures dimmed with their age, and `not summed` when
     the total leaves it out; the total says how many servers it sums."""
@@ -147,7 +147,7 @@ def _input_only(figures: Mapping[str, Any]) -> float | None:
         else None
 
 
-def _servers_total(t: Text, snap: RunSnapshot, label: str, st: Styler, unit_w: int = 5) -> None:
+def _servers_total(t: Text | LineBuilder, snap: RunSnapshot, label: str, st: Styler, unit_w: int = 5) -> None:
     """`all servers` (`1 of 2 servers` when some are left out: `label`, as wide as the rows'
     name and role columns) and the sums."""
     n = snap.total

@@ -14,7 +14,7 @@ from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import server_line
 from dash.core.views.launch_table import hicache_text
 from dash.ui import fmt
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.panel import LineBuilder, Panel
 from dash.ui.widgets.ranks import server_rows
 
 FACTS: tuple[tuple[str, str, str], ...] = (
@@ -61,23 +61,22 @@ class ServerPanel(Panel):
     http_off = "off (--no-http)"
     """What the http row says when nothing is polled (a replay sets its own words)."""
 
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._facts_for: tuple[object, ...] | None = None
+        self._facts_lines: list[Text] = []
+
     def _st(self, name: str) -> Style:
         return self.part_style(f"server--{name}") if name else Style()
 
     def show(self, snap: RunSnapshot, selected: int = 0) -> None:
         """Render facts and events from `snap` (of server `selected`, when there are several)."""
-        t = Text(no_wrap=True, overflow="ellipsis")
+        t = LineBuilder()
         polled_for = snap.polled_for(selected)  # the server whose URL is, when not this one
         if len(snap.servers) > 1:
             server_rows(t, snap, selected, self._st)
             snap = snap.for_server(selected)
-        facts = snap.facts
-        pairs = [(label, _fact(facts, key, pat)) for key, label, pat in FACTS]
-        for i in range(0, len(pairs), 2):
-            for label, value in pairs[i : i + 2]:
-                t.append(f"{label:>12} ", self._st("dim"))
-                t.append(f"{value:<16}")
-            t.append("\n")
+        t.add_lines(self._facts(snap.facts))
         self._launch(t, snap)
         srv = snap.server
         t.append(f"{'log':>12} ", self._st("dim"))
@@ -99,9 +98,24 @@ class ServerPanel(Panel):
         # Newest first: when the panel is short, what is cut is the oldest.
         for ev in reversed(srv.events[-SHOWN_EVENTS:]):
             self._event(t, ev)
-        self.show_text(t)
+        self.show_lines(t.lines)
 
-    def _launch(self, t: Text, snap: RunSnapshot) -> None:
+    def _facts(self, facts: Mapping[str, Any]) -> list[Text]:
+        """The facts' rows, two to a row; the same lines while the figures are the same (they
+        change at a start, not every second)."""
+        pairs = tuple((label, _fact(facts, key, pat)) for key, label, pat in FACTS)
+        dim = self._st("dim")
+        if (pairs, dim) != self._facts_for:  # the style too: a theme's change redraws them
+            t = LineBuilder()
+            for i in range(0, len(pairs), 2):
+                for label, value in pairs[i : i + 2]:
+                    t.append(f"{label:>12} ", dim)
+                    t.append(f"{value:<16}")
+                t.append("\n")
+            self._facts_for, self._facts_lines = (pairs, dim), t.lines[:-1]
+        return self._facts_lines
+
+    def _launch(self, t: LineBuilder, snap: RunSnapshot) -> None:
         """`launch 4 of 4; previous: mem 0.88 -> 0.90, ...` over as many rows as it needs
         (two at most: the rest is in the launches view, `L`)."""
         line = server_line(snap.launches)
@@ -119,7 +133,7 @@ class ServerPanel(Panel):
             t.append(f"{'launch' if i == 0 else '':>12} ", self._st("dim"))
             t.append(row + "\n")
 
-    def _accept(self, t: Text, series: SeriesView, rate: float | None) -> None:
+    def _accept(self, t: LineBuilder, series: SeriesView, rate: float | None) -> None:
         """Speculative decoding's acceptance length over time: the drafter's quality; and the
         share of drafted tokens accepted, where the server prints it."""
         recent = series.downsample(SPARK_POINTS).v[-SPARK_POINTS:]
@@ -132,7 +146,7 @@ class ServerPanel(Panel):
             t.append("  rate ", self._st("dim"))
             t.append(f"{rate:.0%}")
 
-    def _perf(self, t: Text, perf: Mapping[str, float]) -> None:
+    def _perf(self, t: LineBuilder, perf: Mapping[str, float]) -> None:
         """What the server estimates it achieves per GPU (SGLang `--enable-mfu-metrics`, vLLM
         `MFU:`) and how much of the time its GPU runs a forward pass, as last printed."""
         parts = []
@@ -150,7 +164,7 @@ class ServerPanel(Panel):
             t.append(f"\n{'est. perf':>12} ", self._st("dim"))
             t.append(fmt.clean(text, 120))
 
-    def _http(self, t: Text, snap: RunSnapshot, polled_for: str | None = None) -> None:
+    def _http(self, t: LineBuilder, snap: RunSnapshot, polled_for: str | None = None) -> None:
         """Which URL is polled, and why that one (or that HTTP is off; or, on a server after
         the first, that the one URL is the first's)."""
         http = snap.http
@@ -170,7 +184,7 @@ class ServerPanel(Panel):
         state = {"up": "ok", "down": "crit", "degraded": "warn"}.get(http.state, "dim")
         t.append(f"  {http.state}", self._st(state))
 
-    def _event(self, t: Text, ev: Mapping[str, Any]) -> None:
+    def _event(self, t: LineBuilder, ev: Mapping[str, Any]) -> None:
         name = str(ev.get("event", "?"))
         level = EVENT_LEVEL.get(name, "dim")
         ts = fmt.line_time(ev.get("at"), ev.get("ts"))
