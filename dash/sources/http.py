@@ -22,6 +22,7 @@ are streamed and dropped past a size cap.
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
 import json
 import ssl
@@ -198,6 +199,19 @@ def _tls_context() -> ssl.SSLContext:
     return _TLS[0]
 
 
+def _basic_auth(url: str) -> str | None:
+    """`Basic ...` for the user and password written in the URL (percent-decoded), else None."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return None  # the poll says what is wrong with the URL
+    if parts.username is None:
+        return None
+    user = urllib.parse.unquote(parts.username)
+    password = urllib.parse.unquote(parts.password or "")
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
 class HttpPoller:
     """Polls one server; `await poll(now)` gives an HttpSample and never raises."""
 
@@ -216,6 +230,10 @@ class HttpPoller:
         """Sent with every request; with the API key, which is never logged or shown."""
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        else:
+            basic = _basic_auth(url)
+            if basic is not None:  # `http://user:pass@host`: sent as httpx (and curl) send it
+                self._headers["Authorization"] = basic
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._info_interval = info_interval

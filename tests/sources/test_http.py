@@ -364,3 +364,13 @@ async def test_error_answers_keep_the_connection_and_only_a_key_given_is_sent() 
         samples = await _poll(srv.url, 0, 2, 4)
     assert all(s.state == "up" for s in samples) and srv.connections == 1
     assert not any(s.key_sent for s in samples) and set(srv.auth) == {None}
+
+
+async def test_a_user_and_password_in_the_url_are_sent_as_basic_auth() -> None:
+    # A server behind a proxy that asks for them: `--url http://user:p%40ss@host:port`.
+    import base64
+    with FakeServer(recorded("sglang-0.5.23")) as srv:
+        url = srv.url.replace("http://", "http://kd:p%40ss@")
+        samples = await _poll(url, 0, 2)
+    assert all(s.state == "up" for s in samples)
+    assert set(srv.auth) == {"Basic " + base64.b64encode(b"kd:p@ss").decode()}
