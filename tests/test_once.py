@@ -265,3 +265,16 @@ def test_fit_keeps_short_lines_and_hangs_a_line_without_a_label() -> None:
     rows = fit("      hint: " + "restart the server with a smaller value " * 4, 60)
     assert all(len(r) <= 60 for r in rows) and all(r.startswith(" " * 10) for r in rows[1:])
     assert fit("x" * 130, 60) == ["x" * 60, "    " + "x" * 56, "    " + "x" * 14]
+
+
+def test_a_password_in_the_url_is_never_shown(run_dir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from dash.core.state.http_state import shown_url
+
+    for extra in ((), ("--json",)):
+        assert main(["--once", "--url", "http://kd:s3cret@127.0.0.1:1", "--window", "0",
+                     *extra]) == 0
+        out = capsys.readouterr().out
+        assert "s3cret" not in out and "http://kd:***@127.0.0.1:1" in out
+    assert shown_url("http://127.0.0.1:30000") == "http://127.0.0.1:30000"
+    assert shown_url("https://kd@host/base") == "https://kd@host/base"  # no password: as it is

@@ -7,6 +7,7 @@ applies samples on the main thread and produces the frozen `HttpSnapshot`. Pure:
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -139,6 +140,21 @@ def disagreement(metrics: Mapping[str, float], record: Record | None) -> str | N
     return "/metrics vs log: " + ", ".join(diffs) + " (is the URL this log's server?)"
 
 
+def shown_url(url: str | None) -> str | None:
+    """The URL as the screen, alerts and exports show it: a password written in it is `***`
+    (it is sent, never shown, as the API key)."""
+    if url is None or "@" not in url:
+        return url
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))
+
+
 def _fmt(value: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
 
@@ -266,7 +282,7 @@ class HttpTracker:
         if self._state == "up" and self._metrics and fresh_log:
             disagree = disagreement(self._metrics, last_decode)
         return HttpSnapshot(
-            url=self.url,
+            url=shown_url(self.url),
             url_source=self._url_source,
             url_why=self._url_why,
             log_port=self._log_port,
