@@ -63,7 +63,6 @@ class LineSink:
     def _add_text(self, text: str, data: bytes, offset: int, first_line: int | None) -> int:
         """`data` decoded as `text`: each line parsed in place."""
         ascii_only = len(text) == len(data)
-        extract = self.extractor.samples
         kept: deque[tuple[int, int, int, int | None]] = deque(maxlen=self._keep)
         pos = bpos = n = 0
         size = len(text)
@@ -89,11 +88,7 @@ class LineSink:
                     self._bad(raw, offset + bpos, line, _reason(exc, raw))
                     pos, bpos = nl + 1, bnl + 1
                     continue
-            found = extract(obj)
-            if found:
-                self.samples.extend(found)
-            else:
-                self.unknown += 1
+            self._take(obj)
             kept.append((pos, nl, offset + bpos, line))
             pos, bpos = nl + 1, bnl + 1
         for start, stop, at, line in kept:
@@ -101,11 +96,18 @@ class LineSink:
         self.lines += n
         return n
 
+    def _take(self, obj: Any) -> None:
+        """One decoded line's samples, or one more line of no shape kdash knows."""
+        found = self.extractor.samples(obj)
+        if found:
+            self.samples.extend(found)
+        else:
+            self.unknown += 1
+
     def _add_lines(self, data: bytes, offset: int, first_line: int | None) -> int:
         """A block that is not all UTF-8: line by line, as `json.loads` reads each."""
         pos = 0
         n = 0
-        extract = self.extractor.samples
         for raw in data.split(b"\n")[:-1]:
             at = offset + pos
             pos += len(raw) + 1
@@ -116,11 +118,7 @@ class LineSink:
             except ValueError as exc:  # JSONDecodeError, and bytes that are not UTF-8
                 self._bad(raw, at, line, _reason(exc, raw))
                 continue
-            found = extract(obj)
-            if found:
-                self.samples.extend(found)
-            else:
-                self.unknown += 1
+            self._take(obj)
             self.latest.append((raw, at, line))
         self.lines += n
         return n
