@@ -4,7 +4,6 @@ every line gives, with learned shapes or without, in one process or several."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_log import bench_parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -108,14 +108,6 @@ def one_by_one(path: Path) -> Any:
     return timeline
 
 
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_parse", REPO / "bench" / "parse.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 # -- equivalence on real and generated logs ----------------------------------------------------
 
 @pytest.mark.parametrize("chunk", [300, 4 << 20])
@@ -141,7 +133,7 @@ def test_every_real_log_read_by_several_processes(real_logs: Path,
 def test_spawned_workers_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where fork is unavailable: every piece travels with its grammar to a fresh process."""
     path = tmp_path / "mixed.log"
-    _bench().generate(path, 1)
+    bench_parse().generate(path, 1)
     want = export(path, monkeypatch, 64 << 10, parallel=False)
     monkeypatch.setenv("KDASH_START", "spawn")
     monkeypatch.setenv("KDASH_PROCESSES", "2")
@@ -154,7 +146,7 @@ def test_spawned_workers_read_the_same(tmp_path: Path, monkeypatch: pytest.Monke
 def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool,
                    processes: str) -> None:
     path = tmp_path / "mixed.log"
-    _bench().generate(path, 1)
+    bench_parse().generate(path, 1)
     want = reference(path)
     monkeypatch.setenv("KDASH_PROCESSES", processes)
     got = fast(path, monkeypatch, 64 << 10, parallel)
@@ -169,7 +161,7 @@ def test_bench_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bo
 
 def test_gzip_log_summarises_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "mixed.log"
-    _bench().generate(path, 1)
+    bench_parse().generate(path, 1)
     gz = tmp_path / "mixed.log.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     plain, packed = fast(path, monkeypatch, 1 << 20, True), fast(gz, monkeypatch, 1 << 20, True)
@@ -497,7 +489,7 @@ def test_a_timeline_reads_as_the_list_of_its_records_across_its_pieces(
     import threading
 
     path = tmp_path / "mixed.log"
-    _bench().generate(path, 1)
+    bench_parse().generate(path, 1)
     want = list(logread.Scan(path))
     _settings(monkeypatch, 64 << 10, parallel=False)
     monkeypatch.setattr(logread, "PIECE", 100_000)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import re
 from array import array
 from pathlib import Path
-from typing import Any
 
 import pytest
+from bench_log import bench_parse
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,17 +21,6 @@ from dash.core.log.timestamps import _PLAIN_STAMP, normalise_ts, normalised_join
 from dash.core.views.stamp_column import StampColumn
 from dash.core.views.summary_feed import Candidate, ts_key
 from dash.core.views.summary_fold import keys_of
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_parse", REPO / "bench" / "parse.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 STAMPS = [
     ["2026-03-01T08:00:41", "2026-03-01T08:00:49", "2026-03-01T08:00:50"],
@@ -162,7 +150,7 @@ def test_a_part_read_in_another_process_is_a_few_objects(tmp_path: Path,
     from dash.sources import logread
 
     path = tmp_path / "mixed.log"
-    _bench().generate(path, 1)
+    bench_parse().generate(path, 1)
     scan = logread.Scan(path)
     parts = SummaryJob().piece(scan)
     part = max(parts, key=lambda p: len(p.gens))
