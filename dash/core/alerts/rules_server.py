@@ -73,8 +73,9 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     # which rank ran out, where the line names one (`DP3 TP6`, vLLM's `EngineCore_DP1`)
     rank = f"on {first['rank']} " if isinstance(first.get("rank"), str) and first["rank"] else ""
     evidence = f"OOM {rank}{where(first)}{during}; {len(ooms)} OOM line(s)"
-    if _oom_numbers(first):
-        evidence += f"; {_oom_numbers(first)}"
+    numbers = _oom_numbers(first)
+    if numbers:
+        evidence += f"; {numbers}"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
     hint = _oom_fix(ctx.snap.server.engine, facts)
@@ -223,8 +224,8 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
     last = _latest_stats(s.last_decode, s.last_prefill)
     if last is None or s.last_record_at is None:
         return
-    # The last stats line heard: by its stamp, or by when kdash saw it arrive. Stamps that are
-    # minutes behind in no zone (a server's clock off) are read as printed, yet lines that
+    # The last stats line heard: by its stamp, or by when kdash saw it arrive. A server's clock
+    # minutes off is read as printed until reads teach its skew (the log clock), yet lines that
     # arrive as they are written mean the server speaks, as the log's liveness says.
     heard = max(s.last_record_at, s.last_record_arrived_at or s.last_record_at)
     quiet = ctx.now - heard
