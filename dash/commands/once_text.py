@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 import textwrap
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dash.core.samples.snapshot import QualitySnapshot
-from dash.core.snapshot import Liveness, RunSnapshot, ServerLogSnapshot, ServerNow
+from dash.core.snapshot import Liveness, Record, RunSnapshot, ServerLogSnapshot, ServerNow
+from dash.core.state.liveness import start_step
 from dash.core.state.log_clock import clock_text
 from dash.core.views.launch_advice import server_line
 
@@ -39,9 +40,11 @@ def _num(v: object, fmt: str = "{:.1f}") -> str:
     return "?" if v is None else fmt.format(v)
 
 
-def liveness_text(live: Liveness, polled_for: str | None = None) -> str:
+def liveness_text(live: Liveness, polled_for: str | None = None,
+                  events: Sequence[Record] = ()) -> str:
     """`log live (last stats line 3s ago), http up` and the like; `polled_for`: the server
-    whose URL is polled, on the line of another (the one --url is the first server's)."""
+    whose URL is polled, on the line of another (the one --url is the first server's);
+    `events`: the server's, to say where a start in progress is."""
     log = {"live": "log live", "quiet": "log quiet", "crashed": "log shows a crash",
            "waiting": "log not there yet", "error": "log unreadable", "none": "no log"}[live.log]
     if live.log_age_s is not None and live.log in ("live", "quiet", "crashed"):
@@ -49,6 +52,8 @@ def liveness_text(live: Liveness, polled_for: str | None = None) -> str:
     http = {"off": "http off", "unknown": "http not polled"}.get(live.http, f"http {live.http}")
     if polled_for is not None:
         http = f"http not polled: the one URL is {polled_for}'s"
+    if live.starting is not None:  # no stats line yet, as a start has none: not "quiet"
+        log = f"log shows a start in progress ({start_step(events)})"
     down = "; the server is DOWN" if live.down else ""
     return f"{log}, {http}{down}"
 
@@ -87,7 +92,7 @@ def _total_line(snap: RunSnapshot, n: ServerNow) -> str:
 def _one_server(snap: RunSnapshot, polled_for: str | None = None) -> list[str]:
     s, live = snap.server, snap.liveness
     name = f"{s.name}: " if s.name else ""
-    lines = [f"server      {name}{liveness_text(live, polled_for)}"]
+    lines = [f"server      {name}{liveness_text(live, polled_for, s.events)}"]
     if s.path:
         lines.append(f"server log  {s.path} [{s.status}]" + (f" {s.role}" if s.role else "")
                      + (f" {s.status_message}" if s.status_message else ""))

@@ -280,6 +280,9 @@ class Liveness:
     `values_at`. Set when the log is not live, whatever the reason."""
     values_at: float | None = None
     """Clock time of the last decode/prefill line."""
+    starting: Record | None = None
+    """The line that began a start still in progress (its arguments, or a restart), when the
+    log shows one and the URL does not answer yet: the server is starting, not down."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ server_down's severity and its recovery, incidents, the restart's incident line,
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from dash.core.config import Config
 from dash.core.log.parse import parse_line
 from dash.core.snapshot import Alert
 from dash.core.state.http_state import HttpSample
-from dash.core.state.liveness import liveness
+from dash.core.state.liveness import liveness, start_step
 from dash.core.state.run import RunState
 from dash.core.state.server_url import UrlFinder
 
@@ -130,7 +131,7 @@ def test_liveness_is_off_without_http_and_stale_once_the_log_is_quiet() -> None:
     quiet = state.snapshot(T0 + 300).liveness
     assert (quiet.http, quiet.log, quiet.stale, quiet.down) == ("off", "quiet", True, False)
     assert liveness(state.server_log.snapshot(T0), state.http.snapshot(T0), T0,
-                    live_s=60.0).http == "unknown"
+                    live_s=60.0, silent_after_s=300.0).http == "unknown"
 
 
 def _alert(id: str, severity: str = "crit", since: float = T0, **kw: object) -> Alert:
@@ -223,3 +224,35 @@ def test_a_url_that_answered_before_is_not_called_the_wrong_address() -> None:
     assert alert.id == "http_unreachable"
     assert "stopped answering at http://127.0.0.1:30000" in alert.message
     assert "not at this address" not in alert.hint and "may have just died" in alert.hint
+
+
+def _stamped(line: str, at: float, n: int) -> dict:
+    rec = parse_line(f"[{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(at))}] {line}")
+    assert rec is not None
+    rec["line"] = n
+    return rec
+
+
+def test_a_server_that_prints_its_start_is_starting_not_down_until_its_start_goes_silent() -> None:
+    state = RunState(Config(log="server.log", url="http://127.0.0.1:30000"))  # type: ignore[arg-type]
+    start = ["server_args=ServerArgs(model_path='m', port=30000)",
+             "Load weight begin. avail mem=78.50 GB",
+             "Capture cuda graph begin. This can take up to several minutes. avail mem=11.16 GB"]
+    for n, line in enumerate(start):
+        state.feed_server_log([_stamped(line, T0 - 60 + 20 * n, n + 1)], T0 - 60 + 20 * n)
+    for i in range(5):
+        state.http.apply(_down(T0 + i), T0 + i)
+    snap = state.tick_and_snapshot(T0 + 5)[1]
+    live = snap.liveness
+    assert live.starting is not None and live.starting["event"] == "server_args"
+    assert not live.down and live.down_since is None and not snap.alerts
+    assert start_step(snap.server.events) == "capturing CUDA graphs"
+    # A start that has printed nothing for longer than `silent_after_s` is hung: down again.
+    hung = state.tick_and_snapshot(T0 + 400)[1].liveness
+    assert hung.starting is None and hung.down
+    # Its first stats line ends the start: the log is live.
+    state.feed_server_log([_stamped("Decode batch. #running-req: 1, #token: 90, token usage: "
+                                    "0.01, gen throughput (token/s): 50.00, #queue-req: 0",
+                                    T0 + 401, 9)], T0 + 401)
+    served = state.snapshot(T0 + 402).liveness
+    assert served.log == "live" and served.starting is None and not served.down

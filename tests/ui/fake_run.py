@@ -269,7 +269,7 @@ def settled(snap: RunSnapshot) -> RunSnapshot:
     from dash.core.alerts.incidents import group_incidents
     from dash.core.state.liveness import liveness
 
-    live = liveness(snap.server, snap.http, snap.now, live_s=60.0)
+    live = liveness(snap.server, snap.http, snap.now, live_s=60.0, silent_after_s=300.0)
     return dataclasses.replace(snap, liveness=live, incidents=group_incidents(snap.alerts))
 
 

@@ -86,31 +86,37 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
                   since=first.get("at"))
 
 
-_STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
+STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
 """Lines a server prints between its arguments and its ready banner."""
 
 
-def starting(ctx: RuleContext) -> Record | None:
+def start_in_progress(events: Sequence[Record], last_record_at: float | None, now: float,
+                      silent_after_s: float) -> Record | None:
     """The start in progress, if the log shows one: a new start (its arguments, or a restart)
     followed only by startup lines, no ready banner, crash or stats line since, and the last of
     them at most `silent_after_s` old (a start that stopped printing is hung, not starting).
     Its URL does not answer until the banner: that says nothing about the address or the
     server's health."""
-    events, s = ctx.events.all, ctx.snap.server
     newest = events[-1] if events else None
     for e in reversed(events):
-        if e.get("event") in _STARTUP_STEPS:
+        if e.get("event") in STARTUP_STEPS:
             continue
         if e.get("event") not in ("server_args", "restart") or newest is None:
             return None
         at, began = newest.get("at"), e.get("at")
         if not isinstance(at, (int, float)) or not isinstance(began, (int, float)) \
-                or ctx.now - at > ctx.cfg.silent_after_s:
+                or now - at > silent_after_s:
             return None
-        if s.last_record_at is not None and s.last_record_at > began:
+        if last_record_at is not None and last_record_at > began:
             return None  # stats lines since: it serves (its banner went unread)
         return e
     return None
+
+
+def starting(ctx: RuleContext) -> Record | None:
+    """The start in progress, if the log shows one (`start_in_progress`)."""
+    return start_in_progress(ctx.events.all, ctx.snap.server.last_record_at, ctx.now,
+                             ctx.cfg.silent_after_s)
 
 
 def stopped(ctx: RuleContext) -> bool:

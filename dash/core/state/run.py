@@ -183,6 +183,7 @@ class RunState:
         # Each server's own liveness; HTTP is the first's (the one URL).
         lives = tuple(liveness(s, http if i == 0 else HttpSnapshot(), now,
                                live_s=self.alert_config.log_live_s,
+                               silent_after_s=self.alert_config.silent_after_s,
                                http_enabled=self.cfg.http_enabled and i == 0)
                       for i, s in enumerate(servers))
         sums = summed(servers, lives) if len(servers) > 1 else ()

@@ -100,7 +100,8 @@ def _clock(c: LogClockView, now: float) -> dict[str, Any]:
 def _liveness(live: Liveness) -> dict[str, Any]:
     return {"log": live.log, "log_age_s": live.log_age_s, "http": live.http,
             "http_ever_up": live.http_ever_up, "down": live.down, "down_since": live.down_since,
-            "stale": live.stale, "values_at": live.values_at}
+            "stale": live.stale, "values_at": live.values_at,
+            "starting_since": None if live.starting is None else live.starting.get("at")}
 
 
 def _server_log(s: ServerLogSnapshot, now: float, live: Liveness) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from rich.style import Style
 from rich.text import Text
 
 from dash.core.snapshot import RunSnapshot
+from dash.core.state.liveness import start_step
 from dash.core.state.log_clock import clock_text
 from dash.ui import fmt
 from dash.ui.widgets.panel import Panel
@@ -38,6 +39,10 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
         return "server up", "ok", seen
     if live.log == "live":
         return "server running (log live)", "ok", snap.server.started_at
+    if live.starting is not None:  # its URL answers after the ready banner, not before
+        began = live.starting.get("at")
+        return (f"server starting: {start_step(snap.server.events)}", "warn",
+                float(began) if isinstance(began, (int, float)) else None)
     if http.state in ("down", "degraded"):
         level = "crit" if http.state == "down" and live.http_ever_up else "warn"
         label = "server down" if http.state == "down" else "server degraded"
