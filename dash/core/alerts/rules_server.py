@@ -86,7 +86,7 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
                   since=first.get("at"))
 
 
-STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
+_STARTUP_STEPS = {"load_weights", "kv_cache", "cuda_graph"}
 """Lines a server prints between its arguments and its ready banner."""
 
 
@@ -99,7 +99,7 @@ def start_in_progress(events: Sequence[Record], last_record_at: float | None, no
     server's health."""
     newest = events[-1] if events else None
     for e in reversed(events):
-        if e.get("event") in STARTUP_STEPS:
+        if e.get("event") in _STARTUP_STEPS:
             continue
         if e.get("event") not in ("server_args", "restart") or newest is None:
             return None

@@ -29,10 +29,12 @@ def crash_since_start(events: Sequence[Record]) -> Record | None:
     return next((e for e in events[start + 1:] if e.get("event") in CRASH_EVENTS), None)
 
 
-_STEP_TEXT: dict[tuple[object, object], str] = {("load_weights", "begin"): "loading weights", ("load_weights", None): "weights loaded",
-              ("kv_cache", None): "KV cache allocated",
-              ("cuda_graph", "begin"): "capturing CUDA graphs",
-              ("cuda_graph", None): "CUDA graphs captured"}
+# (event, "begin" or None) of a start's newest line -> what the header says the start is at
+_STEP_TEXT: dict[tuple[object, object], str] = {
+    ("load_weights", "begin"): "loading weights", ("load_weights", None): "weights loaded",
+    ("kv_cache", None): "KV cache allocated",
+    ("cuda_graph", "begin"): "capturing CUDA graphs", ("cuda_graph", None): "CUDA graphs captured",
+}
 
 
 def start_step(events: Sequence[Record]) -> str:
