@@ -162,6 +162,13 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
         procs = [(label, psutil.Process(int(pid_file.read_text()))) for label, _, pid_file in sessions]
         return report(ns, procs, psutil.Process(tail.pid), run)
     finally:
+        if ns.screens:  # what each dashboard showed as the measurement ended
+            Path(ns.screens).mkdir(parents=True, exist_ok=True)
+            for label, tmux, _ in sessions:
+                shown = subprocess.run([*tmux, "capture-pane", "-p", "-t", tmux[2]], check=False,
+                                       capture_output=True, text=True).stdout
+                (Path(ns.screens) / (label.replace(" ", "-").replace(",", "") + ".txt")
+                 ).write_text(shown)
         for _, tmux, _ in sessions:
             subprocess.run([*tmux, "send-keys", "-t", tmux[2], "q"], check=False)
         time.sleep(1.5)
@@ -257,6 +264,8 @@ def main() -> int:
                    help="also run this kdash checkout's dashboard beside each, on the same run")
     p.add_argument("--floor", action="store_true",
                    help="also run the same dashboard with its screen never updated, beside it")
+    p.add_argument("--screens", metavar="DIR",
+                   help="save each dashboard's last screen (tmux capture-pane) in DIR")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--not-drawing", action="store_true", help=argparse.SUPPRESS)
     for name in ("pid-file", "dir", "log", "client-log", "outputs", "inputs", "url"):
