@@ -187,3 +187,19 @@ def test_a_launch_whose_start_is_not_in_its_log_is_placed_by_its_lines(real_logs
     assert first.started_at is None and not first.start_seen
     assert first.source is not None and "9780" in first.source
     assert second.started_at is not None and first.order < second.order
+
+
+def test_summary_counts_the_launches_that_kdash_launches_reads(real_logs: Path) -> None:
+    """`summary` replays a thinned stream; a log of prefill lines only (no decode line to
+    replay, no start printed) still ran one launch, from its first line to its last."""
+    from dash.commands.summary import summarize
+
+    prefill_only = 0
+    for path in sorted(real_logs.glob("*.log")):
+        doc = summarize(path)
+        if not doc["records"]["decode"] and doc["records"]["prefill"]:
+            prefill_only += 1
+        launches = read_launches(path)
+        assert len(doc["launches"]) == len(launches), path.name
+        assert doc["launches"][0]["start_ts"] == launches[0].start_ts, path.name
+    assert prefill_only >= 2

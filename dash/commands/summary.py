@@ -105,10 +105,18 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
 
 def replay_launches(path: Path, replayed: list[dict[str, Any]],
                     summary: LogSummary) -> tuple[Any, ...]:
-    """The log's launches from the alert replay's stream (every event, decode lines thinned):
-    its windows are widened to hold as many of them as the plateau rule's window holds lines."""
+    """The log's launches from the alert replay's stream (every event, decode lines thinned)
+    and the log's first and last decode or prefill line (a log of prefill lines only has no
+    decode line to replay, and still a launch): its windows are widened to hold as many of them
+    as the plateau rule's window holds lines."""
     from dash.core.state.launches import LaunchTracker
 
+    seen = {rec["line"] for rec in replayed}
+    ends = [rec for rec in (summary.first_stats, summary.last_stats)
+            if rec is not None and rec["line"] not in seen]
+    if ends:
+        replayed = sorted([*replayed, *{rec["line"]: rec for rec in ends}.values()],
+                          key=lambda rec: rec["line"])
     tracker = LaunchTracker(None, window_s=max(120.0, 5 * summary.alerts.spacing_s()))
     tracker.feed(replayed, None, ref=summary.ref)
     tracker.finish()

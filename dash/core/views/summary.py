@@ -34,6 +34,9 @@ MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
 MAX_POINTS = 512
 _BASE_KINDS = ("decode", "prefill", "event", "unparsed")
+STATS_KINDS = ("decode", "prefill")
+"""The records that show a server at work, whose first and last the summary keeps (a log of
+prefill lines only still has a launch that ran from its first to its last)."""
 
 
 class Downsampled:
@@ -113,6 +116,8 @@ class Part:
     first_key: object = _NO_DECODE  # thinning key of the block's first decode record
     last_key: object = _NO_DECODE  # and of its last
     last_ranks: set[str | None] = field(default_factory=set)  # ranks kept in its last bucket
+    first_stats: Record | None = None  # the block's first decode or prefill record
+    last_stats: Record | None = None  # and its last
 
     def shift(self, offset: int) -> None:
         """Add `offset` to every line number (a block counted from 1 by another process)."""
@@ -121,7 +126,8 @@ class Part:
         if self.peak is not None:
             self.peak = (self.peak[0], self.peak[1] + offset)
         self.gen_lines_shift += offset
-        recs = [self.last_decode, *self.events, *self.unparsed, *self.incomplete_samples]
+        recs = [self.last_decode, self.first_stats, self.last_stats, *self.events,
+                *self.unparsed, *self.incomplete_samples]
         for cand in self.candidates:
             cand.shift(offset)
             if isinstance(cand.payload, dict):
@@ -206,6 +212,9 @@ class PartBuilder:
         if ts:
             p.first_ts = p.first_ts or ts
             p.last_ts = ts
+        if kind in STATS_KINDS:
+            p.first_stats = p.first_stats or rec
+            p.last_stats = rec
         if kind == "decode":
             self._decode(rec, ts)
             fold_accept(p, rec)
@@ -267,6 +276,8 @@ class LogSummary:
         self.last_ts: str | None = None
         self.peak: dict[str, Any] | None = None
         self.last_decode: Record | None = None
+        self.first_stats: Record | None = None
+        self.last_stats: Record | None = None
         self._gen_sum = 0.0
         self._gen_n = 0
         self._cached = 0
@@ -296,6 +307,8 @@ class LogSummary:
         self._cached += part.cached
         self._new += part.new
         self.last_decode = part.last_decode or self.last_decode
+        self.first_stats = self.first_stats or part.first_stats
+        self.last_stats = part.last_stats or self.last_stats
         for ev in part.events:
             self._count_event(ev)
             self.events.append({k: v for k, v in ev.items() if k != "args"})

@@ -22,10 +22,11 @@ from operator import getitem, ne
 
 from dash.core.log.batch import Batch
 from dash.core.log.bulk import records, shape_record
+from dash.core.log.parse import Record
 from dash.core.log.timestamps import normalise_stamps, normalised_joined
 from dash.core.state.ranks import rank_key
 from dash.core.views.stamp_column import StampColumn
-from dash.core.views.summary import Part, PartBuilder
+from dash.core.views.summary import STATS_KINDS, Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
@@ -145,6 +146,7 @@ def part_of(batch: Batch, stamps: dict[bytes, str]) -> Part:
         else:
             _decode_rows(part, batch, s, marks)
     _first_last(part, batch, marks)
+    _first_last_stats(part, batch, marks)
     part.lines = batch.lines
     return part
 
@@ -190,6 +192,28 @@ def _decode_rows(part: Part, batch: Batch, s: int, marks: Stamps) -> None:
     if ranks is not None:
         part.gen_ranks = ranks
     part.peak = (top, lines[top])
+
+
+def _first_last_stats(part: Part, batch: Batch, marks: Stamps) -> None:
+    """The block's first and last decode or prefill record: those of the parser's records
+    (`PartBuilder` kept them) and the shapes' first and last rows, by line number."""
+    ends: list[tuple[int, int, int]] = []  # (line, shape, row)
+    for s, shape in enumerate(batch.shapes):
+        n = batch.count(s)
+        if n and shape.family.kind in STATS_KINDS:
+            ends += [(batch.row_line(s, 0), s, 0), (batch.row_line(s, n - 1), s, n - 1)]
+    if not ends:
+        return
+
+    def made(end: tuple[int, int, int]) -> Record:
+        line, s, j = end
+        return shape_record(batch.shapes[s], line, batch.row_of(s, j), marks.texts)
+
+    first, last = min(ends), max(ends)
+    if part.first_stats is None or first[0] < part.first_stats["line"]:
+        part.first_stats = made(first)
+    if part.last_stats is None or last[0] > part.last_stats["line"]:
+        part.last_stats = made(last)
 
 
 def _first_last(part: Part, batch: Batch, marks: Stamps) -> None:
