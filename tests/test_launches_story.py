@@ -64,7 +64,7 @@ async def _live(run: SimRun, cfg: Config, split: Path, since: int, until: int) -
             app.refresh_state()
             if t in SPLIT_AT:
                 shutil.copy(run.server_log, split / f"server.{SPLIT_AT.index(t) + 1}.log")
-        out["server"] = app.query_one(ServerPanel).plain
+        out["server"] = app.query_one("#server", ServerPanel).plain
         await pilot.press("L")
         await pilot.pause()
         view = app.screen.query_one(LaunchTableView)

@@ -194,6 +194,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             with Vertical(id="parts-box"):
                 yield PartitionTable(id="partitions")
                 yield PartitionDetails(id="part-details")
+            yield ServerPanel(id="server-mid")  # the compact layout's, without outputs
             yield GpuPanel(id="gpus")
         with Horizontal(id="bottom"):
             yield ServerPanel(id="server")
@@ -204,6 +205,7 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
     def on_mount(self) -> None:
         self.query_one("#log", LogPane).display = False
         self.query_one("#server", ServerPanel).border_title = "server"
+        self.query_one("#server-mid", ServerPanel).border_title = "server"
         self.query_one("#gpus", GpuPanel).border_title = "GPUs"
         self.query_one("#parts-box").border_title = "partitions"
         if not self.cfg.outputs:  # the details say so too, but a small screen hides them
@@ -334,6 +336,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self._widget("#alerts", AlertsPanel).show(snap, compact=self.compact)
             # At 80x24 an alert needs the room for its hint more than the tables need theirs.
             self.screen_stack[0].set_class(self.compact and bool(snap.alerts), "-alerting")
+            # Without output files at 80x24, the server's facts take the partitions' place.
+            no_outputs = not snap.partitions and not self.cfg.outputs
+            self.screen_stack[0].set_class(no_outputs, "-no-outputs")
+            if no_outputs and self.compact:
+                self._widget("#server-mid", ServerPanel).show(snap, self.server_index)
         if isinstance(self.screen, RanksScreen):
             self.screen.show(snap)
 

@@ -61,13 +61,13 @@ async def test_without_launches_the_view_says_what_starts_one() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("L")
         assert "No server start seen in this log yet" in " ".join(_rows(app))
-        assert "launch" not in app.query_one(ServerPanel).plain
+        assert "launch" not in app.query_one("#server", ServerPanel).plain
 
 
 async def test_the_server_panel_shows_the_launch_line() -> None:
     app = build_app(snapshot(launches=tuning_launches()))
     async with app.run_test(size=(160, 45)):
-        text = " ".join(app.query_one(ServerPanel).plain.split())
+        text = " ".join(app.query_one("#server", ServerPanel).plain.split())
         assert "launch 4 of 4; previous: mem 0.88 -> 0.90, kv bf16 -> fp8_e4m3" in text
         assert "KV tokens 159K -> 376K; steady 609 -> 1,055" in text
 
@@ -88,7 +88,7 @@ async def test_with_several_servers_the_view_shows_the_selected_ones_launches() 
         assert _rows(app)[0].split() == ["#1", "#2", "#3", "#4", "now"]
         assert "decode" in str(app.screen.query_one(LaunchTableView).border_title)
         await pilot.press("escape")
-        text = " ".join(app.query_one(ServerPanel).plain.split())
+        text = " ".join(app.query_one("#server", ServerPanel).plain.split())
         assert "launch 4 of 4; previous: mem 0.88 -> 0.90" in text
 
 
@@ -121,10 +121,10 @@ async def test_the_server_panel_shows_what_the_server_estimates() -> None:
               "write_gbps_per_gpu": 4.0, "fwd_occupancy": 0.89})
     app = build_app(dataclasses.replace(plain, server=server))
     async with app.run_test(size=(160, 45)):
-        text = " ".join(app.query_one(ServerPanel).plain.split())
+        text = " ".join(app.query_one("#server", ServerPanel).plain.split())
         assert "accept len 2.50" in text and "mean 2.35 rate 70%" in text
         assert ("est. perf 14.0 TFLOP/s, 805 GB/s read, 4 GB/s write per GPU; fwd busy 89%"
                 in text)
     app = build_app(plain)
     async with app.run_test(size=(160, 45)):
-        assert "est. perf" not in app.query_one(ServerPanel).plain
+        assert "est. perf" not in app.query_one("#server", ServerPanel).plain

@@ -60,6 +60,14 @@ def test_server_down_and_no_nvml(snap_compare: SnapCompare, make_app: MakeApp) -
     assert snap_compare(make_app(snap), terminal_size=(160, 45))
 
 
+def test_compact_without_outputs_shows_the_server(snap_compare: SnapCompare,
+                                                  make_app: MakeApp) -> None:
+    """Only a log given: no empty partitions box at 80x24; the GPUs take the rows they need and
+    the server's facts and events the rest, beside the (clear) alerts."""
+    snap = snapshot(partitions=(), alerts=(), history=())
+    assert snap_compare(make_app(snap), terminal_size=(80, 24))
+
+
 def test_help_compact(snap_compare: SnapCompare, make_app: MakeApp) -> None:
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["question_mark"])
 

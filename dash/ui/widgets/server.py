@@ -65,12 +65,19 @@ class ServerPanel(Panel):
         super().__init__(id=id, classes=classes)
         self._facts_for: tuple[object, ...] | None = None
         self._facts_lines: list[Text] = []
+        self._shown: tuple[RunSnapshot, int] | None = None
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self._shown is not None:  # the facts' columns follow the width
+            self.show(*self._shown)
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"server--{name}") if name else Style()
 
     def show(self, snap: RunSnapshot, selected: int = 0) -> None:
         """Render facts and events from `snap` (of server `selected`, when there are several)."""
+        self._shown = (snap, selected)
         t = LineBuilder()
         polled_for = snap.polled_for(selected)  # the server whose URL is, when not this one
         if len(snap.servers) > 1:
@@ -105,14 +112,17 @@ class ServerPanel(Panel):
         change at a start, not every second)."""
         pairs = tuple((label, _fact(facts, key, pat)) for key, label, pat in FACTS)
         dim = self._st("dim")
-        if (pairs, dim) != self._facts_for:  # the style too: a theme's change redraws them
+        # Two columns of 29 characters; narrower (the compact layout's panel beside the GPUs),
+        # the values' column gives up its room first: `1,245,184` and `fp8_e4m3` still fit.
+        value_w = max(9, min(16, (self.size.width or 80) // 2 - 13))
+        if (pairs, dim, value_w) != self._facts_for:  # a theme's change redraws them too
             t = LineBuilder()
             for i in range(0, len(pairs), 2):
                 for label, value in pairs[i : i + 2]:
                     t.append(f"{label:>12} ", dim)
-                    t.append(f"{value:<16}")
+                    t.append(f"{value:<{value_w}}")
                 t.append("\n")
-            self._facts_for, self._facts_lines = (pairs, dim), t.lines[:-1]
+            self._facts_for, self._facts_lines = (pairs, dim, value_w), t.lines[:-1]
         return self._facts_lines
 
     def _launch(self, t: LineBuilder, snap: RunSnapshot) -> None:
