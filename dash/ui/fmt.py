@@ -101,11 +101,15 @@ def clock(t: float, now: float) -> str:
     return time.strftime("%H:%M", local)
 
 
-def line_time(at: object, ts: object) -> str:
+def line_time(at: object, ts: object, now: float | None = None) -> str:
     """A log line's time of day as the rest of the screen tells time (the alerts' `since`, the
     charts' axis): its clock time `at` in the box's zone, so a UTC log read in Tokyo does not
-    show 06:32 beside `since 15:32`; the stamp's own time where the line has no clock time."""
+    show 06:32 beside `since 15:32`; the stamp's own time where the line has no clock time.
+    Given `now`, a time 20 hours or more from it has its day too (`Sep 11 10:26`): an old
+    log's `10:26:05` reads as this morning."""
     if isinstance(at, (int, float)) and not isinstance(at, bool):
+        if now is not None and abs(now - at) >= 20 * 3600:
+            return time.strftime("%b %d %H:%M", time.localtime(at))
         return time.strftime("%H:%M:%S", time.localtime(at))
     return clean(str(ts or ""), 19)[-8:]
 

@@ -202,3 +202,19 @@ def test_ranks_fold_one_line_of_theirs_not_two_lines_of_one_kind() -> None:
     events = tracker.snapshot(1_772_366_400.0).events
     assert [(e["event"], len(e["ranks"])) for e in events] == [("kv_cache", 4), ("kv_cache", 4)]
     assert "Memory pool end" in events[0]["message"] and "KV Cache" in events[1]["message"]
+
+
+def test_rank_tags_give_the_parallelism_a_log_without_arguments_shows() -> None:
+    """TP7 and DP3 printed: at least tp 8 and dp 4; TP0 alone (tp 1 prints it) says nothing;
+    a restart forgets them with the rest of the launch's facts."""
+    tr = ServerLogTracker("server.log")
+    tr.feed([{**decode(_ts(12, 0, 0), 100.0), "rank": "TP0"}], NOW)
+    assert "tp_seen" not in tr.snapshot(NOW).facts
+    tr.feed([{**event("load_weights", _ts(12, 0, 1)), "rank": f"DP{i // 2} TP{i}"}
+             for i in (0, 7, 3)], NOW)
+    facts = tr.snapshot(NOW).facts
+    assert (facts["tp_seen"], facts["dp_seen"]) == (8, 4)
+    tr.feed([event("server_args", _ts(12, 5, 0), args={"tp_size": 2}),
+             {**decode(_ts(12, 6, 0), 90.0), "rank": "TP1"}], NOW)
+    facts = tr.snapshot(NOW).facts
+    assert facts["tp_seen"] == 2 and "dp_seen" not in facts

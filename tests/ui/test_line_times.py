@@ -63,3 +63,36 @@ async def test_a_utc_log_on_a_tokyo_box_shows_the_boxs_times(tmp_path: Path, tok
         title = next(line for line in text.splitlines() if "▼ peak 1500" in line)
         assert peak in title
     app.stop_sources()
+
+
+def test_an_event_from_another_day_shows_its_day(tokyo: None) -> None:
+    """An old log's `10:26:05 ready` would read as this morning's: a day or more away, the
+    events list says which day, and every row keeps one column for the time."""
+    from dash.ui import fmt
+
+    at = time.mktime((2025, 9, 11, 10, 26, 5, 0, 0, -1))
+    assert fmt.line_time(at, "x", now=at + 3600) == "10:26:05"
+    assert fmt.line_time(at, "x", now=at + 447 * 86400) == "Sep 11 10:26"
+    assert fmt.line_time(at, "x") == "10:26:05"  # no `now`: the time of day, as before
+    assert fmt.line_time(None, "2025-09-11T10:26:05", now=at) == "10:26:05"
+
+
+async def test_the_events_list_keeps_one_column_for_times_of_several_days() -> None:
+    import dataclasses
+
+    from dash.ui.widgets.server import ServerPanel
+    from ui.conftest import build_app
+    from ui.fake_run import NOW, server, snapshot
+
+    events = ({"kind": "event", "event": "ready", "message": "fired up", "at": NOW - 3 * 86400,
+               "ts": "x", "rank": None},
+              {"kind": "event", "event": "retract", "message": "pool full", "at": NOW - 60,
+               "ts": "y", "rank": None})
+    app = build_app(snapshot(server=dataclasses.replace(server(), events=events)))
+    async with app.run_test(size=(160, 45)):
+        rows = app.query_one("#server", ServerPanel).plain.splitlines()
+    old = next(r for r in rows if "fired up" in r)
+    new = next(r for r in rows if "pool full" in r)
+    assert old.index("ready") == new.index("retract")  # one column for both
+    assert time.strftime("%b %d", time.localtime(NOW - 3 * 86400)) in old
+    assert time.strftime("%H:%M:%S", time.localtime(NOW - 60)) in new

@@ -33,3 +33,15 @@ def test_hicache_is_shown_as_the_launches_table_says_it(args: str, shown: str) -
 def test_the_host_pool_the_log_reported_wins() -> None:
     assert _fact({"hicache_size": 0, "hicache_host_gb": 37.5}, "hicache_size",
                  "{:g} GB") == "37.5 GB host"
+
+
+def test_tp_and_dp_from_the_arguments_else_from_the_rank_tags_the_log_printed() -> None:
+    tracker = ServerLogTracker()
+    lines = ["[2026-03-01 08:00:00 DP1 TP3 EP3] Load weight begin. avail mem=70.00 GB",
+             "[2026-03-01 08:00:00 DP0 TP0 EP0] Load weight begin. avail mem=70.00 GB"]
+    tracker.feed([parse_line(line, i) for i, line in enumerate(lines, 1)], 1_772_352_000.0)
+    facts = dict(tracker.snapshot(1_772_352_000.0).facts)
+    assert _fact(facts, "tp_size", "{}") == "≥4 ranks"
+    assert _fact(facts, "dp_size", "{}") == "≥2 ranks"
+    assert _fact({**facts, "tp_size": 4}, "tp_size", "{}") == "4"
+    assert _fact({}, "tp_size", "{}") == "-"

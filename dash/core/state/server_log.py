@@ -56,7 +56,7 @@ _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
 _MIN_FACTS = {"avail_mem_gb", "load_avail_mem_gb", "available_gpu_mem_gb"}
 _LAUNCH_FACTS = {*_MIN_FACTS, "mem_fraction_static", "gpu_memory_utilization",
                  "max_total_num_tokens", "kv_tokens", "kv_size_gb", "gpu_blocks",
-                 "hicache_host_gb", "weights_mem_gb"}
+                 "hicache_host_gb", "weights_mem_gb", "tp_seen", "dp_seen"}
 """Facts one launch measured or was sized with: a restart forgets them until the new start
 prints its own, so nothing quotes the old server's figures as the new one's."""
 _BEFORE_KEYS = {"mem_fraction_static", "gpu_memory_utilization", "avail_mem_gb",
@@ -84,6 +84,8 @@ class ServerLogTracker:
         self._events: deque[Record] = deque(maxlen=max_events)
         self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
+        self._rank_tags: dict[str, tuple[tuple[str, int], ...]] = {}
+        """Each rank tag's parallelism figures, worked out once (a log has a few tags)."""
         self._last_decode: Record | None = None
         self._last_prefill: Record | None = None
         self._perf: dict[str, float] = {}
@@ -266,6 +268,9 @@ class ServerLogTracker:
         t = self._time(rec, now)
         if self._started_at is None:
             self._started_at = t
+        rank = rec.get("rank")
+        if rank:
+            self._note_rank(rank)
         if kind == "event":
             self._apply_event(dict(rec), t)
         elif kind in STATS_KINDS:
@@ -387,6 +392,18 @@ class ServerLogTracker:
             # says what it got. Set on every start, so a restart with fp8 KV does not show `auto`.
             self._facts["kv_dtype"] = rec["kv_cache_dtype"]
 
+    def _note_rank(self, rank: str) -> None:
+        """The parallelism the log's rank tags show (`TP7` -> `tp_seen` 8, `DP3` -> `dp_seen`
+        4): at least that many, the facts beside a server whose arguments are not in the log
+        (an excerpt, a log begun after the start). `TP0` alone says nothing (tp 1 prints it)."""
+        seen = self._rank_tags.get(rank)
+        if seen is None:
+            seen = self._rank_tags[rank] = tuple(
+                (f"{kind.lower()}_seen", int(n) + 1) for kind, n in _RANK_TAG.findall(rank))
+        for fact, n in seen:
+            if n > 1 and n > self._facts.get(fact, 0):
+                self._facts[fact] = n
+
     def _min_fact(self, name: str, value: float | None) -> None:
         if value is None:
             return
@@ -424,6 +441,9 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
         facts["enable_hierarchical_cache"] = bool(args["enable_hierarchical_cache"])
         if isinstance(args.get("hicache_ratio"), (int, float)):
             facts["hicache_ratio"] = args["hicache_ratio"]
+
+
+_RANK_TAG = re.compile(r"\b(TP|DP)(\d{1,4})\b")
 
 
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")

@@ -39,6 +39,10 @@ def _fact(facts: Mapping[str, Any], key: str, pattern: str) -> str:
     if key == "hicache_size" and isinstance(facts.get("hicache_host_gb"), (int, float)):
         return f"{facts['hicache_host_gb']:.1f} GB host"  # what the host pool got
     value = facts.get(key)
+    if value is None and key in ("tp_size", "dp_size"):
+        seen = facts.get(key.replace("_size", "_seen"))
+        if isinstance(seen, int):
+            return f"≥{seen} ranks"  # no arguments line: the rank tags the log printed
     if key == "hicache_size" and value is not None:  # the launches table's words, not "0"
         return hicache_text(facts)
     if value is None and key == "mem_fraction_static":
@@ -103,8 +107,11 @@ class ServerPanel(Panel):
                      self._st("warn"))
         t.append("\n")
         # Newest first: when the panel is short, what is cut is the oldest.
-        for ev in reversed(srv.events[-SHOWN_EVENTS:]):
-            self._event(t, ev)
+        shown = [(ev, fmt.line_time(ev.get("at"), ev.get("ts"), snap.now))
+                 for ev in reversed(srv.events[-SHOWN_EVENTS:])]
+        width = max((len(ts) for _, ts in shown), default=8)  # a day's events keep one column
+        for ev, ts in shown:
+            self._event(t, ev, f"{ts:>{width}}")
         self.show_lines(t.lines)
 
     def _facts(self, facts: Mapping[str, Any]) -> list[Text]:
@@ -194,11 +201,10 @@ class ServerPanel(Panel):
         state = {"up": "ok", "down": "crit", "degraded": "warn"}.get(http.state, "dim")
         t.append(f"  {http.state}", self._st(state))
 
-    def _event(self, t: LineBuilder, ev: Mapping[str, Any]) -> None:
+    def _event(self, t: LineBuilder, ev: Mapping[str, Any], ts: str) -> None:
         name = str(ev.get("event", "?"))
         level = EVENT_LEVEL.get(name, "dim")
-        ts = fmt.line_time(ev.get("at"), ev.get("ts"))
-        t.append(f"\n{ts:>8} ", self._st("dim"))
+        t.append(f"\n{ts} ", self._st("dim"))
         t.append(f"{name:<12} ", self._st(f"{level}"))
         ranks = ev.get("ranks")
         if ranks:
