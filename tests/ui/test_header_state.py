@@ -41,3 +41,25 @@ def test_a_start_in_progress_says_where_it_is_not_log_quiet_or_no_answer() -> No
     assert server_state(snap) == ("server starting: weights loaded", "warn", T0 - 90.0)
     assert liveness_text(live, events=events) == \
         "log shows a start in progress (weights loaded), http down"
+
+
+def test_with_several_servers_the_header_names_the_one_that_is_not_well() -> None:
+    """A PD pair whose decode log went quiet is not `server up` because the prefill server,
+    the first, is: the worst state is said with its server's name."""
+    import dataclasses
+
+    from dash.core.snapshot import Liveness
+    from dash.ui.widgets.header import servers_state
+    from ui.fake_run import pd_snapshot
+
+    pd = pd_snapshot()
+    well = Liveness(log="live", http="off")
+    quiet = Liveness(log="quiet", http="off", log_age_s=720.0)
+    both = dataclasses.replace(pd, liveness=well, server_liveness=(well, well),
+                               http=HttpSnapshot())
+    assert servers_state(both) == server_state(both.for_server(0))
+    one = dataclasses.replace(both, server_liveness=(well, quiet))
+    label, level, _ = servers_state(one)
+    assert (label, level) == ("decode: log quiet 12m", "warn")
+    two = dataclasses.replace(both, liveness=quiet, server_liveness=(quiet, quiet))
+    assert servers_state(two)[0] == "prefill: log quiet 12m (and 1 more)"

@@ -64,6 +64,26 @@ def server_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
     return f"log quiet {fmt.dur(live.log_age_s)}", "warn", None
 
 
+_WORSE = {"crit": 3, "warn": 2, "dim": 1, "ok": 0}
+
+
+def servers_state(snap: RunSnapshot) -> tuple[str, str, float | None]:
+    """`server_state` of a run of several server logs: each one's state, and the worst said
+    with its server's name (`decode.log: log quiet 12m`, `and 1 more` when others are not
+    well either); the first's when all are well. The first server's alone would call a PD
+    pair whose decode server died `server up`, or a quiet first log the whole run's state."""
+    if len(snap.servers) < 2:
+        return server_state(snap)
+    states = [server_state(snap.for_server(i)) for i in range(len(snap.servers))]
+    worst = max(range(len(states)), key=lambda i: (_WORSE.get(states[i][1], 0), -i))
+    label, level, since = states[worst]
+    if _WORSE.get(level, 0) == 0:
+        return states[0]
+    others = sum(1 for i, st in enumerate(states) if i != worst and _WORSE.get(st[1], 0))
+    name = fmt.clean(snap.servers[worst].name or snap.servers[worst].path or "?", 24)
+    return f"{name}: {label}" + (f" (and {others} more)" if others else ""), level, since
+
+
 def http_note(snap: RunSnapshot) -> tuple[str, str] | None:
     """A second fact when the first does not cover it: a live log with a URL that does not
     answer (`no answer at :30000`), or an HTTP server up while its log is quiet."""
@@ -96,7 +116,7 @@ class HeaderBar(Panel):
         return self.part_style(f"header--{name}")
 
     def _line1(self, snap: RunSnapshot, extra: HeaderState) -> Text:
-        label, level, since = server_state(snap)
+        label, level, since = servers_state(snap)
         t = Text(overflow="ellipsis")
         t.append(" kdash ", self._st("key"))
         if extra.extra_title:
