@@ -167,3 +167,19 @@ def test_rank_imbalance_fires_when_one_rank_fills_up(tmp_path: Path, scenario: s
         assert a["message"].startswith(f"DP{hot}'s KV cache is 9"), a["message"]
         assert (f"other {ranks - 1} ranks" if ranks > 2 else "the other rank ") in a["message"]
         assert "--load-balance-method" in a["hint"]
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_the_summary_mean_leaves_out_the_ramp_in_before_every_rank_printed(
+        tmp_path: Path, rounds: int) -> None:
+    """Three ranks at 500 tok/s each: the first lines' sums are 500 and 1,000 (one rank, then
+    two), the server's is 1,500. The mean is 1,500, over the sums with every rank in them
+    (one round only: its last sum); the samples still count every line."""
+    path = tmp_path / "dp3.log"
+    lines = [f"[2026-05-07 13:40:{r * 3 + d:02d} DP{d} TP{d} EP{d}] Decode batch. #running-req: "
+             f"20, #token: 19000, token usage: 0.02, cuda graph: True, gen throughput "
+             f"(token/s): 500.00, #queue-req: 0, " for r in range(rounds) for d in range(3)]
+    path.write_text("\n".join(lines) + "\n")
+    gen = summarize(path)["gen_throughput"]
+    assert gen["mean"] == 1500.0 and gen["peak"]["gen_throughput"] == 1500.0
+    assert (gen["samples"], gen["ramp_in"]) == (3 * rounds, 2)

@@ -143,7 +143,9 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         f"  gen tok/s   peak {_fmt(peak.get('gen_throughput'))} at {_fmt(peak.get('ts'))} "
         f"(line {_fmt(peak.get('line'))}), mean {_fmt(gen['mean'])} over {gen['samples']:,} lines"
         + (f"; {len(doc['ranks'])} ranks summed ({', '.join(doc['ranks'][:8])}"
-           f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else ""),
+           f"{', ...' if len(doc['ranks']) > 8 else ''})" if doc.get("ranks") else "")
+        + (f", the mean without the first {gen['ramp_in']:,} (not every rank printed yet)"
+           if gen.get("ramp_in") else ""),
         _prefix_hit(doc.get("prefix_hit")),
     ]
     spec = doc["spec"]

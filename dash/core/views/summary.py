@@ -280,6 +280,7 @@ class LogSummary:
         self.last_stats: Record | None = None
         self._gen_sum = 0.0
         self._gen_n = 0
+        self._mean_n = 0  # the samples in `_gen_sum`: a DP log's ramp-in is left out
         self._cached = 0
         self._new = 0
         self._last_key: object = _NO_DECODE
@@ -344,8 +345,9 @@ class LogSummary:
             return
         peak = part.peak
         totals = self._ranked.fold(gens, part.gen_ts, part.gen_ranks, part.gen_lines)
+        counted: Sequence[float] = gens
         if totals is not None:  # named DP ranks: each sample is the server's total
-            gens, (top, line) = totals
+            gens, (top, line), counted = totals
             peak = (top, line + part.gen_lines_shift)
         if peak is not None:
             i, line = peak
@@ -358,12 +360,24 @@ class LogSummary:
             return float(base + i + 1) if x is None else x
 
         self.throughput.extend(gens, x_of)
-        self._gen_sum = reduce(operator.add, gens, self._gen_sum)
+        self._gen_sum = reduce(operator.add, counted, self._gen_sum)
         self._gen_n += len(gens)
+        self._mean_n += len(counted)
 
     def ranks(self) -> list[str]:
         """The DP ranks (vLLM engines) whose throughput is summed; empty with one."""
         return self._ranked.ranks()
+
+    def _gen_doc(self) -> dict[str, Any]:
+        """Peak and mean of the server's throughput; `samples`: its decode lines' sums;
+        `ramp_in`: the first of them the mean leaves out (several DP ranks, not all printed
+        yet: `dash.core.views.summary_ranks`)."""
+        total, n = self._gen_sum, self._mean_n
+        pending = self._ranked.pending()
+        if pending is not None:  # no rank printed twice: the last sum of the one round
+            total, n = total + pending, n + 1
+        return {"peak": self.peak, "mean": round(total / n, 2) if n else None,
+                "samples": self._gen_n, "ramp_in": self._ranked.ramp_in}
 
     def _spec(self) -> dict[str, Any] | None:
         """Speculative decoding's acceptance over the log (None when the server ran none)."""
@@ -407,11 +421,7 @@ class LogSummary:
                         **{k: n for k, n in sorted(self.kinds.items()) if k not in _BASE_KINDS}},
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
-            "gen_throughput": {
-                "peak": self.peak,
-                "mean": round(self._gen_sum / self._gen_n, 2) if self._gen_n else None,
-                "samples": self._gen_n,
-            },
+            "gen_throughput": self._gen_doc(),
             "ranks": self.ranks(),
             "last_decode": self.last_decode,
             "prefill": {
