@@ -196,6 +196,14 @@ _pct2 = st.one_of(st.floats(0, 100).map(lambda f: f"{f:.2f}"), st.sampled_from(_
 _pct1 = st.one_of(st.floats(0, 100).map(lambda f: f"{f:.1f}"), st.sampled_from(_ODD_PCT))
 
 
+SWA = ("Decode batch, #running-req: {r}, #full token: {t}, full token usage: 0.{u:02d}, "
+       "#swa token: {c}, swa token usage: 0.{q:02d}, cuda graph: True, "
+       "gen throughput (token/s): {g}, #queue-req: {q}, ")
+MAMBA = ("Decode batch, #running-req: {r}, #full token: {t}, full token usage: 0.{u:02d}, "
+         "mamba num: {c}, mamba usage: 0.{q:02d}, cuda graph: True, "
+         "gen throughput (token/s): {g}, #queue-req: {q}, ")
+
+
 _CLEAN = [
     DECODE, DECODE, DECODE, DECODE + ", ", DECODE.replace(", cuda graph: True", ""),
     DECODE.replace("batch,", "batch."), DECODE + ", Decode batch", DECODE.replace("#token", "#full token"),
@@ -211,6 +219,10 @@ _CLEAN = [
     UNKNOWN, UNKNOWN, OCCUPANCY + ", new ratio: {p2}%", PREFILL + ", #future-req: {g}",
     DECODE + ", mode: chunked", DECODE.replace("#queue-req", "#new-field: {g}, #queue-req"),
     "Decode batch, #new-field: {t}, #queue-req: {q}",
+    # hybrid models: a sliding-window pool beside the full one (its usage: the larger), and
+    # a mamba state pool (its usage: the full pool's)
+    SWA, SWA, MAMBA, PREFILL.replace("token usage: 0.{u:02d}", "full token usage: 0.{u:02d}, "
+                                     "swa token usage: 0.{r:02d}"),
     PREFILL, PREFILL, PREFILL, PREFILL + ", Decode batch, x", PREFILL.replace("{c}", "{g}"),
     PREFILL.replace("batch,", "batch."), PREFILL.replace("{c}, ", "{c}"),
     ACCESS, ACCESS, ACCESS, ACCESS.replace("POST", "GET /error"), ACCESS.replace("{t}", "x"),
@@ -623,3 +635,26 @@ def test_a_field_the_grammar_does_not_know_is_skipped_by_the_shape() -> None:
     batch = reader.read(buf, len(buf), 1)
     assert batch.rows_total >= 120 and len(batch.others) <= 7
     assert "new_field" not in got[0] and got[0]["tokens"] == 100
+
+
+def test_hybrid_pools_read_in_bulk_as_the_parser_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hybrid model's lines name each pool; the record's `tokens` and `token_usage` are the
+    full pool's (`#full token`, `full token usage`), the others beside them, read the same in
+    bulk as by the parser, whichever pool is fuller."""
+    lines = [TS.format(m=1, s=i) + SWA.format(r=20, t=19574, u=(70, 42)[i % 2],
+                                              c=(10000, 30000)[i % 2] + i, q=(20, 61)[i % 2],
+                                              g="812.50")
+             for i in range(40)]
+    lines += [TS.format(m=2, s=i) + MAMBA.format(r=20, t=19574, u=42, c=30, q=90, g="812.50")
+              for i in range(40)]
+    path = tmp_path / "hybrid.log"
+    path.write_text("\n".join(lines) + "\n")
+    second, last = parse_line(lines[1], 2), parse_line(lines[-1], 80)
+    assert second is not None and last is not None
+    assert (second["tokens"], second["token_usage"], second["swa_token_usage"]) == (
+        19574, 0.42, 0.61)
+    assert (last["tokens"], last["token_usage"], last["mamba_usage"]) == (19574, 0.42, 0.90)
+    for chunk, parallel in ((300, False), (300, True)):  # blocks read after the first learned
+        assert fast(path, monkeypatch, chunk, parallel) == reference(path)
+        assert export(path, monkeypatch, chunk, parallel) == naive_export(path)

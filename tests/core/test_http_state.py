@@ -159,3 +159,16 @@ def test_no_disagreement_across_dp_ranks_or_without_a_record() -> None:
     assert disagreement(metrics, DECODE) is None
     assert disagreement({"running_req": 1.0}, None) is None
     assert disagreement({"running_req": 1.0}, {"kind": "decode", "running_req": "x"}) is None
+
+
+def test_a_hybrid_models_fullest_pool_is_what_metrics_counts() -> None:
+    """SGLang's `/metrics` `token_usage` of a hybrid model is its fullest pool (0.5.12+; the
+    full pool's before); the log record's is the full pool's: neither is a disagreement."""
+    hybrid = {**DECODE, "token_usage": 0.42, "mamba_usage": 0.90, "swa_token_usage": None}
+    for gauge in (0.90, 0.42):
+        metrics = {"running_req": DECODE["running_req"], "token_usage": gauge}
+        assert disagreement(metrics, hybrid) is None
+    swa = {**DECODE, "token_usage": 0.05, "swa_token_usage": 0.95}
+    assert disagreement({"token_usage": 0.95}, swa) is None
+    assert "token_usage" in (disagreement({"token_usage": 0.5}, {**DECODE, "token_usage": 0.05})
+                             or "")

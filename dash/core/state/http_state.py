@@ -131,6 +131,8 @@ def disagreement(metrics: Mapping[str, float], record: Record | None) -> str | N
     diffs: list[str] = []
     for key, absolute, relative in _MARGINS:
         m, lg = metrics.get(key), record.get(key)
+        if key == "token_usage" and isinstance(m, (int, float)):
+            lg = _pools_usage(record, m)
         if not isinstance(m, (int, float)) or not isinstance(lg, (int, float)):
             continue
         if abs(m - lg) > max(absolute, relative * max(abs(m), abs(lg))):
@@ -138,6 +140,22 @@ def disagreement(metrics: Mapping[str, float], record: Record | None) -> str | N
     if not diffs:
         return None
     return "/metrics vs log: " + ", ".join(diffs) + " (is the URL this log's server?)"
+
+
+_POOLS = ("token_usage", "swa_token_usage", "mamba_usage")
+
+
+def _pools_usage(record: Record, gauge: float) -> float | None:
+    """The log record's KV usage nearest the server's `/metrics` `token_usage`: a hybrid
+    model's line prints each pool, and the gauge is the fullest of them (SGLang 0.5.12+) or
+    the full pool's (before, for a Mamba pool), where the record's `token_usage` is the full
+    pool's. A full pool at 0.42 beside a Mamba pool at 0.90 agrees with a gauge of either."""
+    full = record.get("token_usage")
+    if not isinstance(full, (int, float)) or isinstance(full, bool):
+        return None
+    values = [v for v in map(record.get, _POOLS)
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return min((full, max(values)), key=lambda v: abs(v - gauge))
 
 
 def shown_url(url: str | None) -> str | None:
