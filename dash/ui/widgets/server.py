@@ -73,8 +73,15 @@ class ServerPanel(Panel):
 
     def on_resize(self) -> None:
         super().on_resize()
-        if self._shown is not None:  # the facts' columns follow the width
+        # The facts' columns follow the width: shown again only when theirs changes.
+        if self._shown is not None and self._facts_for is not None \
+                and self._facts_for[2] != self._value_width():
             self.show(*self._shown)
+
+    def _value_width(self) -> int:
+        """The facts' values column: 16 wide, narrower (the compact layout's panel beside the
+        GPUs) down to 9, where `1,245,184` and `fp8_e4m3` still fit."""
+        return max(9, min(16, (self.size.width or 80) // 2 - 13))
 
     def _st(self, name: str) -> Style:
         return self.part_style(f"server--{name}") if name else Style()
@@ -119,9 +126,7 @@ class ServerPanel(Panel):
         change at a start, not every second)."""
         pairs = tuple((label, _fact(facts, key, pat)) for key, label, pat in FACTS)
         dim = self._st("dim")
-        # Two columns of 29 characters; narrower (the compact layout's panel beside the GPUs),
-        # the values' column gives up its room first: `1,245,184` and `fp8_e4m3` still fit.
-        value_w = max(9, min(16, (self.size.width or 80) // 2 - 13))
+        value_w = self._value_width()  # two columns of 29 characters, or narrower
         if (pairs, dim, value_w) != self._facts_for:  # a theme's change redraws them too
             t = LineBuilder()
             for i in range(0, len(pairs), 2):
