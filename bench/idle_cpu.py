@@ -163,12 +163,15 @@ def _measure(ns: argparse.Namespace, run: object, work: Path, modes: list[bool])
         return report(ns, procs, psutil.Process(tail.pid), run)
     finally:
         if ns.screens:  # what each dashboard showed as the measurement ended
-            Path(ns.screens).mkdir(parents=True, exist_ok=True)
-            for label, tmux, _ in sessions:
-                shown = subprocess.run([*tmux, "capture-pane", "-p", "-t", tmux[2]], check=False,
-                                       capture_output=True, text=True).stdout
-                (Path(ns.screens) / (label.replace(" ", "-").replace(",", "") + ".txt")
-                 ).write_text(shown)
+            try:
+                Path(ns.screens).mkdir(parents=True, exist_ok=True)
+                for label, tmux, _ in sessions:
+                    shown = subprocess.run([*tmux, "capture-pane", "-p", "-t", tmux[2]],
+                                           check=False, capture_output=True, text=True).stdout
+                    (Path(ns.screens) / (label.replace(" ", "-").replace(",", "") + ".txt")
+                     ).write_text(shown)
+            except OSError as exc:  # the dashboards are still stopped below
+                print(f"bench: screens not saved: {exc}", file=sys.stderr)
         for _, tmux, _ in sessions:
             subprocess.run([*tmux, "send-keys", "-t", tmux[2], "q"], check=False)
         time.sleep(1.5)

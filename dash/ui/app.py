@@ -212,8 +212,12 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.query_one("#partitions", PartitionTable).empty_title = (
                 "none: --outputs GLOB")
         self.query_one("#alerts", AlertsPanel).border_title = "alerts"
-        self.query_one("#partitions", PartitionTable).focus()
         self.refresh_state()
+        # Without output files there is no partition to move through (at 80x24 the table is
+        # not even shown): the keys go to the GPUs' table.
+        no_outputs = self.snap is not None and not self.snap.partitions and not self.cfg.outputs
+        (self.query_one("#gpu-table", GpuTable) if no_outputs
+         else self.query_one("#partitions", PartitionTable)).focus()
         if self.handle_signals:
             self.install_signal_handlers()
         if self.live:
@@ -340,7 +344,9 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             no_outputs = not snap.partitions and not self.cfg.outputs
             self.screen_stack[0].set_class(no_outputs, "-no-outputs")
             if no_outputs and self.compact:
-                self._widget("#server-mid", ServerPanel).show(snap, self.server_index)
+                screen = self.screen_stack[0]
+                if not screen.has_class("-log-open"):  # else the log has the tables' place
+                    self._widget("#server-mid", ServerPanel).show(snap, self.server_index)
         if isinstance(self.screen, RanksScreen):
             self.screen.show(snap)
 

@@ -139,7 +139,8 @@ class ReplayApp(DashApp):
     # Textual calls the `on_mount` / `on_unmount` of every class of the app (this one's
     # first), so these do not call the dashboard's.
     def on_mount(self) -> None:
-        self.query_one("#server", ServerPanel).http_off = "not replayed"  # no --no-http here
+        for panel in self.query(ServerPanel):  # the compact layout's one too
+            panel.http_off = "not replayed"  # no --no-http here
         self.replay()
         self._show_status()
 

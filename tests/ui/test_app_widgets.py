@@ -45,3 +45,18 @@ async def test_quit_waits_for_alerts_being_delivered_but_not_for_long(make_app: 
         await app.alerts_delivered(timeout=1.0)
         assert done == ["history line"]
         assert time.monotonic() - start < 3.0
+
+
+async def test_at_80x24_without_outputs_the_focus_is_on_what_is_shown() -> None:
+    """The partitions table is hidden there (the server's facts take its place): the keys go
+    to the GPUs' table, and the tab chain does not pass through the hidden one."""
+    from dash.ui.widgets.gpus import GpuTable
+    from dash.ui.widgets.server import ServerPanel
+    from ui.conftest import build_app
+    from ui.fake_run import snapshot
+
+    app = build_app(snapshot(partitions=(), alerts=(), history=()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.focused, GpuTable)
+        assert "max tokens" in app.query_one("#server-mid", ServerPanel).plain

@@ -148,7 +148,10 @@ class HeaderBar(Panel):
         started = snap.server.started_at
         # A quiet or dead server's uptime is not running on; and one within a minute of the
         # state's own "for" says the same thing twice.
-        if (started is not None and level != "crit" and not snap.liveness.stale
+        # With several servers and one not well, the state names that one: the first's uptime
+        # beside it would read as its.
+        named = len(snap.servers) > 1 and level != "ok"
+        if (started is not None and level != "crit" and not snap.liveness.stale and not named
                 and (since is None or abs(since - started) >= 60)):
             t.append(f"  uptime {fmt.dur(snap.now - started)}", self._st("dim"))
         facts = snap.facts

@@ -72,7 +72,7 @@ class ServerPanel(Panel):
         self._shown: tuple[RunSnapshot, int] | None = None
 
     def on_resize(self) -> None:
-        super().on_resize()
+        # Textual calls Panel's on_resize too (every class's handler): not called from here.
         # The facts' columns follow the width: shown again only when theirs changes.
         if self._shown is not None and self._facts_for is not None \
                 and self._facts_for[2] != self._value_width():
