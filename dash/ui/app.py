@@ -342,11 +342,11 @@ class DashApp(LogKeys, AlertKeys, WorkerApp):
             self.screen_stack[0].set_class(self.compact and bool(snap.alerts), "-alerting")
             # Without output files at 80x24, the server's facts take the partitions' place.
             no_outputs = not snap.partitions and not self.cfg.outputs
-            self.screen_stack[0].set_class(no_outputs, "-no-outputs")
-            if no_outputs and self.compact:
-                screen = self.screen_stack[0]
-                if not screen.has_class("-log-open"):  # else the log has the tables' place
-                    self._widget("#server-mid", ServerPanel).show(snap, self.server_index)
+            main = self.screen_stack[0]
+            main.set_class(no_outputs, "-no-outputs")
+            if no_outputs and self.compact and not main.has_class("-log-open"):
+                # (with the log open, the log has the tables' place)
+                self._widget("#server-mid", ServerPanel).show(snap, self.server_index)
         if isinstance(self.screen, RanksScreen):
             self.screen.show(snap)
 

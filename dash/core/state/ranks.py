@@ -36,10 +36,15 @@ HISTORY = 512
 """Token-usage points kept per rank (the imbalance rule's window)."""
 
 _FIELDS = ("gen_throughput", "running_req", "queue_req", "token_usage", "tokens")
-# `DP3` in `DP3 TP3 EP3`, `Worker_DP1_TP0`, `EngineCore_DP0`; not `MOE_DP2` (MoE data parallel)
-# nor `ATTN_DP`-like dimensions with a prefix.
-_DP = re.compile(r"(?<![A-Za-z0-9])(?<!MOE_)DP(\d+)(?![0-9])")
+# `DP3` and `TP3` in `DP3 TP3 EP3`, `Worker_DP1_TP0`, `EngineCore_DP0`; not `MOE_DP2` (MoE
+# data parallel) nor `ATTN_DP`-like dimensions with a prefix.
+_TAG = re.compile(r"(?<![A-Za-z0-9])(?<!MOE_)(DP|TP)(\d+)(?![0-9])")
 _KEYS: dict[str, str | None] = {}
+
+
+def tag_indexes(tag: str) -> tuple[tuple[str, int], ...]:
+    """The data- and tensor-parallel indexes a rank tag names: `DP1 TP3` -> (DP, 1), (TP, 3)."""
+    return tuple((m.group(1), int(m.group(2))) for m in _TAG.finditer(tag))
 
 
 def rank_key(rec: Mapping[str, Any]) -> str | None:
@@ -52,8 +57,8 @@ def rank_key(rec: Mapping[str, Any]) -> str | None:
         return None
     key = _KEYS.get(tag, "")
     if key == "":
-        m = _DP.search(tag)
-        key = f"DP{int(m.group(1))}" if m else None
+        dp = next((n for kind, n in tag_indexes(tag) if kind == "DP"), None)
+        key = None if dp is None else f"DP{dp}"
         if len(_KEYS) < 4096:  # tags repeat; a bounded cache of their keys
             _KEYS[tag] = key
     return key

@@ -21,6 +21,7 @@ from typing import Any
 from dash.core.linenums import WINDOW_KEY, resolved
 from dash.core.snapshot import Record, ServerLogSnapshot
 from dash.core.state.log_clock import LogTimes
+from dash.core.state.ranks import tag_indexes
 from dash.core.state.server_stats import SERIES, ServerStats
 
 __all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker", "rank_copy"]
@@ -398,8 +399,9 @@ class ServerLogTracker:
         (an excerpt, a log begun after the start). `TP0` alone says nothing (tp 1 prints it)."""
         seen = self._rank_tags.get(rank)
         if seen is None:
-            seen = self._rank_tags[rank] = tuple(
-                (f"{kind.lower()}_seen", int(n) + 1) for kind, n in _RANK_TAG.findall(rank))
+            seen = tuple((f"{kind.lower()}_seen", n + 1) for kind, n in tag_indexes(rank))
+            if len(self._rank_tags) < 4096:  # tags repeat; a bounded cache of their figures
+                self._rank_tags[rank] = seen
         for fact, n in seen:
             if n > 1 and n > self._facts.get(fact, 0):
                 self._facts[fact] = n
@@ -441,9 +443,6 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
         facts["enable_hierarchical_cache"] = bool(args["enable_hierarchical_cache"])
         if isinstance(args.get("hicache_ratio"), (int, float)):
             facts["hicache_ratio"] = args["hicache_ratio"]
-
-
-_RANK_TAG = re.compile(r"\b(TP|DP)(\d{1,4})\b")
 
 
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")

@@ -26,7 +26,7 @@ from typing import Any
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.state.ranks import rank_key
-from dash.core.state.server_log import rank_copy
+from dash.core.state.server_log import STATS_KINDS, rank_copy
 from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
 from dash.core.views.summary_ranks import RankedGens
 
@@ -34,9 +34,6 @@ MAX_EVENTS = 100
 MAX_UNPARSED_SAMPLES = 5
 MAX_POINTS = 512
 _BASE_KINDS = ("decode", "prefill", "event", "unparsed")
-STATS_KINDS = ("decode", "prefill")
-"""The records that show a server at work, whose first and last the summary keeps (a log of
-prefill lines only still has a launch that ran from its first to its last)."""
 
 
 class Downsampled:
@@ -212,7 +209,7 @@ class PartBuilder:
         if ts:
             p.first_ts = p.first_ts or ts
             p.last_ts = ts
-        if kind in STATS_KINDS:
+        if kind in STATS_KINDS:  # a log of prefill lines only still ran from its first to last
             p.first_stats = p.first_stats or rec
             p.last_stats = rec
         if kind == "decode":

@@ -25,8 +25,9 @@ from dash.core.log.bulk import records, shape_record
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import normalise_stamps, normalised_joined
 from dash.core.state.ranks import rank_key
+from dash.core.state.server_log import STATS_KINDS
 from dash.core.views.stamp_column import StampColumn
-from dash.core.views.summary import STATS_KINDS, Part, PartBuilder
+from dash.core.views.summary import Part, PartBuilder
 from dash.core.views.summary_feed import Candidate, ts_key
 
 _EXACT = float(2 ** 53)
