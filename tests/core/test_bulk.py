@@ -493,6 +493,39 @@ def test_a_reader_that_takes_some_values_reads_rows_whole_when_asked() -> None:
     assert records(batch, reader.stamps) == _naive_block(block, 1)
 
 
+@pytest.mark.parametrize("prefixes", [["[2026-03-01 08:01:{s:02d}] "],
+                                      ["[2026-03-01 08:01:{s:02d} TP0] ", "[08:01:{s:02d} DP1 TP3] "],
+                                      [""]])
+def test_a_shapes_first_and_last_rows_read_alone_are_the_rows_read_whole(
+        prefixes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary asks for each block's first and last prefill row whole, where its reader took
+    their token counts only: each is matched alone where its pass found it, equal to the row
+    the block read again gives, and the block is not split a second time for them."""
+    import dash.core.log.batch as batch_mod
+    from dash.core.views.summary_fold import KEEP
+
+    pre = [(prefixes[s % len(prefixes)].format(s=s)
+            + PREFILL.format(r=s, t=300 + s, c=100, u=5, q=7)).encode() for s in range(9)]
+    # a line that holds the shape's head inside its text is no row
+    odd = b"note: Prefill batch, #new-seq: 1 was logged"
+    block = b"\n".join([odd, *pre[:4], _dec(1), *pre[4:], b"Killed", _dec(2), odd]) + b"\n"
+    reader = BlockReader(PARSER, KEEP)
+    buf = b"\n" + block
+    reader.read(buf, len(buf), 1)
+    batch = reader.read(buf, len(buf), 1)
+    s = next(i for i, shape in enumerate(batch.shapes) if shape.family.kind == "prefill")
+    n = batch.count(s)
+    assert n == 9
+    splits = []
+    monkeypatch.setattr(batch_mod, "Pass", lambda *a: splits.append(a))
+    ends = batch.row_of(s, 0), batch.row_of(s, n - 1)
+    assert not splits
+    monkeypatch.undo()
+    whole = batch.rows(s)
+    assert ends == (whole[0], whole[-1])
+    assert batch.row_of(s, 3) == whole[3]
+
+
 def test_a_timeline_reads_as_the_list_of_its_records_across_its_pieces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces kept as they came (their values read into numbers when first asked for): any

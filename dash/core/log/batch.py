@@ -41,7 +41,7 @@ class Batch:
     from the reader's buffer)."""
 
     def __init__(self, layout: Layout, passes: list[Pass], other_text: bytes, first_line: int,
-                 source: Callable[[int], bytes]) -> None:
+                 source: Callable[[int], tuple[bytes | bytearray, int]]) -> None:
         self.shapes = list(layout.shapes)
         self.first_line = first_line
         self.other_text = other_text
@@ -49,7 +49,7 @@ class Batch:
         self.others: list[Record] = []
         self._layout = layout
         self._passes = passes
-        self._source = source  # the text pass s split
+        self._source = source  # the text pass s split, and where it ends in that buffer
         self._full: dict[int, list[tuple[bytes, ...]]] = {}
         self._stamps: dict[int, tuple[list[bytes], list[bytes]]] = {}
         self._newlines: int | None = None
@@ -128,8 +128,10 @@ class Batch:
         if got is None:
             full = self._layout.full[s]
             assert full is not None
-            p = Pass(full, self._passes[s].widths, self._source(s), self._layout.vouch,
-                     self._passes[s].heads)
+            text, end = self._source(s)
+            with memoryview(text) as view, view[:end] as block:
+                p = Pass(full, self._passes[s].widths, block, self._layout.vouch,
+                         self._passes[s].heads)
             assert p.count == self.count(s)  # the same matches, with every value a group
             head = list(self._prefix_cols(s)) if p.widths else []
             cols = [*head, *(p.column(i) for i in range(len(self.shapes[s].kinds)))]
@@ -139,6 +141,11 @@ class Batch:
     def row_of(self, s: int, j: int) -> tuple[bytes, ...]:
         """Row j of shape s, as `rows` gives it."""
         if self._layout.full[s] is not None:
+            got = self._full.get(s)
+            if got is None and j in (0, self.count(s) - 1):
+                one = self._end_row(s, j)
+                if one is not None:
+                    return one
             return self.rows(s)[j]
         p = self._passes[s]
         head: tuple[bytes, ...] = ()
@@ -147,6 +154,37 @@ class Batch:
             head = (p.heads[0][prefix], p.heads[1][prefix])
         at = j * p.step + 1 + p.widths
         return (*head, *p.split[at:at + len(self.shapes[s].kinds)])  # type: ignore[arg-type]
+
+    def _end_row(self, s: int, j: int) -> tuple[bytes, ...] | None:
+        """The first or last row of shape s whole, matched alone where its pass found it:
+        reading every row whole again is a second split of the block (a summary asks for a
+        prefill shape's first and last row in every block); None where the match is not
+        the pass's row."""
+        full = self._layout.full[s]
+        assert full is not None
+        p = self._passes[s]
+        text, end = self._source(s)
+        stop = None
+        if j == 0:
+            at = len(p.split[0])  # type: ignore[arg-type]  # the gap before the first row
+        else:
+            stop = end - len(p.split[-1])  # type: ignore[arg-type]  # the last row's end
+            at = text.rfind(b"\n", 0, stop) + 1 + (len(p.prefixes()[j]) if p.widths else 0)
+        m = full.match(text, at, end)
+        if m is None or (stop is not None and m.end() != stop):
+            return None
+        groups = m.groups()
+        values = groups[p.widths:p.widths + len(self.shapes[s].kinds)]
+        taken = p.split[j * p.step + 1 + p.widths:(j + 1) * p.step]
+        if any(values[c] != got for c, got in zip(self._layout.captured[s], taken, strict=True)):
+            return None
+        head: tuple[bytes, ...] = ()
+        if p.widths:
+            prefix = p.prefixes()[j]
+            if next(filter(None, groups[:p.widths])) != prefix:
+                return None
+            head = (p.heads[0][prefix], p.heads[1][prefix])
+        return (*head, *values)
 
     def stamp_of(self, s: int, j: int) -> bytes:
         """Row j's stamp (bracket form)."""

@@ -127,9 +127,9 @@ class BlockReader:
                     text = passes[-1].remainder()
             other = text if isinstance(text, bytes) else bytes(text)
 
-        def source(s: int) -> bytes:
+        def source(s: int) -> tuple[bytes | bytearray, int]:
             got = inputs[s]
-            return bytes(buf[:end]) if got is None else got
+            return (buf, end) if got is None else (got, len(got))
 
         batch = Batch(layout, passes, other, first_line, source)
         if self._keywords is None:
