@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,11 @@ class LaunchStore:
         self.log = _real(log)
         digest = hashlib.sha256(self.log.encode()).hexdigest()[:24]
         self.path = base / FOLDER / f"{digest}.json"
+        # Saves run in threads of their own, and two can overlap (the first at the first tick,
+        # the next as the log's read shows a start): one at a time, each to the one temporary
+        # name, and one asked for earlier does not write over a later one's launches.
+        self._lock = threading.Lock()
+        self._written: int | None = None  # the version of the launches written last
 
     def load(self) -> tuple[tuple[Launch, ...], str | None]:
         """The launches saved for this log, and a notice when the file could not be used."""
@@ -68,10 +74,21 @@ class LaunchStore:
                     if x is not None]
         return tuple(launches[-MAX_LAUNCHES:]), None
 
-    def save(self, launches: Sequence[Launch], at: float) -> str | None:
-        """Write the launches (blocks: call it off the UI thread); an error text or None."""
+    def save(self, launches: Sequence[Launch], at: float,
+             version: int | None = None) -> str | None:
+        """Write the launches (blocks: call it off the UI thread); an error text or None.
+        Saves of one store are written one at a time; given the launches' `version` (the
+        tracker's), one older than the version written already writes nothing."""
         doc: dict[str, Any] = {"format": FORMAT, "log": self.log, "saved_at": at,
                                "launches": [launch_to_json(x) for x in launches[-MAX_LAUNCHES:]]}
+        with self._lock:
+            if version is not None:
+                if self._written is not None and version < self._written:
+                    return None
+                self._written = version
+            return self._write(doc)
+
+    def _write(self, doc: dict[str, Any]) -> str | None:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -338,14 +338,14 @@ class WorkerApp(App[int]):
             tracker = state.launches_for(keeper.path)
             if keeper.due(tracker.version, tracker.boundaries, now):
                 keeper.taken(tracker.version, tracker.boundaries, now)
-                self.save_launches(keeper, tracker.launches(), now)
+                self.save_launches(keeper, tracker.launches(), now, tracker.version)
 
     @work(group="launches", exclusive=False)
     async def save_launches(self, keeper: LaunchKeeper, launches: tuple[Launch, ...],
-                            at: float) -> None:
+                            at: float, version: int | None = None) -> None:
         """Write a launches file off the loop; a failure is a notice (once)."""
         try:
-            error = await run_blocking(lambda: keeper.store.save(launches, at),
+            error = await run_blocking(lambda: keeper.store.save(launches, at, version),
                                        timeout=JOIN_TIMEOUT_S, name="kdash-launches")
         except TimeoutError as exc:
             error = str(exc)
@@ -364,7 +364,8 @@ class WorkerApp(App[int]):
             keeper.taken(tracker.version, tracker.boundaries, float("inf"))
             launches = tracker.launches()
             try:
-                await run_blocking(partial(keeper.store.save, launches, self.clock.now()),
+                await run_blocking(partial(keeper.store.save, launches, self.clock.now(),
+                                           tracker.version),
                                    timeout=timeout, name="kdash-launches")
             except TimeoutError:
                 return  # a hung state directory: the exit does not wait for it

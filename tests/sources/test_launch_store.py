@@ -116,3 +116,45 @@ def test_a_read_tells_where_the_log_was_rewritten() -> None:
     rotated = FollowRead("p", lines, events=("rotated", "opened"), starts=((1, 0),))
     assert rewrites(rotated) == (1,)
     assert rewrites(FollowRead("p", lines, events=("deleted",))) == (3,)
+
+
+def test_overlapping_saves_are_written_one_at_a_time_the_newest_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each save runs in a thread of its own, and the first (at the first tick) can still be
+    writing when the log's read asks for the next: the two shared one temporary name, and the
+    first's rename found it gone (`launch history ...: No such file or directory; launches are
+    not being kept` on a fresh start). They are written one at a time, and a save of older
+    launches that comes after a newer one writes nothing."""
+    import threading
+
+    import dash.sources.launch_store as store_mod
+
+    log = tmp_path / "server.log"
+    log.touch()
+    store = LaunchStore(tmp_path / "state", log)
+    held, go = threading.Event(), threading.Event()
+    real_replace = os.replace
+
+    def slow_replace(src: str, dst: str) -> None:
+        if not held.is_set():  # the first save stops before its rename
+            held.set()
+            go.wait(5)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store_mod.os, "replace", slow_replace)
+    errors: list[str | None] = []
+    first = threading.Thread(target=lambda: errors.append(store.save(launches(1), 1.0, 1)))
+    first.start()
+    assert held.wait(5)
+    second = threading.Thread(target=lambda: errors.append(store.save(launches(2), 2.0, 2)))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()  # waits for the first to finish
+    go.set()
+    first.join(5)
+    second.join(5)
+    assert errors == [None, None]
+    back, _ = LaunchStore(tmp_path / "state", log).load()
+    assert [x.key for x in back] == ["k0", "k1"]
+    assert store.save(launches(1), 3.0, 1) is None  # older than what is written: skipped
+    assert len(LaunchStore(tmp_path / "state", log).load()[0]) == 2
