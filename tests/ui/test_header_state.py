@@ -63,3 +63,27 @@ def test_with_several_servers_the_header_names_the_one_that_is_not_well() -> Non
     assert (label, level) == ("decode: log quiet 12m", "warn")
     two = dataclasses.replace(both, liveness=quiet, server_liveness=(quiet, quiet))
     assert servers_state(two)[0] == "prefill: log quiet 12m (and 1 more)"
+
+
+def test_the_uptime_is_a_running_servers_only() -> None:
+    """An old log of retractions alone (sglang#4184), its URL refused: the header said
+    `no answer (connection refused)  uptime 635d15h`, as if the server had run since."""
+    from dash.core.snapshot import Liveness, ServerLogSnapshot
+    from dash.ui.widgets.header import uptime_from
+
+    old = ServerLogSnapshot(started_at=T0 - 635 * 86400.0)
+    refused = RunSnapshot(now=T0, server=old, liveness=Liveness(log="quiet", http="down"),
+                          http=HttpSnapshot(state="down", reason="connection refused"))
+    label, level, since = server_state(refused)
+    assert label == "no answer (connection refused)"
+    assert uptime_from(refused, level, since) is None
+    started = ServerLogSnapshot(started_at=T0 - 3 * 3600.0)
+    idle = RunSnapshot(now=T0, server=started, liveness=Liveness(log="quiet", http="up"),
+                       http=HttpSnapshot(state="up"))
+    assert uptime_from(idle, *server_state(idle)[1:]) == T0 - 3 * 3600.0
+    live = RunSnapshot(now=T0, server=started, liveness=Liveness(log="live", http="off"))
+    assert server_state(live)[2] == T0 - 3 * 3600.0  # `server running (log live) for 3h`
+    assert uptime_from(live, *server_state(live)[1:]) is None  # not said twice
+    quiet = RunSnapshot(now=T0, server=started, liveness=Liveness(log="quiet", http="off",
+                                                                  log_age_s=600.0))
+    assert uptime_from(quiet, *server_state(quiet)[1:]) is None

@@ -98,6 +98,23 @@ def http_note(snap: RunSnapshot) -> tuple[str, str] | None:
     return None
 
 
+def uptime_from(snap: RunSnapshot, level: str, since: float | None) -> float | None:
+    """Where the header's uptime counts from, when it shows one: only for a server seen running
+    (its URL answers, or its log is live). A quiet or dead server's uptime is not running on:
+    an old log of events only, its URL refused, said `uptime 635d`. One within a minute of the
+    state's own "for" says the same thing twice; with several servers and one not well, the
+    state names that one, and the first's uptime beside it would read as its."""
+    started = snap.server.started_at
+    live = snap.liveness
+    if started is None or level == "crit" or (live.http != "up" and live.log != "live"):
+        return None
+    if len(snap.servers) > 1 and level != "ok":
+        return None
+    if since is not None and abs(since - started) < 60:
+        return None
+    return started
+
+
 def _not_there(snap: RunSnapshot) -> str:
     """A log not there: not yet (a server still starting), or not any more (deleted, moved)."""
     return "log not there any more" if snap.server.lines else "log not found yet"
@@ -145,14 +162,8 @@ class HeaderBar(Panel):
             # a header that changes repaints.
             t.append(f"  samples {_two_figures(snap.totals.output_tokens_per_s)} tok/s",
                      self._st("dim"))
-        started = snap.server.started_at
-        # A quiet or dead server's uptime is not running on; and one within a minute of the
-        # state's own "for" says the same thing twice.
-        # With several servers and one not well, the state names that one: the first's uptime
-        # beside it would read as its.
-        named = len(snap.servers) > 1 and level != "ok"
-        if (started is not None and level != "crit" and not snap.liveness.stale and not named
-                and (since is None or abs(since - started) >= 60)):
+        started = uptime_from(snap, level, since)
+        if started is not None:
             t.append(f"  uptime {fmt.dur(snap.now - started)}", self._st("dim"))
         facts = snap.facts
         if facts.get("model"):
