@@ -201,6 +201,10 @@ def main() -> int:
     if not path.exists() or path.stat().st_size < ns.size_mb * 1024 * 1024:
         print(f"generating {path} ...", flush=True)
         generate(path, ns.size_mb)
+    # Every command starts from compiled bytecode, as an installed kdash does (pip compiles a
+    # wheel's modules as it installs them): where PYTHONDONTWRITEBYTECODE is set, a checkout's
+    # modules would otherwise be compiled from source again at every start (0.1-0.4 s here).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "dash")], check=True)
     try:
         _report(path, ns.repeat)
     finally:

@@ -105,6 +105,23 @@ def _event(line: str) -> dict[str, Any]:
     ("ValueError: Not enough host memory available. Requesting 96.00 GB but only have 40.12 GB "
      "free. Please reduce the size of the hierarchical cache.",
      {"event": "oom", "reason": "host_memory"}),
+    # SGLang 0.5.13+: the pools of a hybrid model (mamba, sliding window) that do not fit
+    ("RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+     "Computed max_mamba_cache_size=0 (total_rest_memory=1.20 GB, mamba_cache_per_req=52.00 MB). "
+     "Try: (1) reduce --max-running-requests, (2) increase --mem-fraction-static, (3) reduce "
+     "--speculative-num-draft-tokens, or (4) use GPUs with more memory.",
+     {"event": "oom", "reason": "mem_fraction"}),
+    ("ValueError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+     "max_mamba_cache_size=3, mamba_ratio=4, resulting max_num_reqs=0. Try: (1) reduce "
+     "--max-running-requests, (2) increase --mem-fraction-static",
+     {"event": "oom", "reason": "mem_fraction"}),
+    ("ValueError: Loaded weights leave no GPU memory for the KV cache under "
+     "--mem-fraction-static=0.8. Raise --mem-fraction-static above 0.85.",
+     {"event": "oom", "reason": "mem_fraction"}),
+    # a wording not listed: an exception whose advice is a larger fraction
+    ("RuntimeError: DSV4 c4 index pool exhausted: need 12 new slots, available=3. Raise "
+     "--mem-fraction-static, lower --max-running-requests.",
+     {"event": "oom", "reason": "mem_fraction"}),
 ])
 def test_memory_exhaustion_families(line: str, want: dict[str, Any]) -> None:
     rec = _event(line)
@@ -230,6 +247,33 @@ def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:
     ("Fatal Python error: Segmentation fault", {"reason": "segfault"}),
     ("Fatal Python error: Aborted", {"reason": "abort"}),
     ("Bus error (core dumped)", {"reason": "bus_error"}),
+    # absl's failure signal handler, in a process tag or bare
+    ("(RayWorkerWrapper pid=4009) *** SIGABRT received at time=1720159248 on cpu 5 ***",
+     {"reason": "abort", "signal": 6, "component": "RayWorkerWrapper"}),
+    ("*** SIGSEGV received at time=1720159248 on cpu 5 ***", {"reason": "segfault", "signal": 11}),
+    # PyTorch's NCCL watchdog hang, in its own prefix: the rank and the month-day stamp read
+    ("[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) "
+     "Rank 6] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
+     "monitoring enqueued collectives.",
+     {"reason": "nccl_hang", "stuck_s": 480, "rank": "rank=6", "ts": "04-29T13:55:49"}),
+    ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 2 Rank 0] Heartbeat monitor timed out! Process "
+     "will be terminated after dumping debug info. workMetaList_.size()=9",
+     {"reason": "nccl_hang", "rank": "rank=0", "ts": None}),
+    ("[rank1]:[F1019 01:14:03.358291284 ProcessGroupNCCL.cpp:1614] [PG ID 0 PG GUID 0(default_pg) "
+     "Rank 1] Terminating the process after attempting to dump debug info, due to "
+     "ProcessGroupNCCL watchdog hang.", {"reason": "nccl_hang", "ts": "10-19T01:14:03"}),
+    # SGLang: a SIGTERM while the health check fails is the server stopped for not answering
+    ("[2026-11-20 10:01:05] Signal SIGTERM received while health check failed. Force exiting.",
+     {"reason": "unhealthy"}),
+    # vLLM V1's API server loses its output handler; V0's launcher and workers
+    ("(APIServer pid=1) ERROR 06-01 12:00:30 [async_llm.py:957] AsyncLLM output_handler failed.",
+     {"reason": "exception", "component": "AsyncLLM"}),
+    ("CRITICAL 11-20 10:00:01 launcher.py:99] MQLLMEngine is already dead, terminating server "
+     "process", {"reason": "engine_dead"}),
+    ("CRITICAL 11-20 10:00:02 [launcher.py:116] AsyncLLMEngine has failed, terminating server "
+     "process", {"reason": "engine_dead"}),
+    ("ERROR 10-30 11:56:48 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 198 died, "
+     "exit code: -6", {"reason": "abort", "signal": 6, "component": "VllmWorkerProcess"}),
 ])
 def test_crash_families(line: str, want: dict[str, Any]) -> None:
     rec = _event(line)
@@ -248,6 +292,19 @@ def test_near_misses_are_no_crash(line: str) -> None:
     assert rec is None or rec.get("event") != "crash", line
 
 
+@pytest.mark.parametrize("line", [
+    # SGLang 0.5.23's warning: the pool is smaller than the context, the server runs on
+    "[2026-11-20 10:00:24 TP0] KV pool holds 30000 tokens, fewer than --context-length 131072. One "
+    "full-length request cannot fit, so long requests will be refused or truncated at serving "
+    "time. Lower --context-length, raise --mem-fraction-static, or free memory taken before the "
+    "pool is sized.",
+    "[2026-11-20 10:00:00] server_args=ServerArgs(mem_fraction_static=0.88, tp_size=1)",
+])
+def test_advice_in_a_warning_is_no_oom(line: str) -> None:
+    rec = parse_line(line, 1)
+    assert rec is None or rec.get("event") not in ("oom", "crash"), line
+
+
 def test_the_engine_state_dumped_before_a_fatal_error() -> None:
     """vLLM (dump_input.py) dumps the scheduler's stats before it re-raises: its last state."""
     rec = _event(VLLM + "Dumping scheduler stats: SchedulerStats(num_running_reqs=12, "
@@ -263,6 +320,9 @@ def test_the_engine_state_dumped_before_a_fatal_error() -> None:
 @pytest.mark.parametrize(("line", "want"), [
     ("ncclUnhandledCudaError: Call to CUDA function failed.", "nccl_error"),
     ("gpu-node-1:1187:1201 [3] NCCL WARN NET/IB : Got async event : port error", "nccl_warn"),
+    ("[rank7]:[E909 08:45:30.167701534 ProcessGroupNCCL.cpp:2252] [PG ID 2 PG GUID 3 Rank 7]  "
+     "failure detected by watchdog at work sequence id: 40231 PG status: last enqueued work: "
+     "40267, last completed work: 40230", "nccl_timeout"),
     ("Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
      "kernels, subsequent GPU operations might run on corrupted/incomplete data.", "nccl_error"),
 ])

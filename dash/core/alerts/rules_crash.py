@@ -22,6 +22,8 @@ _CRASH_TEXT = {
     # the `reason` of the log's other failure families (dash.core.log.phrases)
     "nccl_timeout": "a collective (NCCL) timed out: a rank hung or died",
     "nccl_error": "a collective (NCCL) failed",
+    "nccl_hang": "a collective (NCCL) hung and its watchdog ended the process",
+    "unhealthy": "the server was stopped while its health check failed (it had stopped answering)",
     "device_assert": "a CUDA kernel's device-side assert fired (often an index out of range)",
     "illegal_memory_access": "a CUDA kernel accessed memory out of bounds",
     "cuda_error": "a CUDA error lost the GPU context",

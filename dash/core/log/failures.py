@@ -71,6 +71,35 @@ def subprocess_died(msg: str, _m: Match = None) -> Fields:
     return out
 
 
+def worker_died(msg: str, m: Match) -> Fields:
+    """vLLM V0's `Worker VllmWorkerProcess pid 198 died, exit code: -6`: how, and which."""
+    out = exit_status(msg)
+    if m is not None and m.group(1):
+        out["component"] = m.group(1)
+    return out
+
+
+def signal_name(_msg: str, m: Match) -> Fields:
+    """absl's `*** SIGABRT received at time=1720159248 on cpu 5 ***`: the signal's reason."""
+    assert m is not None
+    sig = _SIGNAL_NAMES.get(m.group(1))
+    return {"reason": _SIGNALS.get(sig, "process_died") if sig else "process_died",
+            **({"signal": sig} if sig else {})}
+
+
+_STUCK = re.compile(r"stuck for ([0-9]{1,9}) seconds")
+
+
+def nccl_hang(msg: str, _m: Match = None) -> Fields:
+    """PyTorch's NCCL watchdog stuck or its heartbeat monitor timed out: a collective hung,
+    and the process is ended; `stuck_s` where the line says for how long."""
+    out: Fields = {"reason": "nccl_hang"}
+    m = _STUCK.search(msg)
+    if m is not None:
+        out["stuck_s"] = int(m.group(1))
+    return out
+
+
 def shell_signal(_msg: str, m: Match) -> Fields:
     """The shell's report of a child's death: `Segmentation fault (core dumped)`, `Killed`."""
     assert m is not None

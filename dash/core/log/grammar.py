@@ -77,6 +77,11 @@ PREFIXES = Prefixes(
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
     gpu_tag=r"\[(gpu(?:_id)?=[0-9]+)\] ",
+    # PyTorch's C++ log lines (c10 logging: ProcessGroupNCCL's watchdog): `[rank7]:[E909
+    # 08:45:30.167701534 ProcessGroupNCCL.cpp:2252] `, the month unpadded, the stamp and thread
+    # id left out by older releases (`[rank0]:[E ProcessGroupNCCL.cpp:1316] `)
+    torch=r"(?:\[rank([0-9]{1,6})\]:)?\[([DIWEF])(?:(0?[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01]) "
+          rf"({_TIME})(?:\.[0-9]{{1,9}})?(?: [0-9]{{1,10}})?)? ?[\w./-]{{1,200}}:[0-9]{{1,6}}\] ?",
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )

@@ -66,6 +66,27 @@ _OOM = (
     Phrase("oom", any=("Not enough host memory available",), fields={"reason": "host_memory"},
            examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
                      "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",)),
+    # SGLang 0.5.13+: the pools of a hybrid (mamba, linear-attention, sliding-window) model
+    # that do not fit in what the memory fraction leaves (kv_cache_configurator.py,
+    # pool_configurator.py)
+    Phrase("oom", any=("Not enough GPU memory for ", "cache is too small to serve",
+                       "leaves no room for the full KV pool",
+                       "leave no GPU memory for the KV cache"),
+           fields={"reason": "mem_fraction"},
+           examples=("RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) "
+                     "state cache. Computed max_mamba_cache_size=0 (total_rest_memory=1.20 GB, "
+                     "mamba_cache_per_req=52.00 MB). Try: (1) reduce --max-running-requests, (2) "
+                     "increase --mem-fraction-static, or (4) use GPUs with more memory.",
+                     "RuntimeError: SWA pool cap (fixed 30.00 GiB) leaves no room for the full KV "
+                     "pool within the available 28.00 GiB. Reduce --max-running-requests, lower "
+                     "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.")),
+    # Any exception whose advice is a larger memory fraction: a pool that does not fit, in the
+    # words of a newer release (a warning with that advice is no exception line: not matched)
+    Phrase("oom", pattern=r"^[\w.]{0,200}(?:Error|Exception): .{0,2000}?\b(?:[Rr]aise|[Ii]ncrease) "
+                          r"--mem-fraction-static", needs=("--mem-fraction-static",),
+           fields={"reason": "mem_fraction"},
+           examples=("RuntimeError: [unified-memory-pool] pool: byte budget 1024 cannot fit ONE "
+                     "worst-case request. Raise --mem-fraction-static, lower --context-length.",)),
     Phrase("oom", any=("Not enough memory. Please try",), fields={"reason": "mem_fraction"},
            examples=("RuntimeError: Not enough memory. Please try to increase "
                      "--mem-fraction-static.",)),
@@ -83,6 +104,41 @@ _CRASH = (
            examples=("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
                      "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
                      "600012 milliseconds before timing out.",)),
+    # PyTorch's NCCL watchdog (ProcessGroupNCCL.cpp): a collective that never returns; the
+    # heartbeat monitor then ends the process
+    Phrase("crash", any=("watchdog got stuck for", "Heartbeat monitor timed out",
+                         "due to ProcessGroupNCCL watchdog hang"),
+           extract=fail.nccl_hang,
+           examples=("[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID "
+                     "0(default_pg) Rank 6] ProcessGroupNCCL's watchdog got stuck for 480 seconds "
+                     "without making progress in monitoring enqueued collectives.",
+                     "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 2 Rank 0] Heartbeat monitor timed "
+                     "out! Process will be terminated after dumping debug info.",
+                     "[rank1]:[F513 12:46:14.495035780 ProcessGroupNCCL.cpp:1614] [PG ID 0 PG GUID "
+                     "0(default_pg) Rank 1] Terminating the process after attempting to dump debug "
+                     "info, due to ProcessGroupNCCL watchdog hang.")),
+    # SGLang's tokenizer manager: a SIGTERM while the health check fails (an orchestrator's
+    # liveness probe ending a server that stopped answering) exits at once
+    Phrase("crash", any=("received while health check failed",), fields={"reason": "unhealthy"},
+           examples=("Signal SIGTERM received while health check failed. Force exiting.",)),
+    # vLLM V1's API server: the task that reads the engine's outputs died; the server exits
+    Phrase("crash", any=("output_handler failed",),
+           fields={"reason": "exception", "component": "AsyncLLM"},
+           examples=("AsyncLLM output_handler failed.",)),
+    # vLLM V0's launcher (logger.fatal): the engine is gone and the API server ends
+    Phrase("crash", any=("terminating server process",), fields={"reason": "engine_dead"},
+           examples=("MQLLMEngine is already dead, terminating server process",
+                     "AsyncLLMEngine has failed, terminating server process")),
+    # vLLM V0's multiprocessing executor: `Worker %s pid %s died, exit code: %s`
+    Phrase("crash", any=(" died, exit code",),
+           pattern=r"(?:Worker ([A-Za-z_][\w-]{0,80}) pid [0-9]{1,10} )?died, exit code",
+           extract=fail.worker_died,
+           examples=("Worker VllmWorkerProcess pid 198 died, exit code: -6",)),
+    # absl's failure signal handler (JAX, TensorFlow and XLA-linked extensions in the process)
+    Phrase("crash", pattern=r"^\*\*\* (SIG[A-Z]{2,6}) received at time=", needs=(" received at time=",),
+           extract=fail.signal_name,
+           examples=("*** SIGABRT received at time=1720159248 on cpu 5 ***",
+                     "*** SIGSEGV received at time=1720159248 on cpu 5 ***")),
     Phrase("crash", any=("terminated with",),
            pattern=r"terminated with (?:signal )?(?:-?[0-9]{1,4}\b|SIG[A-Z]{2,6})",
            extract=fail.subprocess_died,
@@ -236,6 +292,12 @@ _ERRORS = (
     Phrase("error", any=("Some NCCL operations have failed", "ncclUnhandledCudaError",
                          "unhandled cuda error"), fields={"reason": "nccl_error"},
            examples=("ncclUnhandledCudaError: Call to CUDA function failed.",)),
+    # PyTorch's NCCL watchdog before it ends the process: the collective that timed out
+    Phrase("error", any=("failure detected by watchdog", "dump signal due to a collective timeout"),
+           fields={"reason": "nccl_timeout"},
+           examples=("[rank7]:[E909 08:45:30.167701534 ProcessGroupNCCL.cpp:2252] [PG ID 2 PG GUID 3 "
+                     "Rank 7]  failure detected by watchdog at work sequence id: 40231 PG status: "
+                     "last enqueued work: 40267, last completed work: 40230",)),
     Phrase("error", any=(" NCCL WARN ",), fields={"reason": "nccl_warn"},
            examples=("gpu-node:1187:1187 [3] NCCL WARN NET/IB : Got async event",)),
     Phrase("error", starts=("Traceback (most recent call last)", "ERROR:"),

@@ -79,6 +79,7 @@ def clean(text: str) -> str:
 
 
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_TORCH_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 
 
 def _syslog_ts(stamp: str) -> str | None:
@@ -115,6 +116,7 @@ class PrefixReader:
             r":? ?"
         )
         self.gpu_tag = re.compile(spec.gpu_tag)
+        self.torch = re.compile(spec.torch)
         self.rank_in = re.compile(r"\b" + tag + r"\b")
         self.level_in = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
         self._initials = frozenset(m[0] for m in _MONTHS)
@@ -177,6 +179,17 @@ class PrefixReader:
                           pre.message, process)
         return pre
 
+    @staticmethod
+    def _torch(m: re.Match[str], line: str) -> Prefix:
+        """PyTorch's `[rank7]:[E909 08:45:30.167701534 file.cpp:2252] `: the global rank, the
+        level, and a month-day stamp (no year, like vLLM's) where the day is a real one."""
+        rank, letter, month, day, clock = m.groups()
+        ts = None
+        if month and int(day) <= _DAYS[int(month) - 1]:
+            ts = normalise_ts(f"{int(month):02d}-{day} {clock}")
+        return Prefix(ts, f"rank={rank}" if rank else None, None, _TORCH_LEVELS[letter],
+                      line[m.end():])
+
     def _inner(self, line: str, pos: int, engine: str | None) -> Prefix:
         """The logger's own prefix at `pos`."""
         if line.startswith("[", pos):
@@ -188,6 +201,9 @@ class PrefixReader:
             m = self.gpu_tag.match(line, pos)
             if m:
                 return Prefix(None, m.group(1), "sglang", None, line[m.end():])
+            m = self.torch.match(line, pos)
+            if m:
+                return self._torch(m, line)
         m = self.vllm.match(line, pos)
         if m:
             return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])

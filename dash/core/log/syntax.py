@@ -212,7 +212,8 @@ class Prefixes:
     (`processes`: group 1 names the process, and may name its ranks; its engine is the first
     of `process_engines` whose key is in the lowercased name, else `process_default`), then
     the logger's own prefix: a bracket with a stamp and rank tags, a `[gpu_id=N]` tag, vLLM's
-    `LEVEL MM-DD HH:MM:SS [file:line]`, or a stamp first (with an optional `zone`) followed by
+    `LEVEL MM-DD HH:MM:SS [file:line]`, PyTorch's `[rankN]:[E909 08:45:30.1 file.cpp:12]`, or a
+    stamp first (with an optional `zone`) followed by
     a header of level, pid, `[tags file:line]`, `[LEVEL] logger:`. Rank tags are `ranks` names
     followed by `rank_digits`, everywhere. A stamp with a zone is the record's `ts` (it alone
     says when the line was written); otherwise the logger's own stamp is."""
@@ -232,6 +233,9 @@ class Prefixes:
     stamp_first: str
     zone: str
     gpu_tag: str
+    torch: str
+    """PyTorch's C++ prefix: groups rank, level letter, month, day, time (all but the level
+    optional)."""
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""
     foreign_phrases: tuple[str, ...]
