@@ -82,3 +82,80 @@ def test_the_memory_share_vllm_prints_at_startup_is_a_fact(real_logs: Path) -> N
                            "utilization is (0.92, 72.85 GiB). Actual usage is 14.08 GiB for "
                            "weight.", 1)], 1.0)
     assert newer.snapshot(2.0).facts["gpu_memory_utilization"] == 0.92
+
+
+def _startup(lines: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The server panel's facts and the launch's capacity of one start's lines."""
+    from dash.core.state.launches import LaunchTracker
+    from dash.core.state.server_log import ServerLogTracker
+
+    recs = [parse_line(line, i + 1) for i, line in enumerate(lines)]
+    log = ServerLogTracker()
+    log.feed(recs, 1.0)
+    tracker = LaunchTracker(None)
+    tracker.feed([r for r in recs if r is not None], None, ref=0.0)
+    tracker.finish()
+    return dict(log.snapshot(2.0).facts), dict(tracker.launches()[-1].capacity)
+
+
+S = "[2026-11-20 10:00:10"
+SWA = [  # SGLang 0.5.23 (swa_memory_pool.py): a sliding-window model's two labelled pools
+    f"{S}] Load weight end. elapsed=7.80 s, type=GptOssForCausalLM, quant=mxfp4, avail mem=15.41 GB, "
+    "mem usage=63.12 GB.",
+    f"{S}] Full KV Cache is allocated. dtype: torch.bfloat16, #tokens: 463000, K size: 4.26 GB, "
+    "V size: 4.26 GB",
+    f"{S}] SWA KV Cache is allocated. dtype: torch.bfloat16, #tokens: 120000, K size: 1.00 GB, "
+    "V size: 1.00 GB",
+    f"{S}] Memory pool end. avail mem=3.50 GB",
+]
+SWA_055 = [  # SGLang 0.5.5: the same pools unlabelled, then the pool's own sum
+    f"{S}] KV Cache is allocated. #tokens: 463000, K size: 4.26 GB, V size: 4.26 GB",
+    f"{S}] KV Cache is allocated. #tokens: 120000, K size: 1.00 GB, V size: 1.00 GB",
+    f"{S}] SWAKVPool mem usage: 10.52 GB, swa size: 120000, full size: 463000",
+]
+EAGLE = [  # a draft model's weights and pool after the target's, on each of two ranks
+    *(f"{S} TP{r}] Load weight end. type=DeepseekV3ForCausalLM, avail mem=30.41 GB, mem usage=48.12 GB."
+      for r in (0, 1)),
+    *(f"{S} TP{r}] Load weight end. type=DeepseekV3ForCausalLMNextN, avail mem=25.23 GB, mem "
+      "usage=5.18 GB." for r in (0, 1)),
+    *(f"{S} TP{r}] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 800000, KV size: 12.00 GB"
+      for r in (0, 1)),
+    *(f"{S} TP{r}] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 800000, KV size: 0.85 GB"
+      for r in (0, 1)),
+]
+POST_CAPTURE = [  # SGLang 0.5.23's pool sized after capture: the bound, then the real pools
+    f"{S}] KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 900000, KV size: 80.00 GB",
+    f"{S}] Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: 463000, "
+    "KV size: 56.52 GB, avail mem=5.60 GB",
+    f"{S}] Post-capture KV sizing: draft KV cache allocated. dtype: torch.bfloat16, #tokens: "
+    "463000, KV size: 0.52 GB",
+]
+
+
+@pytest.mark.parametrize(("lines", "kv_gb", "tokens", "weights_gb"), [
+    (SWA, 10.52, 463000, 63.12),
+    (SWA_055, 10.52, 463000, None),
+    (EAGLE, 12.85, 800000, 53.3),
+    (POST_CAPTURE, 57.04, 463000, None),
+    # ranks that name no rank print the same line once each: one pool, not eight
+    ([f"{S}] KV Cache is allocated. #tokens: 903439, K size: 13.79 GB, V size: 13.79 GB"] * 8,
+     27.58, 903439, None),
+])
+def test_the_pools_and_models_of_one_gpu_are_summed(lines: list[str], kv_gb: float, tokens: int,
+                                                    weights_gb: float | None) -> None:
+    """The KV size shown was the last pool line's: a sliding-window model's SWA pool (2 GB of
+    10.52) or a speculative draft's (0.85 GB beside 12), its weights the draft's alone."""
+    facts, capacity = _startup(lines)
+    assert (facts["kv_size_gb"], facts["kv_tokens"], facts.get("weights_mem_gb")) == (
+        kv_gb, tokens, weights_gb)
+    assert (capacity["kv_size_gb"], capacity.get("weights_gb")) == (kv_gb, weights_gb)
+
+
+def test_a_restart_counts_its_own_pools_only() -> None:
+    first = [f"{S}] server_args=ServerArgs(model_path='m', tp_size=1)", *SWA[1:3],
+             "[2026-11-20 10:00:30] The server is fired up and ready to roll!"]
+    again = ["[2026-11-20 11:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+             "[2026-11-20 11:00:10] KV Cache is allocated. #tokens: 300000, K size: 3.00 GB, "
+             "V size: 3.00 GB"]
+    facts, capacity = _startup(first + again)
+    assert (facts["kv_size_gb"], facts["kv_tokens"], capacity["kv_size_gb"]) == (6.0, 300000, 6.0)

@@ -64,8 +64,19 @@ def _num(m: re.Match[str] | None, group: int = 1) -> float | None:
 
 
 
+_POOL = re.compile(r"([\w .+-]{0,80}?) ?KV [Cc]ache (?:is allocated|allocated|(VA upper bound))")
+
+
 def kv_cache(msg: str, _m: Match = None) -> Fields:
+    """A KV pool's line: its tokens, GB (`kv_size_gb`, or K and V apart), dtype; `pool`, the
+    pool's label as printed (`Full`, `SWA`, `draft`; "" for none), and `bound` where the line
+    is the address space's upper bound of a pool sized later (SGLang 0.5.23+)."""
     out: Fields = {}
+    m = _POOL.search(msg)
+    if m is not None:
+        out["pool"] = m.group(1).strip()
+        if m.group(2):
+            out["bound"] = True
     names = {"#tokens": "tokens", "K size": "k_size_gb", "V size": "v_size_gb",
              "KV size": "kv_size_gb", "dtype": "dtype"}
     for key, value in _KV_NUM.findall(msg):

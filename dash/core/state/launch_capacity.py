@@ -28,11 +28,72 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
+class Allocations:
+    """What one launch allocated on each rank: its KV pools and its weights, summed per rank.
+
+    A model may allocate several pools and load several models on one GPU: a sliding-window
+    model's `Full` and `SWA` pools, a speculative draft model's weights and pool after the
+    target's (`KV Cache is allocated` printed once for each, as is `Load weight end`). The
+    memory they take is the sum; the tokens are the first pool's (the target's, or the full
+    layers'). A pool sized after CUDA graph capture (SGLang 0.5.23+) first prints its address
+    space's upper bound (`bound`), which the pools allocated after it replace. A line the same
+    as one already counted on a rank is another rank's copy where lines name no rank.
+    """
+
+    def __init__(self) -> None:
+        self._pools: dict[str | None, list[tuple[Any, ...]]] = {}
+        self._weights: dict[str | None, list[float]] = {}
+
+    def add_pool(self, rec: Mapping[str, Any]) -> bool:
+        """Count a pool line (`pool` in the record); False where it sized nothing."""
+        size = _num(rec, "kv_size_gb")
+        k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
+        if size is None and k is not None and v is not None:
+            size = round(k + v, 2)
+        if size is None:
+            return False
+        entry = (rec.get("pool"), rec.get("tokens"), size, bool(rec.get("bound")))
+        pools = self._pools.setdefault(rec.get("rank"), [])
+        if entry in pools:
+            return True
+        if not entry[3] and any(p[3] for p in pools):
+            pools[:] = [p for p in pools if not p[3]]  # the real pools replace the bound
+        pools.append(entry)
+        return True
+
+    def add_weights(self, rec: Mapping[str, Any]) -> bool:
+        gb = _num(rec, "mem_usage_gb")
+        if gb is None:
+            return False
+        loaded = self._weights.setdefault(rec.get("rank"), [])
+        if gb not in loaded:
+            loaded.append(gb)
+        return True
+
+    def kv_gb(self) -> float | None:
+        """The KV pools' GB on the rank that allocated the most."""
+        sums = [sum(p[2] for p in pools) for pools in self._pools.values() if pools]
+        return round(max(sums), 2) if sums else None
+
+    def kv_tokens(self) -> int | None:
+        """The first pool's tokens (every rank sizes the same)."""
+        for pools in self._pools.values():
+            tokens = pools[0][1] if pools else None
+            if isinstance(tokens, int) and not isinstance(tokens, bool):
+                return tokens
+        return None
+
+    def weights_gb(self) -> float | None:
+        sums = [sum(w) for w in self._weights.values() if w]
+        return round(max(sums), 2) if sums else None
+
+
 class Capacity:
     """The capacity figures of one launch, from its startup events."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
+        self.allocations = Allocations()
         self.graph_seen = False
         """A CUDA graph line gave the memory left after capture (it wins over the capacity
         line's `available_gpu_mem`, which is taken at about the same time)."""
@@ -40,7 +101,8 @@ class Capacity:
     def apply(self, rec: Mapping[str, Any], event: str) -> None:
         cap = self.values
         if event == "load_weights" and rec.get("phase") != "begin":
-            _keep(cap, "weights_gb", _num(rec, "mem_usage_gb"), max)
+            if self.allocations.add_weights(rec):
+                cap["weights_gb"] = self.allocations.weights_gb()
             _keep(cap, "weights_avail_gb", _num(rec, "avail_mem_gb"), min)
         elif event == "cuda_graph" and rec.get("phase") == "end":
             avail = _num(rec, "avail_mem_gb")
@@ -62,12 +124,15 @@ class Capacity:
         blocks = rec.get("gpu_blocks")
         if isinstance(blocks, int) and not isinstance(blocks, bool):
             _keep(cap, "gpu_blocks", blocks, min)
-        size = _num(rec, "kv_size_gb")
-        k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
-        if size is None and k is not None and v is not None:
-            size = round(k + v, 2)
-        if size is not None:
-            cap.setdefault("kv_size_gb", size)
+        if "pool" in rec and self.allocations.add_pool(rec):
+            cap["kv_size_gb"] = self.allocations.kv_gb()
+        else:
+            size = _num(rec, "kv_size_gb")
+            k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
+            if size is None and k is not None and v is not None:
+                size = round(k + v, 2)
+            if size is not None:
+                cap.setdefault("kv_size_gb", size)
         if isinstance(rec.get("dtype"), str):
             cap["kv_dtype"] = short_dtype(rec["dtype"])
         host = _num(rec, "hicache_host_gb")

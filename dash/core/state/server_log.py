@@ -20,6 +20,7 @@ from typing import Any
 
 from dash.core.linenums import WINDOW_KEY, resolved
 from dash.core.snapshot import Record, ServerLogSnapshot
+from dash.core.state.launch_capacity import Allocations
 from dash.core.state.log_clock import LogTimes
 from dash.core.state.ranks import tag_indexes
 from dash.core.state.server_stats import SERIES, ServerStats
@@ -85,6 +86,7 @@ class ServerLogTracker:
         self._events: deque[Record] = deque(maxlen=max_events)
         self._frozen_events: tuple[Record, ...] | None = None  # shared by snapshots until it changes
         self._facts: dict[str, Any] = {}
+        self._allocated = Allocations()  # this launch's KV pools and weights, per rank
         self._rank_tags: dict[str, tuple[tuple[str, int], ...]] = {}
         """Each rank tag's parallelism figures, worked out once (a log has a few tags)."""
         self._last_decode: Record | None = None
@@ -354,6 +356,7 @@ class ServerLogTracker:
         before = {k: v for k, v in self._facts.items() if k in _BEFORE_KEYS}
         for key in _LAUNCH_FACTS:
             self._facts.pop(key, None)
+        self._allocated = Allocations()
         self._frozen_events = None
         event = {
             "kind": "event", "event": "restart", "line": rec.get("line"), "ts": rec.get("ts"),
@@ -370,6 +373,17 @@ class ServerLogTracker:
             value = rec.get(key)
             if value is not None:
                 self._facts[fact] = value
+        # Several pools or models on a GPU (a sliding-window model's two pools, a draft model
+        # after its target): the memory is their sum, the tokens the first pool's
+        if event == "kv_cache" and "pool" in rec and self._allocated.add_pool(rec):
+            self._facts["kv_size_gb"] = self._allocated.kv_gb()
+            tokens = self._allocated.kv_tokens()
+            if tokens is not None:
+                self._facts["kv_tokens"] = tokens
+            self._merge_memory(rec, event)
+            return
+        if event == "load_weights" and self._allocated.add_weights(rec):
+            self._facts["weights_mem_gb"] = self._allocated.weights_gb()
         if event == "server_args" and isinstance(rec.get("args"), Mapping):
             self._facts.setdefault("model", rec["args"].get("model_path"))
             _args_facts(self._facts, rec["args"])
@@ -377,6 +391,10 @@ class ServerLogTracker:
             k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
             if k is not None and v is not None:
                 self._facts["kv_size_gb"] = round(k + v, 2)
+        self._merge_memory(rec, event)
+
+    def _merge_memory(self, rec: Mapping[str, Any], event: str) -> None:
+        """The GPU memory left at each stage of the start, the smallest across ranks."""
         if event == "cuda_graph" and rec.get("phase") == "end":
             self._min_fact("avail_mem_gb", _num(rec, "avail_mem_gb"))
         elif event == "load_weights":
