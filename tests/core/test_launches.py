@@ -272,3 +272,24 @@ def test_dp_ranks_figures_are_the_whole_servers_sums():
     assert 1000 <= f.steady <= 1006 and f.running == 40 and f.queued == 4
     assert f.usage == 0.43  # the rank that runs out first
     assert f.peak_line == 1006.0  # at one line, the whole server's: the dashboard's peak
+
+
+def test_vllm_v1s_preemptions_on_its_stats_line_are_retractions() -> None:
+    """vLLM V1 prints no line per preemption, only `Preemptions: N` on the stats line of an
+    interval that had some: its launches said `retractions 0` and no alert ever fired."""
+    from dash.core.state.run import replay_alerts
+
+    def v1(t: float, preempted: int) -> str:
+        when = time.strftime("%m-%d %H:%M:%S", time.localtime(T0 + t))
+        return (f"(APIServer pid=1) INFO {when} [loggers.py:335] Engine 000: Avg prompt "
+                "throughput: 100.0 tokens/s, Avg generation throughput: 1000.0 tokens/s, Running: "
+                f"64 reqs, Waiting: 12 reqs, "
+                + (f"Preemptions: {preempted}, " if preempted else "")
+                + "GPU KV cache usage: 99.2%, Prefix cache hit rate: 42.1%")
+
+    lines = [v1(10 * i, [0, 5, 7, 0, 2][i % 5]) for i in range(10)]
+    (launch,) = read(lines)
+    assert (launch.figures.retractions, launch.figures.retracted_reqs) == (6, 28)
+    records = [parse_line(text, i + 1) for i, text in enumerate(lines)]
+    fired = {a.id: a for a in replay_alerts(records)}
+    assert "retractions" in fired and "requests retracted" in fired["retractions"].message

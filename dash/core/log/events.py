@@ -6,6 +6,7 @@ and returns the event's fields, or None to pass the line on to the next phrase.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from dash.core.log.convert import to_float as _float
@@ -226,6 +227,22 @@ def retract(msg: str, _m: Match = None) -> Fields:
     if (a := _ABORTED.search(msg)) is not None:
         out["aborted_retracted_req"] = int(a.group(1))
     return out
+
+
+def preempted(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The retraction a stats record reports: vLLM V1 prints no line per preemption, only the
+    count of its interval on the stats line (`Preemptions: 3`, printed when not 0), where V0
+    and SGLang print a line of their own (`retract` above). As that event, at the stats line
+    (None for a record that reports none)."""
+    n = rec.get("preemptions")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return None
+    engine = rec.get("engine_index")
+    who = f"Engine {engine:03d}: " if isinstance(engine, int) and not isinstance(engine, bool) else ""
+    return {"kind": "event", "event": "retract", "line": rec.get("line"), "ts": rec.get("ts"),
+            "rank": rec.get("rank"), "engine": rec.get("engine"), "retracted_req": n,
+            "message": f"{who}{n} request{'s' if n != 1 else ''} preempted (Preemptions: {n} on "
+                       "the stats line)"}
 
 
 def watchdog(msg: str, _m: Match = None) -> Fields:

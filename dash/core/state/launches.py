@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dash.core.launch import Launch
+from dash.core.log.events import preempted
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.snapshot import Record
 from dash.core.state.launch_capacity import Capacity
@@ -258,6 +259,9 @@ class LaunchTracker:
                 cur.outcome, cur.ended_at = "running", None
                 self.boundaries += 1
             cur.figures.decode(rec, t)
+            retract = preempted(rec)
+            if retract is not None:  # vLLM V1's preemptions, counted on its stats line
+                cur.figures.retract(retract, t)
         elif kind == "prefill":
             cur.figures.prefill(rec, t)
         elif kind == "cache":

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dash.core.linenums import WINDOW_KEY, resolved
+from dash.core.log.events import preempted
 from dash.core.snapshot import Record, ServerLogSnapshot
 from dash.core.state.launch_capacity import Allocations
 from dash.core.state.log_clock import LogTimes
@@ -278,6 +279,9 @@ class ServerLogTracker:
             self._apply_event(dict(rec), t)
         elif kind in STATS_KINDS:
             self._apply_stats(rec, kind, t, now)
+            retract = preempted(rec)
+            if retract is not None:  # vLLM V1's preemptions, counted on its stats line
+                self._apply_event(retract, t)
         self._accept(rec, t)
 
     def _accept(self, rec: Mapping[str, Any], t: float) -> None:
