@@ -165,3 +165,18 @@ def test_lines_that_carry_stats_nobody_reads_are_unparsed(line: str) -> None:
 def test_lines_with_numbers_but_no_stats_are_not(line: str) -> None:
     rec = parse_line(line, 1)
     assert rec is None or rec["kind"] != "unparsed", line
+
+
+def test_vllm_on_the_cpu_backend_reads_its_only_kv_pool_as_the_usage() -> None:
+    """vLLM 0.33+ prints the device's name (`%s KV cache usage`): on the CPU backend its one
+    pool is `CPU KV cache usage`, which V0 printed beside the GPU's for the swap space. Read
+    as V0's alone, every line lacked its usage and was marked incomplete."""
+    rec = parse_line("(APIServer pid=1) INFO 06-01 12:00:20 [loggers.py:335] Engine 000: Avg "
+                     "prompt throughput: 0.0 tokens/s, Avg generation throughput: 44.0 tokens/s, "
+                     "Running: 4 reqs, Waiting: 2 reqs, CPU KV cache usage: 97.0%, Prefix cache "
+                     "hit rate: 10.0%", 1)
+    assert rec is not None and (rec["token_usage"], rec.get("incomplete")) == (0.97, None)
+    v0 = parse_line("INFO 11-20 10:00:05 metrics.py:449] Avg prompt throughput: 0.0 tokens/s, Avg "
+                    "generation throughput: 10.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, "
+                    "Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache usage: 30.0%.", 1)
+    assert v0 is not None and (v0["token_usage"], v0["cpu_kv_usage"]) == (0.01, 0.3)

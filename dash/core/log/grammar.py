@@ -193,11 +193,16 @@ VLLM_STATS = StatsFamily(
         Field("MM cache hit rate", "mm_cache_hit_rate", RATIO),
         Field("Corrupted", "corrupted_req", COUNT, " reqs"), _KV_USAGE,
     ),
+    # vLLM 0.33+ on the CPU backend prints `CPU KV cache usage` as its only pool's (V0 printed
+    # it beside the GPU's, for the swap space)
+    fallbacks=(("token_usage", "cpu_kv_usage"),),
     require_any=(("gen_throughput", "running_req"),),
     schema=("running_req", "queue_req", "tokens", "token_usage", "gen_throughput"),
     expect=("prefill_throughput", "gen_throughput", "running_req", "queue_req", "token_usage"),
     examples=("Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 "
-              "tokens/s, Running: 3 reqs, Waiting: 4 reqs, GPU KV cache usage: 5.0%",),
+              "tokens/s, Running: 3 reqs, Waiting: 4 reqs, GPU KV cache usage: 5.0%",
+              "Engine 000: Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: 45.0 "
+              "tokens/s, Running: 4 reqs, Waiting: 0 reqs, CPU KV cache usage: 62.5%"),
 )
 
 PREFILL_V01 = StatsFamily(
