@@ -21,6 +21,9 @@ BODY = ("Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda 
     ("[2026-03-01 12:00:05 DP1 PP1 ATTN_CP1 MOE_DP0 TP7 EP7] ", "2026-03-01T12:00:05",
      "DP1 PP1 ATTN_CP1 MOE_DP0 TP7 EP7"),
     ("[2026-03-01 12:00:05 TP0 PP1] ", "2026-03-01T12:00:05", "TP0 PP1"),
+    # SGLang's EPD encoder servers name their process after the stamp (configure_logger prefix)
+    ("[2026-03-01 12:00:05 encode_server] ", "2026-03-01T12:00:05", None),
+    ("[2026-03-01 12:00:05.417 encode_dp_worker[3]] ", "2026-03-01T12:00:05.417", None),
     ("(SGLangEngine pid=4242) [2026-03-01 12:00:05 TP0] ", "2026-03-01T12:00:05", "TP0"),
     ("(SGLangEngine pid=4242, ip=10.0.0.3) [2026-03-01 12:00:05] ", "2026-03-01T12:00:05", None),
     ("2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 scheduler.py:222] ", "2025-10-20T03:02:22",

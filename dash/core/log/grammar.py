@@ -77,6 +77,9 @@ PREFIXES = Prefixes(
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
     gpu_tag=r"\[(gpu(?:_id)?=[0-9]+)\] ",
+    # a process's name after the stamp, SGLang's `configure_logger(prefix=...)` of the EPD
+    # encoder servers (0.5.13+): `[2026-11-20 10:00:22 encode_dp_worker[3]] `
+    bracket_name=r"[a-z_][\w]{0,40}(?:\[[0-9]{1,4}\])?",
     # PyTorch's C++ log lines (c10 logging: ProcessGroupNCCL's watchdog): `[rank7]:[E909
     # 08:45:30.167701534 ProcessGroupNCCL.cpp:2252] `, the month unpadded, the stamp and thread
     # id left out by older releases (`[rank0]:[E ProcessGroupNCCL.cpp:1316] `)

@@ -117,6 +117,8 @@ class PrefixReader:
         )
         self.gpu_tag = re.compile(spec.gpu_tag)
         self.torch = re.compile(spec.torch)
+        self.named_bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*) ("
+                                        + spec.bracket_name + r")\] ?")
         self.rank_in = re.compile(r"\b" + tag + r"\b")
         self.level_in = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING)\b")
         self._initials = frozenset(m[0] for m in _MONTHS)
@@ -204,6 +206,10 @@ class PrefixReader:
             m = self.torch.match(line, pos)
             if m:
                 return self._torch(m, line)
+            m = self.named_bracket.match(line, pos)
+            if m:
+                return Prefix(normalise_ts(m.group(1)), m.group(2).strip() or None, "sglang",
+                              None, line[m.end():], m.group(3))
         m = self.vllm.match(line, pos)
         if m:
             return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])

@@ -233,6 +233,8 @@ class Prefixes:
     stamp_first: str
     zone: str
     gpu_tag: str
+    bracket_name: str
+    """A process's name that may follow the bracket's stamp and tags (read per line only)."""
     torch: str
     """PyTorch's C++ prefix: groups rank, level letter, month, day, time (all but the level
     optional)."""
