@@ -222,6 +222,28 @@ def test_silent_only_while_requests_were_running() -> None:
     assert "12 running" in run.active()["server_silent"].message
 
 
+def test_silent_with_its_processes_waiting_on_each_other_is_a_hang() -> None:
+    """vLLM prints no stats line while its engine is idle and none while it hangs: what tells
+    them apart is its shared-memory queue's `No available shared memory broadcast block found
+    in 60 seconds` from a process that waits on the others."""
+    from dash.core.log.parse import parse_line
+
+    run = Run(silent_after_s=300)
+    run.feed(dec(0, 500.0, running=4, line=1))
+    run.tick(60)
+    wait = parse_line("(Worker_TP1 pid=12) INFO 06-01 12:01:10 [shm_broadcast.py:878] No "
+                      "available shared memory broadcast block found in 60 seconds. This "
+                      "typically happens when some processes are hanging or doing some "
+                      "time-consuming work (e.g. compilation, weight/kv cache quantization).", 2)
+    assert wait is not None and (wait["event"], wait["reason"], wait["waited_s"]) == (
+        "error", "workers_waiting", 60)
+    run.feed({**wait, "ts": None})
+    run.tick(300)
+    silent = run.active()["server_silent"]
+    assert "wait on each other: hung" in silent.message and "line 2" in silent.evidence
+    assert "restart the server" in silent.hint and silent.line is not None
+
+
 def test_silent_not_when_metrics_say_the_last_requests_finished() -> None:
     """SGLang prints a decode line every 40 steps: the last one of a job still counts running
     requests, and then the log goes quiet. /metrics tells an idle server from a hung one."""

@@ -250,6 +250,11 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
             and ctx.now - http.generated_at <= ctx.cfg.log_live_s:
         yield _not_its_log(ctx, quiet, last)
         return
+    waits = [e for e in ctx.events.since_start_of("error")
+             if e.get("reason") == "workers_waiting" and float(e.get("at") or 0.0) >= heard]
+    if waits:
+        yield _waiting(s.engine, http.url, quiet, running, last, waits, heard)
+        return
     after = ctx.events.since_start_of("oom", "crash")
     cause = f"; last problem: {after[-1].get('event')} {where(after[-1])}" if after else ""
     # A server prints its stats while requests run, so the last line before it goes idle
@@ -264,6 +269,23 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   + ("Its /metrics (HTTP on) or --outputs let kdash tell." if s.engine == "vllm"
                      else "--enable-metrics or --outputs let kdash tell."),
                   since=heard)
+
+
+def _waiting(engine: str | None, url: str | None, quiet: float, running: float, last: Record,
+             waits: list[Record], heard: float) -> Finding:
+    """Silent, and its processes say they wait on each other (vLLM's shared-memory queue):
+    hung, or a long compile or quantization; not idle."""
+    return Finding(
+        "server_silent", "warn",
+        f"no decode/prefill line for {fmt_duration(quiet)} with {running:g} running, and its "
+        "processes wait on each other: hung (or compiling)",
+        f"last stats line {where(last)}; {len(waits)} wait line(s) since, latest "
+        f"{where(waits[-1])}",
+        "A process of the server stopped answering the others (a stuck collective, a dead "
+        f"worker) unless it compiles or quantizes: if {_probe(engine, url)} does not answer "
+        "either, restart the server; the traceback or NCCL lines above the first wait name the "
+        "process.",
+        line=text_of(waits[-1]), since=heard)
 
 
 def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:

@@ -87,6 +87,16 @@ def signal_name(_msg: str, m: Match) -> Fields:
             **({"signal": sig} if sig else {})}
 
 
+_WAITED = re.compile(r"found in ([0-9]{1,9}) seconds")
+
+
+def workers_waiting(msg: str, _m: Match = None) -> Fields:
+    """vLLM's `No available shared memory broadcast block found in 60 seconds`: a process
+    waited that long on the others (`waited_s`)."""
+    m = _WAITED.search(msg)
+    return {"reason": "workers_waiting", **({"waited_s": int(m.group(1))} if m else {})}
+
+
 _STUCK = re.compile(r"stuck for ([0-9]{1,9}) seconds")
 
 

@@ -292,6 +292,14 @@ _ERRORS = (
     Phrase("error", any=("Some NCCL operations have failed", "ncclUnhandledCudaError",
                          "unhandled cuda error"), fields={"reason": "nccl_error"},
            examples=("ncclUnhandledCudaError: Call to CUDA function failed.",)),
+    # vLLM's shared-memory queue between its processes (shm_broadcast.py): a reader waited a
+    # minute or more for the others, hung or busy (compiling, quantizing). With no stats line
+    # while it lasts, the one line that tells a hung server from an idle one.
+    Phrase("error", any=("No available shared memory broadcast block found",),
+           extract=fail.workers_waiting,
+           examples=("No available shared memory broadcast block found in 60 seconds. This "
+                     "typically happens when some processes are hanging or doing some "
+                     "time-consuming work (e.g. compilation, weight/kv cache quantization).",)),
     # PyTorch's NCCL watchdog before it ends the process: the collective that timed out
     Phrase("error", any=("failure detected by watchdog", "dump signal due to a collective timeout"),
            fields={"reason": "nccl_timeout"},
