@@ -82,6 +82,11 @@ def test_sglang_accept_len_and_rate_on_decode_lines() -> None:
      {"kind": "spec", "accept_rate": 0.712, "system_efficiency": 0.65, "num_spec_tokens": 3,
       "accepted_tokens": 1424, "drafted_tokens": 2000, "emitted_tokens": 1900,
       "accept_len": None}),
+    # V0 before anything was drafted: `nan` rates are no values, the line still a spec record
+    ("INFO 11-20 10:00:05 metrics.py:449] Speculative metrics: Draft acceptance rate: nan, System "
+     "efficiency: nan, Number of speculative tokens: 5, Number of accepted tokens: 0, Number of "
+     "draft tokens: 0, Number of emitted tokens: 0.",
+     {"kind": "spec", "accept_rate": None, "system_efficiency": None, "drafted_tokens": 0}),
 ])
 def test_vllm_speculative_decoding_records(line: str, want: dict[str, Any]) -> None:
     rec = _rec(line)

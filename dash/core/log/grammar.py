@@ -68,6 +68,8 @@ PREFIXES = Prefixes(
     syslog_stamp=rf"((?:{_MONTHS}) (?:[ 0-2][0-9]|3[01]) {_TIME}(?:\.[0-9]{{1,6}})?) {_HOST_IDENT}",
     processes=(rf"\((?:([A-Za-z][\w.-]{{0,79}}(?: {_PROC_RANKS})?) )?pid=[0-9]{{1,10}}"
                r"(?:, ip=[^\s)]{1,64})?\) ?",),
+    # vLLM 0.33+ prints VLLM_LOGGING_PREFIX before the process tag: `[node-a] (APIServer ...`
+    process_lead=r"\[[^\]\s]{1,64}\] ?(?=\()",
     process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
     # `{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`
@@ -250,7 +252,8 @@ SPEC = StatsFamily(
         Field("Number of draft tokens", "drafted_tokens", COUNT),
         Field("Number of emitted tokens", "emitted_tokens", COUNT),
     ),
-    require_any=(("accept_len", "accept_rate"),),
+    # V0 before anything was drafted prints `nan` rates (no value): its token counts still say so
+    require_any=(("accept_len", "accept_rate", "drafted_tokens"),),
     schema=("accept_len", "accept_rate", "accepted_tokens", "drafted_tokens"),
     expect=("accept_rate", "accepted_tokens", "drafted_tokens"),
     examples=("SpecDecoding metrics: Mean acceptance length: 3.14, Accepted throughput: 142.40 "

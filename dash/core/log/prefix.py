@@ -102,6 +102,7 @@ class PrefixReader:
                                 + ")) " + spec.outer_tail)
         self.syslog = re.compile(spec.syslog_stamp)
         self.processes = tuple(re.compile(p) for p in spec.processes)
+        self.process_lead = re.compile(spec.process_lead)
         self.proc_rank = re.compile(r"(?:^|[ _])(?:(rank=[0-9]+)|(" + tag + r"))(?=$|[ _])")
         self.bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*)\] ?")
         self.bracket_plain = r"\[(?:" + spec.bracket_stamp + ")(?: " + tag + r")*\] ?"
@@ -159,6 +160,10 @@ class PrefixReader:
         """Peel the prefixes off a cleaned line."""
         pos, zoned, soft = self._collected(line)
         engine = process = rank = None
+        if line.startswith("[", pos):
+            m = self.process_lead.match(line, pos)
+            if m:
+                pos = m.end()
         for _ in range(MAX_PROCESS_TAGS):
             if not line.startswith("(", pos):
                 break

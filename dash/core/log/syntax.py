@@ -227,6 +227,8 @@ class Prefixes:
     outer_tail: str
     syslog_stamp: str
     processes: tuple[str, ...]
+    process_lead: str
+    """A tag that may come before the process tag (skipped)."""
     process_engines: tuple[tuple[str, str], ...]
     process_default: str
     vllm: str
