@@ -169,3 +169,41 @@ def test_ray_repeat_suffix_is_dropped() -> None:
                      "seconds \x1b[32m [repeated 7x across cluster]\x1b[0m", 1)
     assert rec is not None and rec["event"] == "load_weights" and rec["mem_usage_gb"] == 14.986
     assert "repeated" not in rec["message"]
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # vLLM 0.33+ `--log-formatter json` (python-json-logger, its JSON_FORMAT's keys)
+    ('{"asctime": "2026-12-04 02:58:51,670", "levelname": "INFO", "name": "vllm.v1.metrics.loggers", '
+     '"processName": "MainProcess", "process": 9172, "message": "Engine 000: Avg prompt throughput: '
+     '1523.4 tokens/s, Avg generation throughput: 812.7 tokens/s, Running: 24 reqs, Waiting: 3 reqs, '
+     'GPU KV cache usage: 37.5%, Prefix cache hit rate: 42.1%"}',
+     {"kind": "decode", "ts": "2026-12-04T02:58:51.670", "engine": "vllm", "running_req": 24,
+      "prefix_hit_rate": 0.421, "incomplete": None}),
+    ('{"asctime": "2026-12-04 02:58:52,001", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
+     '"processName": "EngineCore_DP1", "process": 9180, "message": "EngineCore encountered a fatal '
+     'error.", "exc_info": "Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nValueError: '
+     'bad"}',
+     {"event": "crash", "rank": "DP1", "component": "EngineCore", "ts": "2026-12-04T02:58:52.001"}),
+    # SGLang through SGLANG_LOGGING_CONFIG_PATH: its keys as a config names them
+    ('{"asctime": "2026-11-20 10:00:31", "levelname": "INFO", "name": "sglang.srt.managers.scheduler", '
+     '"message": "Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, '
+     'gen throughput (token/s): 2327.27, #queue-req: 7"}',
+     {"kind": "decode", "engine": "sglang", "queue_req": 7, "ts": "2026-11-20T10:00:31"}),
+    # a custom format with the level first and the year in its stamp
+    ("INFO 2026-11-20 10:00:33 [metrics_reporter.py:1061] Decode batch, #running-req: 32, #token: "
+     "41230, token usage: 0.09, cuda graph: True, gen throughput (token/s): 2327.27, #queue-req: 0",
+     {"kind": "decode", "ts": "2026-11-20T10:00:33", "incomplete": None}),
+])
+def test_json_log_lines_are_read_by_their_keys(line: str, want: dict[str, object]) -> None:
+    rec = parse_line(line, 1)
+    assert rec is not None and {k: rec.get(k) for k in want} == want
+
+
+@pytest.mark.parametrize("line", [
+    '{"asctime": "2026-12-04 02:58:51,670", "levelname": "INFO"}',  # no message
+    '{"message": 3, "asctime": "yesterday"}', '{not json at all}', '{"message": "Killed"',
+    '["message", "Decode batch"]',
+])
+def test_json_lines_without_a_message_are_read_as_text(line: str) -> None:
+    rec = parse_line(line, 1)
+    assert rec is None or rec["kind"] in ("unparsed", "event")

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dash.core.log.convert import BOOL, COUNT, FLOAT, INT, RATIO, RATIOS
 from dash.core.log.phrases import PHRASES
-from dash.core.log.syntax import Field, Grammar, HeadField, Prefixes, StatsFamily
+from dash.core.log.syntax import Field, Grammar, HeadField, JsonKeys, Prefixes, StatsFamily
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
 
@@ -74,8 +74,9 @@ PREFIXES = Prefixes(
     process_default="vllm",
     # `{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`
     # (vllm/logger.py): a bracketed tag set in VLLM_LOGGING_PREFIX may come first
+    # (a logging config of the same shape with the year in its stamp is no vLLM's)
     vllm=r"(?:\[[^\]\s]{1,64}\] ?)?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-         rf"({_MONTH_DAY} {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
+         rf"((?:{_DATE}|{_MONTH_DAY}) {_TIME})(?:\.[0-9]{{1,6}})? \[?[^\]\s]{{1,200}}:[0-9]+\] ?",
     stamp_first=rf"{_DATE}[ T]{_TIME}(?:[.,][0-9]{{1,9}})?",
     zone=_ZONE,
     gpu_tag=r"\[(gpu(?:_id)?=[0-9]+)\] ",
@@ -87,6 +88,13 @@ PREFIXES = Prefixes(
     # id left out by older releases (`[rank0]:[E ProcessGroupNCCL.cpp:1316] `)
     torch=r"(?:\[rank([0-9]{1,6})\]:)?\[([DIWEF])(?:(0?[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01]) "
           rf"({_TIME})(?:\.[0-9]{{1,9}})?(?: [0-9]{{1,10}})?)? ?[\w./-]{{1,200}}:[0-9]{{1,6}}\] ?",
+    # a JSON formatter's line (vLLM 0.33+'s logging config, formatter `json`, python-json-logger's
+    # `%(asctime)s %(levelname)s %(name)s %(processName)s %(process)d %(message)s`; SGLang's
+    # SGLANG_LOGGING_CONFIG_PATH): the keys that hold each part, the first present wins
+    json_keys=JsonKeys(message=("message", "msg"), time=("asctime", "timestamp", "time", "ts"),
+                       level=("levelname", "level"), process=("processName", "process_name"),
+                       logger=("name", "logger"),
+                       engines=(("vllm", "vllm"), ("sglang", "sglang"))),
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )

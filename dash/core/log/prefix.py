@@ -23,8 +23,10 @@ logger's prefix prints none.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dash.core.log.syntax import Prefixes
 from dash.core.log.timestamps import normalise_ts
@@ -103,6 +105,8 @@ class PrefixReader:
         self.syslog = re.compile(spec.syslog_stamp)
         self.processes = tuple(re.compile(p) for p in spec.processes)
         self.process_lead = re.compile(spec.process_lead)
+        self.json_stamp = re.compile("(?:" + spec.stamp_first + ")(?:" + spec.zone + ")?")
+        self.json_levels = frozenset(spec.levels)
         self.proc_rank = re.compile(r"(?:^|[ _])(?:(rank=[0-9]+)|(" + tag + r"))(?=$|[ _])")
         self.bracket = re.compile(r"\[(" + spec.bracket_stamp + ")((?: " + tag + r")*)\] ?")
         self.bracket_plain = r"\[(?:" + spec.bracket_stamp + ")(?: " + tag + r")*\] ?"
@@ -158,6 +162,10 @@ class PrefixReader:
 
     def split(self, line: str) -> Prefix:
         """Peel the prefixes off a cleaned line."""
+        if line.startswith("{") and line.endswith("}"):
+            pre = self._json(line)
+            if pre is not None:
+                return pre
         pos, zoned, soft = self._collected(line)
         engine = process = rank = None
         if line.startswith("[", pos):
@@ -185,6 +193,27 @@ class PrefixReader:
             return Prefix(zoned or pre.ts or soft, pre.rank or rank, pre.engine, pre.level,
                           pre.message, process)
         return pre
+
+    def _json(self, line: str) -> Prefix | None:
+        """A JSON formatter's line: its message, stamp, level and process from their keys
+        (`JsonKeys`); None for a line that is no JSON object with a message. A traceback in
+        `exc_info` is not read: one line gives one record, its message's."""
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        keys = self.spec.json_keys
+        if not isinstance(obj, dict) or (msg := _first(obj, keys.message)) is None:
+            return None
+        stamp = _first(obj, keys.time)
+        ts = normalise_ts(stamp) if stamp and self.json_stamp.fullmatch(stamp) else None
+        level = (_first(obj, keys.level) or "").upper()
+        name = _first(obj, keys.process)
+        process, rank = self._process_ranks(name) if name else (None, None)
+        logger = _first(obj, keys.logger) or ""
+        engine = next((eng for head, eng in keys.engines if logger.startswith(head)), None)
+        return Prefix(ts, rank, engine, level if level in self.json_levels else None,
+                      msg.replace("\n", " "), process)
 
     @staticmethod
     def _torch(m: re.Match[str], line: str) -> Prefix:
@@ -217,7 +246,9 @@ class PrefixReader:
                               None, line[m.end():], m.group(3))
         m = self.vllm.match(line, pos)
         if m:
-            return Prefix(normalise_ts(m.group(2)), None, "vllm", m.group(1), line[m.end():])
+            stamp = m.group(2)
+            return Prefix(normalise_ts(stamp), None, "vllm" if len(stamp) < 16 else engine,
+                          m.group(1), line[m.end():])
         if line[pos:pos + 1].isdigit():
             m = self.stamp_first.match(line, pos)
             if m:
@@ -236,3 +267,12 @@ class PrefixReader:
                 if inner.message != line[m.start():]:
                     return inner
         return Prefix(None, None, engine, None, line[pos:])
+
+
+def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of these keys that holds a string."""
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str):
+            return value
+    return None

@@ -240,6 +240,7 @@ class Prefixes:
     torch: str
     """PyTorch's C++ prefix: groups rank, level letter, month, day, time (all but the level
     optional)."""
+    json_keys: JsonKeys
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""
     foreign_phrases: tuple[str, ...]
@@ -251,6 +252,20 @@ class Prefixes:
     @property
     def level_names(self) -> str:
         return "(?:" + "|".join(self.levels) + ")"
+
+
+@dataclass(frozen=True)
+class JsonKeys:
+    """Where a JSON log line keeps its parts: the message, the stamp, the level, the process
+    (its name may carry ranks, `EngineCore_DP1`) and the logger, whose name's first word says
+    the engine (`engines`: (prefix, engine))."""
+
+    message: tuple[str, ...]
+    time: tuple[str, ...]
+    level: tuple[str, ...]
+    process: tuple[str, ...]
+    logger: tuple[str, ...]
+    engines: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
