@@ -315,7 +315,17 @@ _ERRORS = (
                             r"(?:Error|Exit|Interrupt))(?::|$)",
            needs=("Error", "Exception", "Exit", "Interrupt"), extract=fail.exception_type,
            examples=("ValueError: bad", "KeyboardInterrupt", "Exception: bad")),
-    Phrase("error", any=("Health check failed",), examples=("Health check failed",)),
+    Phrase("error", any=("Health check failed", "health check failed"),
+           examples=("Health check failed", "Encoder health check failed: timeout")),
+    # SGLang's PD disaggregation: a decode server lost its prefill server
+    Phrase("error", any=("Lost connection with prefill instance",),
+           fields={"reason": "prefill_lost"},
+           examples=("Lost connection with prefill instance (bootstrap_addr: 10.0.0.2:8998), "
+                     "12 requests affected",)),
+    Phrase("error", any=("Weights are not ready after waiting",),
+           fields={"reason": "weights_not_ready"},
+           examples=("Weights are not ready after waiting 600 seconds. Consider increasing "
+                     "SGLANG_WAIT_WEIGHTS_READY_TIMEOUT environment variable.",)),
     Phrase("error", levels=("ERROR", "CRITICAL", "FATAL"),
            examples=("engine died",)),  # after a prefix that prints ERROR
 )
