@@ -704,14 +704,19 @@ def test_a_startup_memory_failure_says_what_to_change(line: str, title: str, hin
     assert title in oom.message and hint in oom.hint
 
 
-@pytest.mark.parametrize(("reason", "words"), [("nccl_timeout", "NCCL"),
-                                                ("device_assert", "device-side assert"),
-                                                ("segfault", "segmentation fault")])
-def test_crash_alerts_say_what_happened(reason: str, words: str) -> None:
+@pytest.mark.parametrize(("reason", "words", "hint"), [
+    ("nccl_timeout", "NCCL", "NCCL_DEBUG=INFO"),
+    ("nccl_hang", "NCCL) hung", "first error lines"),
+    ("unhealthy", "health check failed", "Health check failed"),
+    ("device_assert", "device-side assert", "traceback"),
+    ("segfault", "segmentation fault", "traceback"),
+])
+def test_crash_alerts_say_what_happened(reason: str, words: str, hint: str) -> None:
     run = Run()
     run.feed(ev("crash", reason=reason))
     run.tick()
-    assert words in run.active()["server_crash"].message
+    crash = run.active()["server_crash"]
+    assert words in crash.message and hint in crash.hint
 
 
 def test_a_crash_names_the_component_that_hit_the_exception() -> None:

@@ -44,6 +44,19 @@ _HINT = ("Read the traceback {where} this line in the server log; restart the se
          "after an OOM; `Killed` alone usually means host RAM ran out.")
 """`where`: a crash line that opens a traceback (`Scheduler hit an exception:`, vLLM's
 `Exception in worker ... while processing method`) comes before it; a crash marker after."""
+_REASON_HINTS = {
+    # a hung collective: the rank that stopped is the cause, not the rank whose watchdog fired
+    "nccl_hang": ("One rank stopped taking part in a collective (a stuck or dead process, a GPU "
+                  "fault, a network error): the first error lines of the log, across ranks, name "
+                  "it. Restart the server; if it recurs, NCCL_DEBUG=INFO shows where it hangs."),
+    "nccl_timeout": ("One rank stopped taking part in a collective (a stuck or dead process, a "
+                     "GPU fault, a network error): the first error lines of the log, across "
+                     "ranks, name it. Restart the server; if it recurs, NCCL_DEBUG=INFO shows "
+                     "where it hangs."),
+    "unhealthy": ("The server stopped answering its health check (the scheduler or detokenizer "
+                  "hung, often after an OOM or a stuck collective) and was then stopped: read the "
+                  "lines before `Health check failed`, and restart it."),
+}
 _QUOTE_CAP = 100
 """How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
 _VERSIONS = ("ImportError", "ModuleNotFoundError")
@@ -64,8 +77,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
         below = first.get("reason") == "exception"
+        hint = _REASON_HINTS.get(str(first.get("reason")))
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
-                      _HINT.format(where="below" if below else "above"),
+                      hint or _HINT.format(where="below" if below else "above"),
                       line=text_of(first), since=first.get("at"))
         return
     name = _short_type(cause)
