@@ -159,3 +159,32 @@ def test_a_restart_counts_its_own_pools_only() -> None:
              "V size: 3.00 GB"]
     facts, capacity = _startup(first + again)
     assert (facts["kv_size_gb"], facts["kv_tokens"], capacity["kv_size_gb"]) == (6.0, 300000, 6.0)
+
+
+def test_a_start_that_died_before_it_was_ready_and_its_relaunch_are_not_summed() -> None:
+    """The mem-fraction tuning loop: a start runs out of memory before it is ready, the next
+    one allocates less. A start that never served is no restart, yet its pools were its own."""
+    lines = [f"{S}] server_args=ServerArgs(model_path='m', mem_fraction_static=0.93)",
+             f"{S}] KV Cache is allocated. #tokens: 463000, K size: 28.26 GB, V size: 28.26 GB",
+             f"{S}] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.",
+             "[2026-11-20 10:05:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.88)",
+             "[2026-11-20 10:05:10] KV Cache is allocated. #tokens: 400000, K size: 24.40 GB, "
+             "V size: 24.40 GB"]
+    facts, capacity = _startup(lines)
+    assert (facts["kv_size_gb"], facts["kv_tokens"], capacity["kv_size_gb"]) == (48.8, 400000, 48.8)
+
+
+def test_the_tokens_are_the_full_layers_whichever_pool_comes_first() -> None:
+    """SGLang 0.5.13-0.5.15 allocate the SWA pool before the full one, neither labelled."""
+    facts, _ = _startup([f"{S}] KV Cache is allocated. #tokens: 80000, K size: 1.00 GB, V size: 1.00 GB",
+                         f"{S}] KV Cache is allocated. #tokens: 400000, K size: 4.00 GB, V size: 4.00 GB"])
+    assert (facts["kv_tokens"], facts["kv_size_gb"]) == (400000, 10.0)
+
+
+def test_ranks_that_print_no_rank_load_their_weights_once() -> None:
+    """vLLM V0's tensor-parallel workers print `Loading model weights took` without a rank,
+    each its own share a few MB apart: one model's weights, not four."""
+    lines = [f"(VllmWorkerProcess pid={40 + i}) INFO 11-20 10:00:0{i} model_runner.py:1056] Loading "
+             f"model weights took {gb} GB" for i, gb in enumerate(("7.4812", "7.4812", "7.4815", "7.4790"))]
+    facts, capacity = _startup(lines)
+    assert facts["weights_mem_gb"] == 7.48 and capacity["weights_gb"] == 7.48

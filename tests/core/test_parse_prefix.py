@@ -203,6 +203,7 @@ def test_json_log_lines_are_read_by_their_keys(line: str, want: dict[str, object
     '{"asctime": "2026-12-04 02:58:51,670", "levelname": "INFO"}',  # no message
     '{"message": 3, "asctime": "yesterday"}', '{not json at all}', '{"message": "Killed"',
     '["message", "Decode batch"]',
+    '{"message": "Health check failed", "a": ' + "[" * 5000 + "]" * 5000 + "}",  # too deep
 ])
 def test_json_lines_without_a_message_are_read_as_text(line: str) -> None:
     rec = parse_line(line, 1)

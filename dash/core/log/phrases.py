@@ -294,8 +294,9 @@ _ERRORS = (
            examples=("ncclUnhandledCudaError: Call to CUDA function failed.",)),
     # vLLM's shared-memory queue between its processes (shm_broadcast.py): a reader waited a
     # minute or more for the others, hung or busy (compiling, quantizing). With no stats line
-    # while it lasts, the one line that tells a hung server from an idle one.
-    Phrase("error", any=("No available shared memory broadcast block found",),
+    # while it lasts, the one line that tells a hung server from an idle one. Its 0.11+ INFO
+    # wording only: 0.8-0.10 printed `... found in 60 second.` at DEBUG, idle workers too.
+    Phrase("error", every=("No available shared memory broadcast block found", "typically happens"),
            extract=fail.workers_waiting,
            examples=("No available shared memory broadcast block found in 60 seconds. This "
                      "typically happens when some processes are hanging or doing some "

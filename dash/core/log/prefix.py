@@ -200,7 +200,7 @@ class PrefixReader:
         `exc_info` is not read: one line gives one record, its message's."""
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the interpreter's depth: no log line
             return None
         keys = self.spec.json_keys
         if not isinstance(obj, dict) or (msg := _first(obj, keys.message)) is None:

@@ -34,8 +34,8 @@ class Allocations:
     A model may allocate several pools and load several models on one GPU: a sliding-window
     model's `Full` and `SWA` pools, a speculative draft model's weights and pool after the
     target's (`KV Cache is allocated` printed once for each, as is `Load weight end`). The
-    memory they take is the sum; the tokens are the first pool's (the target's, or the full
-    layers'). A pool sized after CUDA graph capture (SGLang 0.5.23+) first prints its address
+    memory they take is the sum; the tokens are the largest pool's but a draft's (the target's,
+    or the full layers'). A pool sized after CUDA graph capture (SGLang 0.5.23+) first prints its address
     space's upper bound (`bound`), which the pools allocated after it replace. A line the same
     as one already counted on a rank is another rank's copy where lines name no rank.
     """
@@ -65,8 +65,11 @@ class Allocations:
         gb = _num(rec, "mem_usage_gb")
         if gb is None:
             return False
-        loaded = self._weights.setdefault(rec.get("rank"), [])
-        if gb not in loaded:
+        rank = rec.get("rank")
+        loaded = self._weights.setdefault(rank, [])
+        # ranks that print no rank (vLLM V0's workers) measure their share a few MB apart
+        slack = 0.01 if rank is None else 0.0
+        if not any(abs(gb - w) <= slack * max(gb, w) for w in loaded):
             loaded.append(gb)
         return True
 
@@ -76,11 +79,13 @@ class Allocations:
         return round(max(sums), 2) if sums else None
 
     def kv_tokens(self) -> int | None:
-        """The first pool's tokens (every rank sizes the same)."""
+        """The largest pool's tokens but a draft's: the target's, or a sliding-window model's
+        full layers' (0.5.13-0.5.15 print the SWA pool first, neither labelled)."""
         for pools in self._pools.values():
-            tokens = pools[0][1] if pools else None
-            if isinstance(tokens, int) and not isinstance(tokens, bool):
-                return tokens
+            tokens = [p[1] for p in pools if p[0] != "draft" and isinstance(p[1], int)
+                      and not isinstance(p[1], bool)]
+            if tokens:
+                return max(tokens)
         return None
 
     def weights_gb(self) -> float | None:

@@ -318,6 +318,8 @@ class ServerLogTracker:
             if self._busy or self._ready:
                 self._restart(rec, t, "server started again")
             self._busy = False
+            # a start that died before it was ready is no restart, yet its pools were its own
+            self._allocated = Allocations()
         elif event == "ready":
             if self._ready:
                 self._restart(rec, t, "ready banner again")
@@ -378,7 +380,7 @@ class ServerLogTracker:
             if value is not None:
                 self._facts[fact] = value
         # Several pools or models on a GPU (a sliding-window model's two pools, a draft model
-        # after its target): the memory is their sum, the tokens the first pool's
+        # after its target): the memory is their sum, the tokens the largest pool's but a draft's
         if event == "kv_cache" and "pool" in rec and self._allocated.add_pool(rec):
             self._facts["kv_size_gb"] = self._allocated.kv_gb()
             tokens = self._allocated.kv_tokens()
