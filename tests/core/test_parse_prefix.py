@@ -189,6 +189,11 @@ def test_ray_repeat_suffix_is_dropped() -> None:
      '"message": "Decode batch, #running-req: 32, #token: 41230, token usage: 0.09, cuda graph: True, '
      'gen throughput (token/s): 2327.27, #queue-req: 7"}',
      {"kind": "decode", "engine": "sglang", "queue_req": 7, "ts": "2026-11-20T10:00:31"}),
+    # as a CRI log file keeps it: the collector's zoned stamp first
+    ('2026-12-04T02:58:51.670123456Z stdout F {"asctime": "2026-12-04 02:58:51,670", "levelname": '
+     '"ERROR", "name": "vllm.v1.engine.core", "processName": "MainProcess", "message": '
+     '"EngineCore encountered a fatal error."}',
+     {"event": "crash", "ts": "2026-12-04T02:58:51.670123456Z", "component": "EngineCore"}),
     # a custom format with the level first and the year in its stamp
     ("INFO 2026-11-20 10:00:33 [metrics_reporter.py:1061] Decode batch, #running-req: 32, #token: "
      "41230, token usage: 0.09, cuda graph: True, gen throughput (token/s): 2327.27, #queue-req: 0",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dash.core.log.syntax import Prefixes
@@ -162,11 +162,11 @@ class PrefixReader:
 
     def split(self, line: str) -> Prefix:
         """Peel the prefixes off a cleaned line."""
-        if line.startswith("{") and line.endswith("}"):
-            pre = self._json(line)
-            if pre is not None:
-                return pre
         pos, zoned, soft = self._collected(line)
+        if line.startswith("{", pos) and line.endswith("}"):
+            pre = self._json(line[pos:] if pos else line)
+            if pre is not None:  # a collector's zoned stamp still wins (see the module's doc)
+                return replace(pre, ts=zoned or pre.ts or soft) if pos else pre
         engine = process = rank = None
         if line.startswith("[", pos):
             m = self.process_lead.match(line, pos)
@@ -209,7 +209,8 @@ class PrefixReader:
         ts = normalise_ts(stamp) if stamp and self.json_stamp.fullmatch(stamp) else None
         level = (_first(obj, keys.level) or "").upper()
         name = _first(obj, keys.process)
-        process, rank = self._process_ranks(name) if name else (None, None)
+        # `MainProcess`: Python's name for a process nobody named, which says nothing
+        process, rank = self._process_ranks(name) if name and name != "MainProcess" else (None, None)
         logger = _first(obj, keys.logger) or ""
         engine = next((eng for head, eng in keys.engines if logger.startswith(head)), None)
         return Prefix(ts, rank, engine, level if level in self.json_levels else None,
