@@ -712,6 +712,7 @@ def test_a_startup_memory_failure_says_what_to_change(line: str, title: str, hin
     ("nccl_timeout", "NCCL", "NCCL_DEBUG=INFO"),
     ("nccl_hang", "NCCL) hung", "first error lines"),
     ("unhealthy", "health check failed", "Health check failed"),
+    ("port_in_use", "port is taken", "ss -ltnp | grep :<port>"),
     ("device_assert", "device-side assert", "traceback"),
     ("segfault", "segmentation fault", "traceback"),
 ])

@@ -262,6 +262,13 @@ def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:
     ("[rank1]:[F1019 01:14:03.358291284 ProcessGroupNCCL.cpp:1614] [PG ID 0 PG GUID 0(default_pg) "
      "Rank 1] Terminating the process after attempting to dump debug info, due to "
      "ProcessGroupNCCL watchdog hang.", {"reason": "nccl_hang", "ts": "10-19T01:14:03"}),
+    # the server's port is taken: Python's socket error, uvicorn's, SGLang's wait for it
+    ("(APIServer pid=1) OSError: [Errno 98] Address already in use", {"reason": "port_in_use"}),
+    ("[2026-11-20 10:00:40] ERROR:    [Errno 98] error while attempting to bind on address "
+     "('0.0.0.0', 30000): address already in use", {"reason": "port_in_use", "port": 30000}),
+    ("[2026-11-20 10:00:40] ValueError: Server port at 30000 is not available in 30 seconds. "
+     "Server port is used by a process already. process.name()='python3' pid=4021",
+     {"reason": "port_in_use", "port": 30000, "holder_pid": 4021}),
     # SGLang: a SIGTERM while the health check fails is the server stopped for not answering
     ("[2026-11-20 10:01:05] Signal SIGTERM received while health check failed. Force exiting.",
      {"reason": "unhealthy"}),
@@ -286,6 +293,10 @@ def test_crash_families(line: str, want: dict[str, Any]) -> None:
     "INFO:     Exception in ASGI application",
     "Task exception was never retrieved: Exception in callback foo()",
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    # a server that moves on to another port
+    "(APIServer pid=1) WARNING 06-01 12:00:00 [utils.py:841] Address already in use. Retrying "
+    "with a new port.",
+    "INFO 06-01 12:00:00 [network.py:33] Port 8000 is already in use, trying port 8001",
 ])
 def test_near_misses_are_no_crash(line: str) -> None:
     rec = parse_line(line, 1)

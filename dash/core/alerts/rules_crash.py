@@ -24,6 +24,7 @@ _CRASH_TEXT = {
     "nccl_error": "a collective (NCCL) failed",
     "nccl_hang": "a collective (NCCL) hung and its watchdog ended the process",
     "unhealthy": "the server was stopped while its health check failed (it had stopped answering)",
+    "port_in_use": "its port is taken by another process",
     "device_assert": "a CUDA kernel's device-side assert fired (often an index out of range)",
     "illegal_memory_access": "a CUDA kernel accessed memory out of bounds",
     "cuda_error": "a CUDA error lost the GPU context",
@@ -45,6 +46,9 @@ _HINT = ("Read the traceback {where} this line in the server log; restart the se
 """`where`: a crash line that opens a traceback (`Scheduler hit an exception:`, vLLM's
 `Exception in worker ... while processing method`) comes before it; a crash marker after."""
 _REASON_HINTS = {
+    "port_in_use": ("Another process holds the port{holder}, most often the server this one "
+                    "restarts from, still running: `ss -ltnp | grep :{port}` names it; stop it, or "
+                    "start with another --port."),
     # a hung collective: the rank that stopped is the cause, not the rank whose watchdog fired
     "nccl_hang": ("One rank stopped taking part in a collective (a stuck or dead process, a GPU "
                   "fault, a network error): the first error lines of the log, across ranks, name "
@@ -77,7 +81,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
         below = first.get("reason") == "exception"
-        hint = _REASON_HINTS.get(str(first.get("reason")))
+        hint = _REASON_HINTS.get(str(first.get("reason")), "").format(
+            port=first.get("port") or "<port>",
+            holder=f" (pid {first['holder_pid']})" if first.get("holder_pid") else "")
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
                       hint or _HINT.format(where="below" if below else "above"),
                       line=text_of(first), since=first.get("at"))

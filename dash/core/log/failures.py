@@ -97,6 +97,21 @@ def workers_waiting(msg: str, _m: Match = None) -> Fields:
     return {"reason": "workers_waiting", **({"waited_s": int(m.group(1))} if m else {})}
 
 
+_PORT = re.compile(r"bind on address \('[^']{0,100}', ([0-9]{1,5})\)| at ([0-9]{1,5}) is not available")
+_HOLDER = re.compile(r"\bpid=([0-9]{1,10})")
+
+
+def port_in_use(msg: str, _m: Match = None) -> Fields:
+    """The server's port is taken: `port` where the line names it, the holder's `holder_pid`
+    where SGLang says which process holds it."""
+    out: Fields = {"reason": "port_in_use"}
+    if (m := _PORT.search(msg)) is not None:
+        out["port"] = int(m.group(1) or m.group(2))
+    if (h := _HOLDER.search(msg)) is not None:
+        out["holder_pid"] = int(h.group(1))
+    return out
+
+
 _STUCK = re.compile(r"stuck for ([0-9]{1,9}) seconds")
 
 

@@ -117,6 +117,20 @@ _CRASH = (
                      "[rank1]:[F513 12:46:14.495035780 ProcessGroupNCCL.cpp:1614] [PG ID 0 PG GUID "
                      "0(default_pg) Rank 1] Terminating the process after attempting to dump debug "
                      "info, due to ProcessGroupNCCL watchdog hang.")),
+    # The server's port is taken (the server restarted from, still running, most often): the
+    # socket's error as Python raises it, uvicorn's bind error, SGLang's wait for the port.
+    # Not a line that goes on to another port (`... trying port`, `Retrying with a new port`)
+    Phrase("crash", pattern=r"^(?:OSError: \[Errno 98\] Address already in use\s*$|(?:ERROR: +)?\[Errno 98\] "
+                            r"error while attempting to bind on address|.{0,80} at [0-9]{1,5} is not "
+                            r"available in [0-9]{1,6} seconds)",
+           needs=("Address already in use", "error while attempting to bind on address",
+                  "is not available in"),
+           extract=fail.port_in_use,
+           examples=("OSError: [Errno 98] Address already in use",
+                     "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', "
+                     "30000): address already in use",
+                     "ValueError: Server port at 30000 is not available in 30 seconds. Server port "
+                     "is used by a process already. process.name()='python3' pid=4021")),
     # SGLang's tokenizer manager: a SIGTERM while the health check fails (an orchestrator's
     # liveness probe ending a server that stopped answering) exits at once
     Phrase("crash", any=("received while health check failed",), fields={"reason": "unhealthy"},
