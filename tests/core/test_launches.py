@@ -293,3 +293,17 @@ def test_vllm_v1s_preemptions_on_its_stats_line_are_retractions() -> None:
     records = [parse_line(text, i + 1) for i, text in enumerate(lines)]
     fired = {a.id: a for a in replay_alerts(records)}
     assert "retractions" in fired and "requests retracted" in fired["retractions"].message
+
+
+def test_the_table_says_how_long_each_start_took_to_be_ready() -> None:
+    """A flag's cost at every restart (graph capture sizes, compile, a host cache): from the
+    arguments line to the ready banner; `-` for a start whose arguments line is not in the log."""
+    from dash.core.views.launch_table import table
+
+    lines = [args_line(0, 0.88), *startup(0, 463000, 5.59), *serving(10, 200, 2000.0),
+             args_line(300, 0.85), *startup(400, 400000, 6.0), *serving(410, 600, 1900.0)]
+    launches = read(lines)
+    rows = {row.label: [c.text for c in row.cells] for row in table(launches)}
+    assert rows["ready after"] == ["5s", "1m45s"]
+    late = read(lines[1:7])  # the log begins after the arguments line
+    assert "ready after" not in {row.label for row in table(late)}

@@ -171,6 +171,16 @@ def ran_text(launch: Launch) -> str:
     return f">{span(d)}" if d else "-"
 
 
+def ready_text(launch: Launch) -> str:
+    """How long the start took to its ready banner (loading, pools, graph capture, compile):
+    what a flag costs at every restart; `-` without both lines in the log (a launch whose
+    arguments line is not there began before its first line seen)."""
+    if (not launch.start_seen or not launch.args or launch.started_at is None
+            or launch.ready_at is None):
+        return "-"
+    return span(max(0.0, launch.ready_at - launch.started_at))
+
+
 def outcome_text(launch: Launch) -> str:
     """`running`, `OOM 4m10s in`, `crash 2h05m in`, `shutdown`, `stopped`, `log ended`."""
     o = launch.outcome
@@ -237,6 +247,9 @@ def table(launches: Sequence[Launch]) -> list[Row]:
     rows = [Row("start", "run", _cells([start_text(x, launches) for x in launches], False)),
             Row("ran", "run", _cells([ran_text(x) for x in launches], False)),
             Row("outcome", "run", _cells([outcome_text(x) for x in launches], False))]
+    ready = [ready_text(x) for x in launches]
+    if any(t != "-" for t in ready):
+        rows.insert(2, Row("ready after", "run", _cells(ready, False)))
     if len({x.source for x in launches}) > 1:
         names = [(x.source or "-").rsplit("/", 1)[-1] for x in launches]
         rows.insert(0, Row("log", "run", _cells(names, False)))
