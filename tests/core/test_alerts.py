@@ -695,6 +695,16 @@ def test_a_stale_process_holding_the_gpu_is_named_with_what_it_holds() -> None:
      "profiling during initialization. To fix this, ensure consistent GPU memory allocation or "
      "isolate vLLM in its own container.",
      "GPU memory changed while the server measured it at startup", "GPUs of its own"),
+    # SGLang: the pool does not fit in the share (the line says to raise it, not lower it)
+    ("[2025-03-11 10:00:05 TP0] RuntimeError: Not enough memory. Please try to increase "
+     "--mem-fraction-static.", "the KV pool does not fit in the memory share at startup",
+     "Raise --mem-fraction-static"),
+    ("RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+     "Computed max_mamba_cache_size=0. Try: (1) reduce --max-running-requests, (2) increase "
+     "--mem-fraction-static", "the KV pool does not fit", "lower --max-running-requests"),
+    # SGLang's pool exhausted by a batch at run time: no CUDA OOM
+    ("[2026-01-20 10:00:05 TP0] RuntimeError: Prefill out of memory. Try to lower your batch size.",
+     "the KV cache pool ran out at run time", "Cap the batch (--chunked-prefill-size"),
 ])
 def test_a_startup_memory_failure_says_what_to_change(line: str, title: str, hint: str) -> None:
     from dash.core.log.parse import parse_line

@@ -208,6 +208,9 @@ def _restart_hint(cause: Record, facts: Mapping[str, Any], engine: str | None = 
         flags = flags_for(engine or cause.get("engine"))
         mem = mem_now(flags, facts)
         now = f" (now {mem:g})" if mem is not None else ""
+        if cause.get("reason") == "mem_fraction":  # the pool did not fit: the share was short
+            return ("The server came back after its KV pool did not fit. If it fails again, "
+                    f"raise {flags.mem} further{now} or make the weights smaller per GPU. " + keep)
         return ("The server came back after an OOM. If it runs out again, lower "
                 f"{flags.mem} further{now} or cap {flags.prefill_cap}. " + keep)
     return "The server came back after a crash: read the traceback before it in the log. " + keep

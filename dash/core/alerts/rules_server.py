@@ -18,7 +18,28 @@ _OOM_TITLE = {
     "kv_cache_too_small": "the KV cache does not fit at startup",
     "gpu_memory_changed": "GPU memory changed while the server measured it at startup",
     "host_memory": "not enough host memory for the hierarchical KV cache",
+    "mem_fraction": "the KV pool does not fit in the memory share at startup",
+    "kv_pool_full": "the KV cache pool ran out at run time",
 }
+
+
+def _pool_fix(reason: str, engine: str | None, facts: Mapping[str, Any]) -> str | None:
+    """The fixes of a pool that does not fit or runs out, not of a CUDA OOM: the line itself
+    says to raise the share (what the weights leave is too little for the pool), where a CUDA
+    OOM wants it lowered (headroom outside the pool)."""
+    flags = flags_for(engine)
+    now = mem_now(flags, facts)
+    if reason == "mem_fraction":
+        raise_ = f" (now {now:g}; try {min(now + 0.03, 0.98):.2f})" if now is not None else ""
+        return (f"Raise {flags.mem}{raise_}, as the line says: the weights leave too little of "
+                "it for the KV pool. Or make the weights smaller per GPU (a larger "
+                f"tensor-parallel size, a quantized model), or lower {flags.requests_cap} for a "
+                "hybrid model's state cache.")
+    if reason == "kv_pool_full":
+        return (f"Cap the batch ({flags.batch_caps}), or give the pool more tokens: "
+                f"{flags.fp8_kv}, or raise {flags.mem} where the GPU has memory left after CUDA "
+                "graph capture.")
+    return None
 
 
 def _headroom(facts: Mapping[str, Any]) -> str:
@@ -78,8 +99,10 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
         evidence += f"; {numbers}"
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
-    hint = _oom_fix(ctx.snap.server.engine, facts)
-    title = _OOM_TITLE.get(str(first.get("reason")), "CUDA out of memory in the server" + during)
+    reason = str(first.get("reason"))
+    hint = _pool_fix(reason, ctx.snap.server.engine, facts) or _oom_fix(ctx.snap.server.engine,
+                                                                          facts)
+    title = _OOM_TITLE.get(reason, "CUDA out of memory in the server" + during)
     if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
         hint = first["hint"]
     yield Finding("server_oom", "crit", title, evidence, hint, line=text_of(first),
