@@ -143,3 +143,23 @@ def test_the_vllm_worker_exception_of_a_real_log_points_below_it(real_logs: Path
     crash = {a.id: a for a in replay_alerts(records)}["server_crash"]
     assert crash.line is not None and crash.line.startswith("Exception in worker")
     assert "below this line" in crash.hint and "above" not in crash.hint
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_a_sigquit_printed_the_moment_before_the_childs_crash_is_not_its_cause(typed: bool) -> None:
+    """sglang#19781, #8864: the parent's `Received sigquit` comes first, in the same second as
+    the child's `Scheduler hit an exception`; the alert and the launch named SIGQUIT."""
+    from dash.core.state.launches import LaunchTracker
+
+    lines = [_ARGS, _READY, _DECODE.format(m=1), _SIGQUIT,
+             f"[{DAY} 10:05:00 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+             '  File "/sgl/scheduler.py", line 3130, in run_scheduler_process',
+             *([_ATTR] if typed else [])]
+    crash = _fired(*lines)["server_crash"]
+    assert crash.message.startswith("server crashed: " + ("AttributeError; " if typed else "")
+                                    + "Scheduler hit an exception; a server process failed")
+    tracker = LaunchTracker()
+    tracker.feed([r for r in (parse_line(t, i + 1) for i, t in enumerate(lines)) if r], None,
+                 ref=0.0)
+    tracker.finish()
+    assert tracker.launches()[-1].reason == "exception"

@@ -38,6 +38,9 @@ _CRASH_TEXT = {
     "terminated": "a process was terminated (SIGTERM)",
     "fatal_python_error": "a fatal Python error",
 }
+CONSEQUENCES = frozenset({"sigquit", "killed", "terminated", "process_died"})
+"""Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
+the moment before the child's own crash line, which is the cause."""
 # After an exception a kill is the server's own teardown, not a sign of the OOM killer
 _KILLED_AFTER_EXCEPTION = "the server was killed"
 _HINT = ("Read the traceback {where} this line in the server log; restart the server "
@@ -74,19 +77,22 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
         ctx.resolve("server_crash")
         return
     first = crashes[0]
+    # what they say, the causes before the markers that only say a process ended
+    crashes = sorted(crashes, key=lambda e: e.get("reason") in CONSEQUENCES)
     s = ctx.snap.server
     cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
                         line_order(s.last_prefill or {}))
     what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
-        below = first.get("reason") == "exception"
-        hint = _REASON_HINTS.get(str(first.get("reason")), "").format(
-            port=first.get("port") or "<port>",
-            holder=f" (pid {first['holder_pid']})" if first.get("holder_pid") else "")
+        lead = crashes[0]  # the line that says most of why
+        below = lead.get("reason") == "exception"
+        hint = _REASON_HINTS.get(str(lead.get("reason")), "").format(
+            port=lead.get("port") or "<port>",
+            holder=f" (pid {lead['holder_pid']})" if lead.get("holder_pid") else "")
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
                       hint or _HINT.format(where="below" if below else "above"),
-                      line=text_of(first), since=first.get("at"))
+                      line=text_of(lead), since=first.get("at"))
         return
     name = _short_type(cause)
     yield Finding("server_crash", "crit", f"server crashed: {name}; {what}",

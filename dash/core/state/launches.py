@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dash.core.alerts.rules_crash import CONSEQUENCES
 from dash.core.launch import Launch
 from dash.core.log.events import preempted
 from dash.core.log.timestamps import ts_to_epoch
@@ -298,6 +299,11 @@ class LaunchTracker:
             return
         if event == "oom" and cur.outcome == "crash":
             cur.outcome, cur.reason = "oom", reason  # the traceback's last line names the cause
+        elif event == "crash" and cur.reason in CONSEQUENCES and reason not in CONSEQUENCES:
+            # `Received sigquit` printed by the parent the moment before the child's own
+            # `Scheduler hit an exception`: the death's cause is the child's line
+            cur.reason, cur.component = reason, component
+            return
         cur.component = cur.component or component
 
 

@@ -257,7 +257,9 @@ def replay_alerts(records: Iterable[Record | None], cfg: Config | None = None, *
     batch: list[Record | None] = []
     for rec in records:
         t = _record_time(rec, clock)
-        if t is not None and clock is not None and batch:
+        if t is not None and clock is not None and t > clock and batch:
+            # lines of one stamp are one moment, read together as a follower reads them (a
+            # parent's `Received sigquit` and its child's crash line of the same second)
             state.feed_server_log(batch, clock)
             if last_tick is None or clock - last_tick >= tick_s or any(map(_is_event, batch)):
                 tick(clock)
