@@ -62,6 +62,14 @@ def test_memory_and_capacity_events(line: str, want: dict[str, Any]) -> None:
     assert {k: rec.get(k) for k in want} == want
 
 
+def test_vllms_cpu_backend_blocks_are_its_kv_blocks() -> None:
+    """`# cpu blocks` (the device's, lowercase as `# cuda blocks`) beside `# CPU blocks` (the
+    swap space's): read case-blind, the swap's 0 overwrote the 1170 KV blocks."""
+    rec = parse_line("INFO 05-11 12:04:07 [executor_base.py:112] # cpu blocks: 1170, # CPU "
+                     "blocks: 0", 1)
+    assert rec is not None and (rec["gpu_blocks"], rec["cpu_blocks"]) == (1170, 0)
+
+
 def test_the_memory_share_vllm_prints_at_startup_is_a_fact(real_logs: Path) -> None:
     """vLLM#12330's log has no arguments line, only the memory profile: `total_gpu_memory
     (39.50GiB) x gpu_memory_utilization (0.90)`. The server panel said `mem fraction -`, and an

@@ -316,6 +316,27 @@ def test_advice_in_a_warning_is_no_oom(line: str) -> None:
     assert rec is None or rec.get("event") not in ("oom", "crash"), line
 
 
+@pytest.mark.parametrize("line", [
+    # a traceback's quoted source: the words of the error it raises are no event of their own
+    '(APIServer pid=223598)     raise RuntimeError("Engine core initialization failed. "',
+    '        "Engine core initialization failed. See root cause above."',
+    '    raise ValueError("No available memory for the cache blocks. Try increasing")',
+    '    logger.error("Health check failed. Server couldn\'t get a response")',
+])
+def test_a_tracebacks_source_lines_are_no_events(line: str) -> None:
+    assert parse_line(line, 1) is None, line
+
+
+def test_the_engine_state_of_vllm_0_9s_dump() -> None:
+    """Before `Dumping scheduler stats:` (0.10), the dump was the bare `SchedulerStats(...)`
+    with `gpu_cache_usage`."""
+    rec = _event("ERROR 06-15 13:57:57 [dump_input.py:82] SchedulerStats(num_running_reqs=1, "
+                 "num_waiting_reqs=0, gpu_cache_usage=0.0006499203847528667, prefix_cache_stats="
+                 "PrefixCacheStats(reset=False, requests=1, queries=12, hits=0))")
+    assert (rec["reason"], rec["running_req"], rec["queue_req"], rec["token_usage"]) == (
+        "engine_state", 1, 0, 0.0006499203847528667)
+
+
 def test_the_engine_state_dumped_before_a_fatal_error() -> None:
     """vLLM (dump_input.py) dumps the scheduler's stats before it re-raises: its last state."""
     rec = _event(VLLM + "Dumping scheduler stats: SchedulerStats(num_running_reqs=12, "
@@ -334,6 +355,9 @@ def test_the_engine_state_dumped_before_a_fatal_error() -> None:
     ("[rank7]:[E909 08:45:30.167701534 ProcessGroupNCCL.cpp:2252] [PG ID 2 PG GUID 3 Rank 7]  "
      "failure detected by watchdog at work sequence id: 40231 PG status: last enqueued work: "
      "40267, last completed work: 40230", "nccl_timeout"),
+    ("[2025-09-17 16:23:13 TP1] Decode transfer failed for request rank=1 req.rid='c1' "
+     "req.bootstrap_room=4242 with exception KVTransferError(bootstrap_room=4242): Failed due to "
+     "an unknown reason from another rank", "kv_transfer"),
     ("Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
      "kernels, subsequent GPU operations might run on corrupted/incomplete data.", "nccl_error"),
 ])

@@ -127,7 +127,9 @@ def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
     two on one line), or the memory the KV cache got."""
     out: Fields = {}
     for dev, n in _VLLM_BLOCKS.findall(msg):
-        out["cpu_blocks" if dev.upper() == "CPU" else "gpu_blocks"] = _int(n)
+        # `# CPU blocks` is the swap space's; the device's own are `# cuda blocks`, `# GPU
+        # blocks`, and on the CPU backend `# cpu blocks` (lowercase, like `cuda`)
+        out["cpu_blocks" if dev == "CPU" else "gpu_blocks"] = _int(n)
     m = _VLLM_KV_TOKENS.search(msg)
     if m:
         out["max_total_num_tokens"] = _int(m.group(1))

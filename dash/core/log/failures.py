@@ -31,9 +31,11 @@ _FREE = re.compile(r"Free memory on device ?(\S*) \(([0-9.]+)/([0-9.]+) GiB\) on
 _TIMEOUT = re.compile(r"OpType=(\w+).{0,200}?Timeout\(ms\)=([0-9]+)\).{0,40}? ran for ([0-9]+) "
                       r"milliseconds")
 _SCHED_STATS = re.compile(r"\b(num_running_reqs|num_waiting_reqs|num_skipped_waiting_reqs|"
-                          r"kv_cache_usage|num_corrupted_reqs|step_counter)=([0-9.e-]+)")
+                          r"kv_cache_usage|gpu_cache_usage|num_corrupted_reqs|step_counter)"
+                          r"=([0-9.e-]+)")
 _SCHED_KEYS = {"num_running_reqs": "running_req", "num_waiting_reqs": "queue_req",
                "num_skipped_waiting_reqs": "deferred_req", "kv_cache_usage": "token_usage",
+               "gpu_cache_usage": "token_usage",  # vLLM 0.8-0.9's name for it
                "num_corrupted_reqs": "corrupted_req", "step_counter": "step_counter"}
 
 

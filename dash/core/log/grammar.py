@@ -95,6 +95,9 @@ PREFIXES = Prefixes(
                        level=("levelname", "level"), process=("processName", "process_name"),
                        logger=("name", "logger"),
                        engines=(("vllm", "vllm"), ("sglang", "sglang"))),
+    # a traceback's source line, which quotes the code that raised or logged (`    raise
+    # RuntimeError("Engine core initialization failed. "`): its words are no event
+    code_line=r"\s{4,}(?:raise\b|logger\.|logging\.|print\(|f?[\"'])",
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )

@@ -43,6 +43,7 @@ class LineParser:
         self.families: tuple[StatsFamily, ...] = grammar.families
         self.phrases: tuple[Phrase, ...] = grammar.phrases
         self.foreign = grammar.prefixes.foreign
+        self.code_line = re.compile(grammar.prefixes.code_line)
         self.foreign_phrases = grammar.foreign_phrases()
 
     def __reduce__(self) -> tuple[type, tuple[Grammar]]:
@@ -71,7 +72,8 @@ class LineParser:
                     rec["incomplete"] = problems
                     rec["text"] = line[:MAX_TEXT_CHARS]
                 return rec
-        event = self.event(msg, pre.level)
+        event = None if msg.startswith("    ") and self.code_line.match(msg) else \
+            self.event(msg, pre.level)
         if event is not None:
             rec = _base("event", lineno, pre, pre.engine or "sglang")
             rec["event"] = event.pop("event")

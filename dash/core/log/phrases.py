@@ -298,7 +298,8 @@ _CAPACITY = (
 
 # Lines that report a failure that may not end the server (or a detail of one that did)
 _ERRORS = (
-    Phrase("error", any=("Dumping scheduler stats",), extract=fail.scheduler_stats,
+    Phrase("error", any=("Dumping scheduler stats", "SchedulerStats(num_running_reqs="),
+           extract=fail.scheduler_stats,
            examples=("Dumping scheduler stats: SchedulerStats(num_running_reqs=12, "
                      "num_waiting_reqs=3, step_counter=0, current_wave=0, kv_cache_usage=0.61, "
                      "prefix_cache_stats=PrefixCacheStats(reset=False, requests=2, queries=4096, "
@@ -332,6 +333,11 @@ _ERRORS = (
            examples=("ValueError: bad", "KeyboardInterrupt", "Exception: bad")),
     Phrase("error", any=("Health check failed", "health check failed"),
            examples=("Health check failed", "Encoder health check failed: timeout")),
+    # SGLang's PD disaggregation: a request's KV cache did not arrive from the prefill server
+    Phrase("error", any=("transfer failed for request",), fields={"reason": "kv_transfer"},
+           examples=("Decode transfer failed for request rank=1 req.rid='a1' "
+                     "req.bootstrap_room=42 with exception KVTransferError(bootstrap_room=42): "
+                     "Failed due to an unknown reason from another rank",)),
     # SGLang's PD disaggregation: a decode server lost its prefill server
     Phrase("error", any=("Lost connection with prefill instance",),
            fields={"reason": "prefill_lost"},

@@ -241,6 +241,8 @@ class Prefixes:
     """PyTorch's C++ prefix: groups rank, level letter, month, day, time (all but the level
     optional)."""
     json_keys: JsonKeys
+    code_line: str
+    """A message that is a traceback's quoted source (read as no event)."""
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""
     foreign_phrases: tuple[str, ...]
