@@ -62,6 +62,13 @@ def test_memory_and_capacity_events(line: str, want: dict[str, Any]) -> None:
     assert {k: rec.get(k) for k in want} == want
 
 
+def test_a_profile_below_the_asked_tokens_is_the_pools_size() -> None:
+    rec = parse_line("[2025-07-02 07:41:59 TP0] max_total_tokens=500000 is larger than the "
+                     "profiled value 463000. Use the profiled value instead.", 1)
+    assert rec is not None and (rec["event"], rec["max_total_num_tokens"], rec["asked_tokens"]) == (
+        "kv_cache", 463000, 500000)
+
+
 def test_vllms_cpu_backend_blocks_are_its_kv_blocks() -> None:
     """`# cpu blocks` (the device's, lowercase as `# cuda blocks`) beside `# CPU blocks` (the
     swap space's): read case-blind, the swap's 0 overwrote the 1170 KV blocks."""

@@ -231,6 +231,19 @@ def retract(msg: str, _m: Match = None) -> Fields:
     return out
 
 
+_PROFILED = re.compile(r"max_total_tokens=([0-9]{1,12}) is larger than the profiled value "
+                       r"([0-9]{1,12})")
+
+
+def profiled(msg: str, _m: Match = None) -> Fields | None:
+    """SGLang's `max_total_tokens=500000 is larger than the profiled value 463000. Use the
+    profiled value instead.`: the pool's tokens are the profile's, not what was asked."""
+    m = _PROFILED.search(msg)
+    if m is None:
+        return None
+    return {"max_total_num_tokens": int(m.group(2)), "asked_tokens": int(m.group(1))}
+
+
 def preempted(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     """The retraction a stats record reports: vLLM V1 prints no line per preemption, only the
     count of its interval on the stats line (`Preemptions: 3`, printed when not 0), where V0
