@@ -135,6 +135,8 @@ def test_near_miss_lines_never_raise(text: str) -> None:
     ("(RayWorkerWrapper pid=3944622) (RayWorkerWrapper pid=3173774, ip=10.254.20.30) ", None,
      "RayWorkerWrapper"),
     ("(EngineCore_DP1 pid=479) (Worker_DP1_TP3 pid=500) ", "DP1 TP3", "Worker"),
+    # vLLM 0.9: a data-parallel engine named by its number alone
+    ("(EngineCore_1 pid=2201) ", "DP1", "EngineCore_1"),
     # vLLM 0.33+: VLLM_LOGGING_PREFIX comes before the process tag
     ("[node-a] (EngineCore_DP1 pid=2201) ", "DP1", "EngineCore"),
 ])

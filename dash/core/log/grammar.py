@@ -70,6 +70,9 @@ PREFIXES = Prefixes(
                r"(?:, ip=[^\s)]{1,64})?\) ?",),
     # vLLM 0.33+ prints VLLM_LOGGING_PREFIX before the process tag: `[node-a] (APIServer ...`
     process_lead=r"\[[^\]\s]{1,64}\] ?(?=\()",
+    # vLLM 0.9 named its data-parallel engines by number alone (`EngineCore_1`; 0.10+
+    # `EngineCore_DP1`): that number is the DP rank
+    process_dp=r"EngineCore_([0-9]{1,4})",
     process_engines=(("sgl", "sglang"), ("scheduleractor", "sglang")),
     process_default="vllm",
     # `{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s`

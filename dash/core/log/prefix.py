@@ -105,6 +105,7 @@ class PrefixReader:
         self.syslog = re.compile(spec.syslog_stamp)
         self.processes = tuple(re.compile(p) for p in spec.processes)
         self.process_lead = re.compile(spec.process_lead)
+        self.process_dp = re.compile(spec.process_dp)
         self.json_stamp = re.compile("(?:" + spec.stamp_first + ")(?:" + spec.zone + ")?")
         self.json_levels = frozenset(spec.levels)
         self.proc_rank = re.compile(r"(?:^|[ _])(?:(rank=[0-9]+)|(" + tag + r"))(?=$|[ _])")
@@ -137,7 +138,8 @@ class PrefixReader:
         """`Worker_DP1_TP0` -> (`Worker`, `DP1 TP0`); `VllmWorker rank=3` -> (.., `rank=3`)."""
         tags = [a or b for a, b in self.proc_rank.findall(name)]
         if not tags:
-            return name, None
+            dp = self.process_dp.fullmatch(name)
+            return (name, f"DP{dp.group(1)}") if dp else (name, None)
         first = self.proc_rank.search(name)
         base = name[:first.start()] if first is not None else name
         return base or name, " ".join(tags)

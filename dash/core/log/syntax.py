@@ -228,6 +228,8 @@ class Prefixes:
     syslog_stamp: str
     processes: tuple[str, ...]
     process_lead: str
+    process_dp: str
+    """A process name whose number (group 1) is its data-parallel rank."""
     """A tag that may come before the process tag (skipped)."""
     process_engines: tuple[tuple[str, str], ...]
     process_default: str
