@@ -185,3 +185,18 @@ def test_vllm_on_the_cpu_backend_reads_its_only_kv_pool_as_the_usage() -> None:
                     "generation throughput: 10.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, "
                     "Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache usage: 30.0%.", 1)
     assert v0 is not None and (v0["token_usage"], v0["cpu_kv_usage"]) == (0.01, 0.3)
+
+
+@pytest.mark.parametrize("line", [
+    # SGLang HiCache's storage backend, per prefetch (sglang#21880)
+    "[2026-04-01 20:42:54.342] Prefetch operation b79d7954f863452ea52abbb66e9e4ea4 bytes: 1073.74MB, "
+    "alloc time: 0.078026s, io time: 0.167429s, copy time: 0.118728s",
+    # LMCache inside vLLM, per request (LMCache#1361)
+    "(EngineCore_0 pid=3945189) [2025-08-21 07:17:09,753] LMCache INFO: Reqid: cmpl-e59-0, Total "
+    "tokens 8891, LMCache hit tokens: 8704, need to load: 8704 (vllm_v1_adapter.py:1050)",
+])
+def test_known_lines_of_numbers_that_are_no_server_stats_are_not_unparsed(line: str) -> None:
+    """They carry `name: number` items, and a busy server prints one per request: counted as
+    unparsed, they made a healthy log look half unread."""
+    rec = parse_line(line, 1)
+    assert rec is None or rec["kind"] != "unparsed"

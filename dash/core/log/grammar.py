@@ -101,6 +101,9 @@ PREFIXES = Prefixes(
     # a traceback's source line, which quotes the code that raised or logged (`    raise
     # RuntimeError("Engine core initialization failed. "`): its words are no event
     code_line=r"\s{4,}(?:raise\b|logger\.|logging\.|print\(|f?[\"'])",
+    # lines of numbers kdash knows and does not read (no server stats, not to count as
+    # unparsed): SGLang's HiCache storage prefetch and backup, LMCache's per-request lookups
+    unread=("Prefetch operation ", "Backup to storage ", "LMCache INFO: ", "LMCache hit tokens"),
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )

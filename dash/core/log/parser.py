@@ -44,6 +44,7 @@ class LineParser:
         self.phrases: tuple[Phrase, ...] = grammar.phrases
         self.foreign = grammar.prefixes.foreign
         self.code_line = re.compile(grammar.prefixes.code_line)
+        self.unread = grammar.prefixes.unread
         self.foreign_phrases = grammar.foreign_phrases()
 
     def __reduce__(self) -> tuple[type, tuple[Grammar]]:
@@ -82,7 +83,8 @@ class LineParser:
             if pre.process and not rec.get("component"):
                 rec["component"] = pre.process  # the process whose line it is
             return rec
-        if any(h in msg for h in self.hints) or self.grammar.carries_stats(msg):
+        if (any(h in msg for h in self.hints) or self.grammar.carries_stats(msg)) \
+                and not any(u in msg for u in self.unread):
             rec = _base("unparsed", lineno, pre, pre.engine or "sglang")
             rec["text"] = line[:MAX_TEXT_CHARS]
             return rec

@@ -244,6 +244,8 @@ class Prefixes:
     optional)."""
     json_keys: JsonKeys
     code_line: str
+    unread: tuple[str, ...]
+    """Texts of lines with numbers that are no server stats (not counted unparsed)."""
     """A message that is a traceback's quoted source (read as no event)."""
     foreign: tuple[str, ...]
     """Messages that are the HTTP server's own lines (uvicorn): only `foreign_phrases` read."""
