@@ -48,18 +48,17 @@ _HINT = ("Read the traceback {where} this line in the server log; restart the se
          "after an OOM; `Killed` alone usually means host RAM ran out.")
 """`where`: a crash line that opens a traceback (`Scheduler hit an exception:`, vLLM's
 `Exception in worker ... while processing method`) comes before it; a crash marker after."""
+# a hung collective: the rank that stopped is the cause, not the rank whose watchdog fired
+_COLLECTIVE_HINT = ("One rank stopped taking part in a collective (a stuck or dead process, a GPU "
+                    "fault, a network error): the first error lines of the log, across ranks, "
+                    "name it. Restart the server; if it recurs, NCCL_DEBUG=INFO shows where it "
+                    "hangs.")
 _REASON_HINTS = {
     "port_in_use": ("Another process holds the port{holder}, most often the server this one "
                     "restarts from, still running: `ss -ltnp | grep :{port}` names it; stop it, or "
                     "start with another --port."),
-    # a hung collective: the rank that stopped is the cause, not the rank whose watchdog fired
-    "nccl_hang": ("One rank stopped taking part in a collective (a stuck or dead process, a GPU "
-                  "fault, a network error): the first error lines of the log, across ranks, name "
-                  "it. Restart the server; if it recurs, NCCL_DEBUG=INFO shows where it hangs."),
-    "nccl_timeout": ("One rank stopped taking part in a collective (a stuck or dead process, a "
-                     "GPU fault, a network error): the first error lines of the log, across "
-                     "ranks, name it. Restart the server; if it recurs, NCCL_DEBUG=INFO shows "
-                     "where it hangs."),
+    "nccl_hang": _COLLECTIVE_HINT,
+    "nccl_timeout": _COLLECTIVE_HINT,
     "unhealthy": ("The server stopped answering its health check (the scheduler or detokenizer "
                   "hung, often after an OOM or a stuck collective) and was then stopped: read the "
                   "lines before `Health check failed`, and restart it."),

@@ -35,9 +35,10 @@ class Allocations:
     model's `Full` and `SWA` pools, a speculative draft model's weights and pool after the
     target's (`KV Cache is allocated` printed once for each, as is `Load weight end`). The
     memory they take is the sum; the tokens are the largest pool's but a draft's (the target's,
-    or the full layers'). A pool sized after CUDA graph capture (SGLang 0.5.23+) first prints its address
-    space's upper bound (`bound`), which the pools allocated after it replace. A line the same
-    as one already counted on a rank is another rank's copy where lines name no rank.
+    or the full layers'). A pool sized after CUDA graph capture (SGLang 0.5.23+) first prints
+    its address space's upper bound (`bound`), which the pools allocated after it replace. A
+    line the same as one already counted on a rank is another rank's copy where lines name no
+    rank.
     """
 
     def __init__(self) -> None:
