@@ -121,7 +121,7 @@ def _event(line: str) -> dict[str, Any]:
     # sglang#7691: the memory profile leaves no tokens at all for the pool (on every rank)
     ("[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value "
      "-561981. Use the profiled value instead.",
-     {"event": "oom", "reason": "mem_fraction", "profiled_tokens": -561981, "rank": "DP0 TP0"}),
+     {"event": "oom", "reason": "mem_fraction", "asked_tokens": 131072, "rank": "DP0 TP0"}),
     # a wording not listed: an exception whose advice is a larger fraction
     ("RuntimeError: DSV4 c4 index pool exhausted: need 12 new slots, available=3. Raise "
      "--mem-fraction-static, lower --max-running-requests.",

@@ -89,7 +89,7 @@ def signal_name(_msg: str, m: Match) -> Fields:
             **({"signal": sig} if sig else {})}
 
 
-_NO_ROOM = re.compile(r"max_total_tokens=(-?[0-9]{1,12}) is larger than the profiled value "
+_NO_ROOM = re.compile(r"max_total_tokens=([0-9]{1,12}) is larger than the profiled value "
                       r"(-?[0-9]{1,12})")
 
 
@@ -100,8 +100,8 @@ def no_room_for_kv(msg: str, _m: Match = None) -> Fields | None:
     m = _NO_ROOM.search(msg)
     if m is None or int(m.group(2)) > 0:
         return None
-    return {"reason": "mem_fraction", "profiled_tokens": int(m.group(2)),
-            "asked_tokens": int(m.group(1))}
+    # the negative profile itself is no count (counts are >= 0): the message shows it
+    return {"reason": "mem_fraction", "asked_tokens": int(m.group(1))}
 
 
 _WAITED = re.compile(r"found in ([0-9]{1,9}) seconds")
