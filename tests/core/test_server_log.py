@@ -218,3 +218,25 @@ def test_rank_tags_give_the_parallelism_a_log_without_arguments_shows() -> None:
              {**decode(_ts(12, 6, 0), 90.0), "rank": "TP1"}], NOW)
     facts = tr.snapshot(NOW).facts
     assert facts["tp_seen"] == 2 and "dp_seen" not in facts
+
+
+def test_ranks_that_interleave_their_startup_lines_fold_each_line_once(tmp_path: Any) -> None:
+    """sglang-11716's TP8 start: four ranks' `KV Cache is allocated` among their `Memory pool
+    end` lines. Folded only into the line just before, the panel listed five events for two
+    (and summary counted kv_cache 4)."""
+    from dash.commands.summary import summarize
+    from dash.core.log.parse import parse_line
+
+    order = [5, 1, 3, 1, 6, 5, 3, 6]
+    kinds = ["kv", "kv", "kv", "pool", "kv", "pool", "pool", "pool"]
+    lines = [f"[2025-10-16 09:06:22 TP{r}] " + (
+        "KV Cache is allocated. #tokens: 2795207, K size: 53.31 GB, V size: 53.31 GB"
+        if k == "kv" else "Memory pool end. avail mem=11.87 GB") for r, k in zip(order, kinds, strict=True)]
+    records = [parse_line(line, i + 1) for i, line in enumerate(lines)]
+    tracker = ServerLogTracker()
+    tracker.feed(records, 1_760_600_000.0)
+    events = tracker.snapshot(1_760_600_000.0).events
+    assert [(e["message"][:8], len(e["ranks"])) for e in events] == [("KV Cache", 4), ("Memory p", 4)]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert summarize(log)["event_counts"] == {"kv_cache": 2}

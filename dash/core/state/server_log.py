@@ -26,10 +26,14 @@ from dash.core.state.log_clock import LogTimes
 from dash.core.state.ranks import tag_indexes
 from dash.core.state.server_stats import SERIES, ServerStats
 
-__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker", "rank_copy"]
+__all__ = ["RANK_FOLD_S", "SERIES", "STATS_KINDS", "ServerLogTracker", "copy_of", "rank_copy"]
 
 RANK_FOLD_S = 5.0
 """Copies of one event from several ranks within this many seconds are shown as one."""
+FOLD_BACK = 16
+"""How many recent events a copy may fold into: ranks interleave their startup lines (four
+ranks' `KV Cache is allocated` among their `Memory pool end`), so the copy of an event is not
+always the line just before it."""
 STATS_KINDS = ("decode", "prefill")
 PERF_KEYS = ("accept_rate", "tflops_per_gpu", "gbps_per_gpu", "read_gbps_per_gpu",
              "write_gbps_per_gpu", "fwd_occupancy")
@@ -341,11 +345,11 @@ class ServerLogTracker:
         With TP 8 every startup line comes eight times; kept apart they would push everything
         else out of the short list of recent events. The folded event lists its ranks.
         """
-        last = self._events[-1] if self._events else None
-        rank = rec.get("rank")
-        if last is not None and rank_copy(last, rec, last["at"], rec["at"]):
-            ranks = (*last.get("ranks", (last["rank"],)), rank)
-            self._events[-1] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
+        i = copy_of(self._events, rec, rec["at"])
+        if i is not None:
+            last = self._events[i]
+            ranks = (*last.get("ranks", (last["rank"],)), rec.get("rank"))
+            self._events[i] = {**last, "ranks": ranks}  # replaced, not mutated: snapshots share it
         else:
             self._events.append(rec)
         self._frozen_events = None
@@ -470,6 +474,20 @@ def _args_facts(facts: dict[str, Any], args: Mapping[str, Any]) -> None:
 
 
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def copy_of(events: Sequence[Mapping[str, Any]], rec: Mapping[str, Any], at: float | None,
+            when: Callable[[Mapping[str, Any]], float | None] = lambda e: e.get("at")
+            ) -> int | None:
+    """The index of the recent event (one of the last `FOLD_BACK`) that `rec` is another
+    rank's copy of (`rank_copy`), or None."""
+    if not rec.get("rank"):
+        return None
+    n = len(events)
+    for i in range(n - 1, max(-1, n - 1 - FOLD_BACK), -1):
+        if rank_copy(events[i], rec, when(events[i]), at):
+            return i
+    return None
 
 
 def rank_copy(last: Mapping[str, Any], rec: Mapping[str, Any], last_at: float | None,

@@ -26,7 +26,7 @@ from typing import Any
 from dash.core.log.parse import Record
 from dash.core.log.timestamps import ts_to_epoch
 from dash.core.state.ranks import rank_key
-from dash.core.state.server_log import STATS_KINDS, rank_copy
+from dash.core.state.server_log import FOLD_BACK, STATS_KINDS, copy_of
 from dash.core.views.summary_feed import AlertFeed, Candidate, ts_key
 from dash.core.views.summary_ranks import RankedGens
 
@@ -258,8 +258,8 @@ class LogSummary:
         self.event_counts: Counter[str] = Counter()
         """Each event once: the copies TP/DP ranks print of one (a retraction by 5 ranks) are
         folded as the dashboard folds them (`rank_copy`)."""
-        self._counted: tuple[Record, float | None] | None = None
-        """The last event counted (its ranks so far) and its time."""
+        self._counted: deque[Record] = deque(maxlen=FOLD_BACK)
+        """The last events counted, each with its ranks so far and its time (`_at`)."""
         self.events: deque[Record] = deque(maxlen=MAX_EVENTS)
         self.unparsed_samples: list[Record] = []
         self.incomplete = 0
@@ -288,13 +288,13 @@ class LogSummary:
 
     def _count_event(self, ev: Record) -> None:
         at = ts_to_epoch(ev.get("ts"), self.ref)
-        if self._counted is not None and rank_copy(self._counted[0], ev, self._counted[1], at):
-            last = self._counted[0]
-            self._counted = ({**last, "ranks": (*last.get("ranks", (last["rank"],)), ev["rank"])},
-                             self._counted[1])
+        i = copy_of(self._counted, ev, at, lambda e: e["_at"])
+        if i is not None:
+            last = self._counted[i]
+            self._counted[i] = {**last, "ranks": (*last.get("ranks", (last["rank"],)), ev["rank"])}
             return
         self.event_counts[ev["event"]] += 1
-        self._counted = (ev, at)
+        self._counted.append({**ev, "_at": at})
 
     def merge(self, part: Part) -> None:
         self.lines += part.lines
