@@ -232,16 +232,21 @@ def retract(msg: str, _m: Match = None) -> Fields:
 
 
 _PROFILED = re.compile(r"max_total_tokens=([0-9]{1,12}) is larger than the profiled value "
-                       r"([0-9]{1,12})")
+                       r"(-?[0-9]{1,12})")
 
 
 def profiled(msg: str, _m: Match = None) -> Fields | None:
     """SGLang's `max_total_tokens=500000 is larger than the profiled value 463000. Use the
-    profiled value instead.`: the pool's tokens are the profile's, not what was asked."""
+    profiled value instead.`: the pool's tokens are the profile's, not what was asked. A
+    profile of no tokens at all (sglang#7691: -561981, the weights taking the whole share) is a
+    pool that cannot fit: an `oom` (the negative figure is no count; the message shows it)."""
     m = _PROFILED.search(msg)
     if m is None:
         return None
-    return {"max_total_num_tokens": int(m.group(2)), "asked_tokens": int(m.group(1))}
+    asked, got = int(m.group(1)), int(m.group(2))
+    if got <= 0:
+        return {"event": "oom", "reason": "mem_fraction", "asked_tokens": asked}
+    return {"max_total_num_tokens": got, "asked_tokens": asked}
 
 
 def preempted(rec: Mapping[str, Any]) -> dict[str, Any] | None:

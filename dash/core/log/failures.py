@@ -89,21 +89,6 @@ def signal_name(_msg: str, m: Match) -> Fields:
             **({"signal": sig} if sig else {})}
 
 
-_NO_ROOM = re.compile(r"max_total_tokens=([0-9]{1,12}) is larger than the profiled value "
-                      r"(-?[0-9]{1,12})")
-
-
-def no_room_for_kv(msg: str, _m: Match = None) -> Fields | None:
-    """SGLang's `max_total_tokens=131072 is larger than the profiled value -561981`: a profile
-    of no tokens at all is a KV pool that cannot fit (the weights leave no room in the share);
-    None for a positive one (a capacity line: `dash.core.log.events.profiled`)."""
-    m = _NO_ROOM.search(msg)
-    if m is None or int(m.group(2)) > 0:
-        return None
-    # the negative profile itself is no count (counts are >= 0): the message shows it
-    return {"reason": "mem_fraction", "asked_tokens": int(m.group(1))}
-
-
 _WAITED = re.compile(r"found in ([0-9]{1,9}) seconds")
 
 

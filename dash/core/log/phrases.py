@@ -87,10 +87,6 @@ _OOM = (
            fields={"reason": "mem_fraction"},
            examples=("RuntimeError: [unified-memory-pool] pool: byte budget 1024 cannot fit ONE "
                      "worst-case request. Raise --mem-fraction-static, lower --context-length.",)),
-    # SGLang: the memory profile leaves no tokens for the KV pool (the weights take the share)
-    Phrase("oom", any=("is larger than the profiled value",), extract=fail.no_room_for_kv,
-           examples=("max_total_tokens=131072 is larger than the profiled value -561981. Use the "
-                     "profiled value instead.",)),
     Phrase("oom", any=("Not enough memory. Please try",), fields={"reason": "mem_fraction"},
            examples=("RuntimeError: Not enough memory. Please try to increase "
                      "--mem-fraction-static.",)),
@@ -249,9 +245,12 @@ _CAPACITY = (
     Phrase("kv_cache", any=("Mamba Cache is allocated",), extract=ev.mamba_cache,
            examples=("Mamba Cache is allocated. max_mamba_cache_size: 97, conv_state size: "
                      "0.10GB, ssm_state size: 5.17GB ",)),
+    # SGLang's memory profile below what was asked; one of no tokens at all is an OOM
     Phrase("kv_cache", any=("is larger than the profiled value",), extract=ev.profiled,
            examples=("max_total_tokens=500000 is larger than the profiled value 463000. Use the "
-                     "profiled value instead.",)),
+                     "profiled value instead.",
+                     "max_total_tokens=131072 is larger than the profiled value -561981. Use the "
+                     "profiled value instead.")),
     Phrase("kv_cache", any=("max_total_num_token",), extract=ev.capacity,
            examples=("max_total_num_tokens=463000, max_prefill_tokens=16384",
                      "Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, "
