@@ -203,3 +203,42 @@ def test_ranks_that_print_no_rank_load_their_weights_once() -> None:
              f"model weights took {gb} GB" for i, gb in enumerate(("7.4812", "7.4812", "7.4815", "7.4790"))]
     facts, capacity = _startup(lines)
     assert facts["weights_mem_gb"] == 7.48 and capacity["weights_gb"] == 7.48
+
+
+def test_a_pool_sized_after_capture_says_what_is_left_after_it_and_the_graphs() -> None:
+    """SGLang 0.5.23 with post-capture sizing: the memory-pool and graph lines come before the
+    pool is allocated, their `avail mem` before it took its 57 GB."""
+    lines = [f"{S} TP0] Load weight end. type=LlamaForCausalLM, avail mem=122.37 GB, mem usage=16.06 GB.",
+             f"{S} TP0] KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 900000, KV size: 80.00 GB",
+             f"{S} TP0] Memory pool end. avail mem=61.90 GB",
+             f"{S} TP0] Capture cuda graph end. Time elapsed: 9.81 s. mem usage=1.30 GB. avail mem=60.60 GB.",
+             f"{S} TP0] Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: "
+             "420000, KV size: 57.68 GB, avail mem=0.60 GB"]
+    _, capacity = _startup(lines)
+    assert (capacity["kv_size_gb"], capacity["pool_avail_gb"], capacity["graph_avail_gb"]) == (
+        57.68, 0.6, 0.6)
+    assert capacity["weights_avail_gb"] == 122.37
+
+
+def test_a_draft_loaded_after_the_targets_pool_keeps_what_the_weights_left() -> None:
+    """EAGLE3: the draft's `Load weight end` comes after the target's KV pool; its avail mem is
+    what the pool left, not what the target's weights did. Its weights count."""
+    lines = [f"{S} TP0] Load weight end. type=LlamaForCausalLM, avail mem=62.10 GB, mem usage=16.06 GB.",
+             f"{S} TP0] KV Cache is allocated. #tokens: 400000, K size: 24.40 GB, V size: 24.40 GB",
+             f"{S} TP0] Load weight end. type=LlamaForCausalLMEagle3, avail mem=6.10 GB, mem usage=0.95 GB.",
+             f"{S} TP0] Capture single-CG draft extend begin. This can take several minutes. "
+             "avail mem=4.10 GB",
+             f"{S} TP0] Capture single-CG draft extend end. elapsed=3.20 s, mem usage=1.10 GB, "
+             "avail mem=3.00 GB."]
+    _, capacity = _startup(lines)
+    assert (capacity["weights_avail_gb"], capacity["weights_gb"]) == (62.1, 17.01)
+    assert capacity["graph_avail_gb"] == 3.0  # a draft's graphs, in their own wording
+
+
+def test_vllms_kv_size_given_by_bytes_is_read() -> None:
+    """--kv-cache-memory-bytes: no profile, the reserved size printed instead."""
+    _, capacity = _startup(["(EngineCore_DP0 pid=5) INFO 12-01 10:00:00 [gpu_worker.py:381] "
+                            "Initial free memory 78.63 GiB, reserved 30.0 GiB memory for KV Cache "
+                            "as specified by kv_cache_memory_bytes config and skipped memory "
+                            "profiling. This does not respect the gpu_memory_utilization config."])
+    assert capacity["kv_size_gb"] == 30.0

@@ -29,8 +29,10 @@ _CAPACITY = re.compile(r"(\w+)=([\d.]+)")
 _VLLM_BLOCKS = re.compile(r"# (\w{1,10}) blocks: ([0-9]+)")
 _VLLM_KV_TOKENS = re.compile(r"\w{1,10} KV cache size: ([0-9,]+) tokens")
 _VLLM_CONCURRENCY = re.compile(r"Maximum concurrency for ([0-9,]+) tokens per request: ([0-9.]+)x")
+# `Available KV cache memory: 31.50 GiB`, `... reserved for KV Cache is 4.20GiB`, and with
+# --kv-cache-memory-bytes (no profile) `reserved 30.0 GiB memory for KV Cache as specified by ...`
 _VLLM_KV_MEMORY = re.compile(r"(?:Available KV cache memory: |reserved for KV Cache is )"
-                             r"([0-9.]+) ?GiB")
+                             r"([0-9.]+) ?GiB|reserved ([0-9.]+) ?GiB memory for KV Cache")
 _GRAPH_TOOK = re.compile(r"Graph capturing finished in ([0-9.]+) secs?(?:, took ([0-9.]+) GiB)?")
 # HiCache host pool: `Allocating 96.00 GB host memory for hierarchical KV cache.` (<= 0.5.16),
 # `Allocating full hierarchical KV host pool: 926000 tokens, 121.38 GB host memory.` (0.5.17+)
@@ -139,7 +141,7 @@ def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
         out["max_concurrency"] = _float(m.group(2))
     m = _VLLM_KV_MEMORY.search(msg)
     if m:
-        out["kv_size_gb"] = _float(m.group(1))
+        out["kv_size_gb"] = _float(m.group(1) or m.group(2))
     return out or None
 
 

@@ -74,6 +74,12 @@ class Allocations:
             loaded.append(gb)
         return True
 
+    def has_pool(self, rank: str | None) -> bool:
+        """A KV pool was allocated on `rank` (any rank, where lines name none)."""
+        if rank is None:
+            return any(self._pools.values())
+        return bool(self._pools.get(rank))
+
     def kv_gb(self) -> float | None:
         """The KV pools' GB on the rank that allocated the most."""
         sums = [sum(p[2] for p in pools) for pools in self._pools.values() if pools]
@@ -109,7 +115,10 @@ class Capacity:
         if event == "load_weights" and rec.get("phase") != "begin":
             if self.allocations.add_weights(rec):
                 cap["weights_gb"] = self.allocations.weights_gb()
-            _keep(cap, "weights_avail_gb", _num(rec, "avail_mem_gb"), min)
+            # a model loaded after this rank's KV pool is a speculative draft: what it leaves
+            # is what the target's pool left, not what the weights did
+            if not self.allocations.has_pool(rec.get("rank")):
+                _keep(cap, "weights_avail_gb", _num(rec, "avail_mem_gb"), min)
         elif event == "cuda_graph" and rec.get("phase") == "end":
             avail = _num(rec, "avail_mem_gb")
             if avail is not None:
@@ -146,6 +155,15 @@ class Capacity:
             cap.setdefault("hicache_host_gb", host)
         if rec.get("phase") == "end":  # `Memory pool end. avail mem=...`
             _keep(cap, "pool_avail_gb", _num(rec, "avail_mem_gb"), min)
+        elif "pool" in rec and not rec.get("bound") and _num(rec, "avail_mem_gb") is not None:
+            # a pool sized after CUDA graph capture (`Post-capture KV sizing: ... avail
+            # mem=0.60 GB`): what it leaves is left after the pool and the graphs both
+            left = _num(rec, "avail_mem_gb")
+            _keep(cap, "pool_avail_gb", left, min)
+            if not self.graph_seen:
+                cap.pop("graph_avail_gb", None)
+            self.graph_seen = True
+            _keep(cap, "graph_avail_gb", left, min)
         if not self.graph_seen:  # the capacity line's figure is taken after graph capture too
             _keep(cap, "graph_avail_gb", _num(rec, "available_gpu_mem_gb"), min)
 
