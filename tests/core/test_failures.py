@@ -117,7 +117,8 @@ def _event(line: str) -> dict[str, Any]:
      {"event": "oom", "reason": "mem_fraction"}),
     ("ValueError: Loaded weights leave no GPU memory for the KV cache under "
      "--mem-fraction-static=0.8. Raise --mem-fraction-static above 0.85.",
-     {"event": "oom", "reason": "mem_fraction"}),
+     {"event": "oom", "reason": "mem_fraction", "needed_fraction": 0.85,
+      "mem_fraction_static": 0.8}),
     # sglang#7691: the memory profile leaves no tokens at all for the pool (on every rank)
     ("[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value "
      "-561981. Use the profiled value instead.",
@@ -125,7 +126,15 @@ def _event(line: str) -> dict[str, Any]:
     # a wording not listed: an exception whose advice is a larger fraction
     ("RuntimeError: DSV4 c4 index pool exhausted: need 12 new slots, available=3. Raise "
      "--mem-fraction-static, lower --max-running-requests.",
-     {"event": "oom", "reason": "mem_fraction"}),
+     {"event": "oom", "reason": "mem_fraction", "needed_fraction": None}),
+    # vLLM 0.11+: the weights alone do not fit; the CUDA OOM it caught is quoted
+    (f"{VLLM}Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization "
+     "to free memory for weights, increasing --tensor-parallel-size, or using --quantization. See "
+     "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original "
+     "error: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 0 has a total capacity of 31.36 "
+     "GiB of which 53.06 MiB is free. Including non-PyTorch memory, this process has 31.30 GiB "
+     "memory in use.)",
+     {"event": "oom", "reason": "weights_oom", "total_gb": 31.36, "process_gb": 31.3}),
 ])
 def test_memory_exhaustion_families(line: str, want: dict[str, Any]) -> None:
     rec = _event(line)
@@ -285,6 +294,24 @@ def test_the_stale_process_hint_says_what_holds_the_gpu() -> None:
      "process", {"reason": "engine_dead"}),
     ("ERROR 10-30 11:56:48 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 198 died, "
      "exit code: -6", {"reason": "abort", "signal": 6, "component": "VllmWorkerProcess"}),
+    # vLLM V1: a core ended by a signal while it started is that signal's crash; one that
+    # exited of its own is a start that failed
+    ("(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. "
+     "Failed core proc(s): {'EngineCore_DP0': -9}",
+     {"reason": "killed", "signal": 9, "component": "EngineCore_DP0"}),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+     "proc(s): {'EngineCore_DP1': 1}", {"reason": "init_failed", "exit_code": 1,
+                                        "component": "EngineCore_DP1"}),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+     "proc(s): {}", {"reason": "init_failed", "component": None}),
+    # vLLM V1's API server gave up on its engine; its executor on a worker
+    ("(APIServer pid=1) ERROR 12-01 10:10:00 [core_client.py:600] TimeoutError: Timed out waiting "
+     "for engine core processes to start. This is often caused by slow weight loading for large "
+     "models. Waited 600s (configured by VLLM_ENGINE_READY_TIMEOUT_S). To increase the timeout, "
+     "set the environment variable: VLLM_ENGINE_READY_TIMEOUT_S=<seconds>",
+     {"reason": "engine_start_timeout", "waited_s": 600}),
+    (f"{VLLM}TimeoutError: RPC call to sample_tokens timed out.",
+     {"reason": "worker_hung", "method": "sample_tokens", "rank": "DP0"}),
 ])
 def test_crash_families(line: str, want: dict[str, Any]) -> None:
     rec = _event(line)

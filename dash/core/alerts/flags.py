@@ -24,6 +24,8 @@ class EngineFlags:
     fp8_kv: str
     host_cache: str
     """KV cache kept in host memory too."""
+    tp: str
+    """The tensor-parallel size: how many GPUs share the weights."""
 
 
 SGLANG = EngineFlags(
@@ -31,13 +33,14 @@ SGLANG = EngineFlags(
     prefill_cap="--chunked-prefill-size",
     batch_caps="--chunked-prefill-size / --max-running-requests",
     requests_cap="--max-running-requests",
-    fp8_kv="--kv-cache-dtype fp8_e5m2", host_cache="--enable-hierarchical-cache")
+    fp8_kv="--kv-cache-dtype fp8_e5m2", host_cache="--enable-hierarchical-cache", tp="--tp-size")
 VLLM = EngineFlags(
     mem="--gpu-memory-utilization", mem_fact="gpu_memory_utilization",
     prefill_cap="--max-num-batched-tokens",
     batch_caps="--max-num-batched-tokens / --max-num-seqs",
     requests_cap="--max-num-seqs",
-    fp8_kv="--kv-cache-dtype fp8", host_cache="--kv-offloading-size")
+    fp8_kv="--kv-cache-dtype fp8", host_cache="--kv-offloading-size",
+    tp="--tensor-parallel-size")
 
 _BY_ENGINE = {"sglang": SGLANG, "vllm": VLLM}
 

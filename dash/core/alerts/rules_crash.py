@@ -37,6 +37,8 @@ _CRASH_TEXT = {
     "fpe": "a process crashed (floating point exception)",
     "terminated": "a process was terminated (SIGTERM)",
     "fatal_python_error": "a fatal Python error",
+    "engine_start_timeout": "the engine did not report ready in time",
+    "worker_hung": "a worker stopped answering the engine",
 }
 CONSEQUENCES = frozenset({"sigquit", "killed", "terminated", "process_died"})
 """Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
@@ -62,6 +64,15 @@ _REASON_HINTS = {
     "unhealthy": ("The server stopped answering its health check (the scheduler or detokenizer "
                   "hung, often after an OOM or a stuck collective) and was then stopped: read the "
                   "lines before `Health check failed`, and restart it."),
+    "engine_start_timeout": ("The API server stopped waiting for the engine{waited}: loading the "
+                             "weights (or compiling, warming up) took longer. Raise "
+                             "VLLM_ENGINE_READY_TIMEOUT_S (e.g. 1800) and restart; the engine's "
+                             "lines before this one show how far it got."),
+    "worker_hung": ("A worker did not answer the engine's `{method}` call in time: a rank hung in "
+                    "a collective, died, or ran a step longer than "
+                    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (300 s by default). The first error lines "
+                    "across workers name the one that stopped; restart the server, and raise that "
+                    "timeout only where steps are that long by design."),
 }
 _QUOTE_CAP = 100
 """How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
@@ -76,11 +87,16 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
         ctx.resolve("server_crash")
         return
     first = crashes[0]
-    # what they say, the causes before the markers that only say a process ended
-    crashes = sorted(crashes, key=lambda e: e.get("reason") in CONSEQUENCES)
+    # what they say: the causes before the markers that only say a process ended, and of
+    # those a line whose reason has its own fix before an exception's generic opener
+    crashes = sorted(crashes, key=lambda e: (e.get("reason") in CONSEQUENCES,
+                                             e.get("reason") not in _REASON_HINTS))
     s = ctx.snap.server
     cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
                         line_order(s.last_prefill or {}))
+    if crashes[0].get("reason") in _REASON_HINTS:
+        cause = None  # the crash line names its own cause and fix (an exception before it is
+        # its detail: vLLM's bare `TimeoutError` chained into `RPC call to ... timed out`)
     what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
@@ -88,7 +104,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
         below = lead.get("reason") == "exception"
         hint = _REASON_HINTS.get(str(lead.get("reason")), "").format(
             port=lead.get("port") or "<port>",
-            holder=f" (pid {lead['holder_pid']})" if lead.get("holder_pid") else "")
+            holder=f" (pid {lead['holder_pid']})" if lead.get("holder_pid") else "",
+            waited=f" ({lead['waited_s']} s)" if lead.get("waited_s") else "",
+            method=lead.get("method") or "?")
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
                       hint or _HINT.format(where="below" if below else "above"),
                       line=text_of(lead), since=first.get("at"))

@@ -20,21 +20,34 @@ _OOM_TITLE = {
     "host_memory": "not enough host memory for the hierarchical KV cache",
     "mem_fraction": "the KV pool does not fit in the memory share at startup",
     "kv_pool_full": "the KV cache pool ran out at run time",
+    "weights_oom": "the model's weights do not fit in GPU memory",
 }
 
 
-def _pool_fix(reason: str, engine: str | None, facts: Mapping[str, Any]) -> str | None:
-    """The fixes of a pool that does not fit or runs out, not of a CUDA OOM: the line itself
-    says to raise the share (what the weights leave is too little for the pool), where a CUDA
-    OOM wants it lowered (headroom outside the pool)."""
+def _pool_fix(ev: Mapping[str, Any], engine: str | None, facts: Mapping[str, Any]) -> str | None:
+    """The fixes of a pool that does not fit or runs out, or of weights that do not, not of a
+    CUDA OOM at run time: the line itself says to raise the share (what the weights leave is
+    too little for the pool), where a CUDA OOM wants it lowered (headroom outside the pool)."""
     flags = flags_for(engine)
+    reason = str(ev.get("reason"))
     now = mem_now(flags, facts)
+    if now is None and isinstance(ev.get("mem_fraction_static"), (int, float)):
+        now = float(ev["mem_fraction_static"])  # the share the line itself names
     if reason == "mem_fraction":
-        raise_ = f" (now {now:g}; try {min(now + 0.03, 0.98):.2f})" if now is not None else ""
+        needed = ev.get("needed_fraction")
+        if isinstance(needed, (int, float)):  # the line says how much: that, not a guess
+            now_text = f" (now {now:g})" if now is not None else ""
+            raise_ = f" above {needed:g}{now_text}"
+        else:
+            raise_ = f" (now {now:g}; try {min(now + 0.03, 0.98):.2f})" if now is not None else ""
         return (f"Raise {flags.mem}{raise_}, as the line says: the weights leave too little of "
                 "it for the KV pool. Or make the weights smaller per GPU (a larger "
                 f"tensor-parallel size, a quantized model), or lower {flags.requests_cap} for a "
                 "hybrid model's state cache.")
+    if reason == "weights_oom":
+        return (f"The weights alone do not fit on one GPU: spread them over more GPUs (a larger "
+                f"{flags.tp}), use a quantized model, or GPUs with more memory; check with "
+                "nvidia-smi that no other process holds memory on the GPU.")
     if reason == "kv_pool_full":
         return (f"Cap the batch ({flags.batch_caps}), or give the pool more tokens: "
                 f"{flags.fp8_kv}, or raise {flags.mem} where the GPU has memory left after CUDA "
@@ -100,8 +113,8 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     if _headroom(facts):
         evidence += f"; {_headroom(facts)}"
     reason = str(first.get("reason"))
-    hint = _pool_fix(reason, ctx.snap.server.engine, facts) or _oom_fix(ctx.snap.server.engine,
-                                                                          facts)
+    hint = _pool_fix(first, ctx.snap.server.engine, facts) or _oom_fix(ctx.snap.server.engine,
+                                                                         facts)
     title = _OOM_TITLE.get(reason, "CUDA out of memory in the server" + during)
     if isinstance(first.get("hint"), str):  # the line itself says what to do (a stale process)
         hint = first["hint"]

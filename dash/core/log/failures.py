@@ -81,6 +81,41 @@ def worker_died(msg: str, m: Match) -> Fields:
     return out
 
 
+_FAILED_CORE = re.compile(r"Failed core proc\(s\): \{'([\w-]{1,80})': (-?[0-9]{1,4})")
+
+
+def init_failed(msg: str, _m: Match = None) -> Fields:
+    """`Engine core initialization failed. See root cause above. Failed core proc(s):
+    {'EngineCore_DP0': -9}`: a core a signal ended is that signal's crash (-9: killed, most
+    often by the kernel's OOM killer), as SGLang's `exit code -9` is, not a start that failed
+    of its own accord; `component` the core the line names first."""
+    m = _FAILED_CORE.search(msg)
+    if m is None:
+        return {"reason": "init_failed"}
+    code = int(m.group(2))
+    if code < 0:
+        return {"reason": _SIGNALS.get(-code, "process_died"), "signal": -code,
+                "component": m.group(1)}
+    return {"reason": "init_failed", "exit_code": code, "component": m.group(1)}
+
+
+_WAITED_FOR = re.compile(r"Waited ([0-9]{1,9}) ?s\b")
+
+
+def engine_start_timeout(msg: str, _m: Match = None) -> Fields:
+    """vLLM's `Timed out waiting for engine core processes to start. ... Waited 600s
+    (configured by VLLM_ENGINE_READY_TIMEOUT_S)`: how long the API server waited."""
+    m = _WAITED_FOR.search(msg)
+    return {"reason": "engine_start_timeout", **({"waited_s": int(m.group(1))} if m else {})}
+
+
+def rpc_timeout(_msg: str, m: Match) -> Fields:
+    """vLLM's multiprocessing executor: `RPC call to sample_tokens timed out.`: a worker did
+    not answer the engine in time (`method`, the call it waited on)."""
+    assert m is not None
+    return {"reason": "worker_hung", "method": m.group(1)}
+
+
 def signal_name(_msg: str, m: Match) -> Fields:
     """absl's `*** SIGABRT received at time=1720159248 on cpu 5 ***`: the signal's reason."""
     assert m is not None
@@ -265,6 +300,23 @@ def device_assert(msg: str, _m: Match = None) -> Fields:
     or the `CUDA error: device-side assert triggered` that follows it."""
     m = re.search(r"Assertion `(.{1,200})` failed", msg)
     return {"reason": "device_assert", "detail": m.group(1) if m else None}
+
+
+# What a pool that does not fit says the share must be: `Raise --mem-fraction-static above 0.612`,
+# `to at least 0.7`; and the share it ran with, `under --mem-fraction-static=0.5`
+_FRACTION_NEEDED = re.compile(r"--mem-fraction-static (?:to )?(?:above|at least|>=?) ?([01]?\.[0-9]{1,4})")
+_FRACTION_NOW = re.compile(r"--mem-fraction-static ?= ?([01]?\.[0-9]{1,4})")
+
+
+def mem_fraction_short(msg: str, _m: Match = None) -> Fields:
+    """A KV (or state) pool that does not fit in the memory share: the share the line says is
+    needed (`needed_fraction`) and the one it ran with (`mem_fraction_static`), where printed."""
+    out: Fields = {"reason": "mem_fraction"}
+    if (m := _FRACTION_NEEDED.search(msg)) is not None:
+        out["needed_fraction"] = to_float(m.group(1))
+    if (m := _FRACTION_NOW.search(msg)) is not None:
+        out["mem_fraction_static"] = to_float(m.group(1))
+    return out
 
 
 _KV_HINT = ("The KV cache does not fit: raise --gpu-memory-utilization (and check that no other "

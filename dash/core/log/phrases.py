@@ -57,6 +57,15 @@ _OOM = (
     Phrase("oom", any=("CUBLAS_STATUS_ALLOC_FAILED",), fields={"reason": "cublas_alloc"},
            examples=("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
                      "`cublasCreate(handle)`",)),
+    # vLLM 0.11+'s model runner: the weights alone do not fit (it logs this, quoting the CUDA
+    # OOM it caught, then re-raises that)
+    Phrase("oom", any=("Failed to load model - not enough GPU memory",),
+           fields={"reason": "weights_oom"}, extract=fail.torch_oom,
+           examples=("Failed to load model - not enough GPU memory. Try lowering "
+                     "--gpu-memory-utilization to free memory for weights, increasing "
+                     "--tensor-parallel-size, or using --quantization. (original error: CUDA out "
+                     "of memory. Tried to allocate 768.00 MiB. GPU 0 has a total capacity of "
+                     "95.01 GiB of which 438.31 MiB is free.)",)),
     Phrase("oom", any=("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
                        "NPU out of memory", "HIP out of memory", "XPU out of memory"),
            fields={"reason": "cuda_oom"}, extract=fail.torch_oom,
@@ -72,22 +81,25 @@ _OOM = (
     Phrase("oom", any=("Not enough GPU memory for ", "cache is too small to serve",
                        "leaves no room for the full KV pool",
                        "leave no GPU memory for the KV cache"),
-           fields={"reason": "mem_fraction"},
+           extract=fail.mem_fraction_short,
            examples=("RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) "
                      "state cache. Computed max_mamba_cache_size=0 (total_rest_memory=1.20 GB, "
                      "mamba_cache_per_req=52.00 MB). Try: (1) reduce --max-running-requests, (2) "
                      "increase --mem-fraction-static, or (4) use GPUs with more memory.",
                      "RuntimeError: SWA pool cap (fixed 30.00 GiB) leaves no room for the full KV "
                      "pool within the available 28.00 GiB. Reduce --max-running-requests, lower "
-                     "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.")),
+                     "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
+                     "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+                     "--mem-fraction-static=0.5. Raise --mem-fraction-static above 0.612 (minimum "
+                     "viable for this model and parallelism).")),
     # Any exception whose advice is a larger memory fraction: a pool that does not fit, in the
     # words of a newer release (a warning with that advice is no exception line: not matched)
     Phrase("oom", pattern=r"^[\w.]{0,200}(?:Error|Exception): .{0,2000}?\b(?:[Rr]aise|[Ii]ncrease) "
                           r"--mem-fraction-static", needs=("--mem-fraction-static",),
-           fields={"reason": "mem_fraction"},
+           extract=fail.mem_fraction_short,
            examples=("RuntimeError: [unified-memory-pool] pool: byte budget 1024 cannot fit ONE "
                      "worst-case request. Raise --mem-fraction-static, lower --context-length.",)),
-    Phrase("oom", any=("Not enough memory. Please try",), fields={"reason": "mem_fraction"},
+    Phrase("oom", any=("Not enough memory. Please try",), extract=fail.mem_fraction_short,
            examples=("RuntimeError: Not enough memory. Please try to increase "
                      "--mem-fraction-static.",)),
     Phrase("oom", any=("out of memory. Try to lower", "runs out of memory"),
@@ -179,9 +191,25 @@ _CRASH = (
            examples=("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
                      "See stack trace (above) for the root cause.",)),
     Phrase("crash", any=("initialization failed", "Initialization failed"),
-           fields={"reason": "init_failed"},
+           extract=fail.init_failed,
            examples=("RuntimeError: Engine core initialization failed. See root cause above.",
-                     "Initialization failed. warmup error: Traceback")),
+                     "Initialization failed. warmup error: Traceback",
+                     "RuntimeError: Engine core initialization failed. See root cause above. "
+                     "Failed core proc(s): {'EngineCore_DP0': -9}")),
+    # vLLM V1's API server stopped waiting for its engine cores to report ready
+    # (VLLM_ENGINE_READY_TIMEOUT_S, 600 s by default): slow weight loading, compile or warmup
+    Phrase("crash", any=("Timed out waiting for engine core processes to start",),
+           extract=fail.engine_start_timeout,
+           examples=("TimeoutError: Timed out waiting for engine core processes to start. This is "
+                     "often caused by slow weight loading for large models. Waited 600s "
+                     "(configured by VLLM_ENGINE_READY_TIMEOUT_S). To increase the timeout, set "
+                     "the environment variable: VLLM_ENGINE_READY_TIMEOUT_S=<seconds>",)),
+    # vLLM's multiprocessing executor: a worker did not answer a call of the engine in time (a
+    # hung collective, a dead worker, a step past VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS)
+    Phrase("crash", any=("RPC call to ",), pattern=r"RPC call to (\w{1,80}) timed out",
+           extract=fail.rpc_timeout,
+           examples=("TimeoutError: RPC call to sample_tokens timed out.",
+                     "TimeoutError: RPC call to execute_model timed out.")),
     Phrase("crash", any=(" failed to start",), pattern=r"(\w{1,80}) failed to start",
            extract=fail.component, fields={"reason": "init_failed"},
            examples=("EngineCore failed to start.",)),
@@ -256,14 +284,17 @@ _CAPACITY = (
                      "Rank 0: max_total_num_token=463000, max_prefill_num_token=16384, "
                      "context_len=4096, ")),
     Phrase("kv_cache", any=("blocks: ", " KV cache size: ", "Maximum concurrency",
-                            "Available KV cache memory: ", "reserved for KV Cache is "),
+                            "Available KV cache memory: ", "reserved for KV Cache is ",
+                            "GiB memory for KV Cache"),
            extract=ev.vllm_capacity,
            examples=("# GPU blocks: 5691, # CPU blocks: 2048", "GPU KV cache size: 1,234 tokens",
                      "# cuda blocks: 26436, # CPU blocks: 2048",
                      "Available KV cache memory: 31.50 GiB",
                      "model weights take 14.96GiB; non_torch_memory takes 0.10GiB; PyTorch "
                      "activation peak memory takes 9.37GiB; the rest of the memory reserved for "
-                     "KV Cache is 4.20GiB.")),
+                     "KV Cache is 4.20GiB.",
+                     "Initial free memory 78.63 GiB, reserved 30.0 GiB memory for KV Cache as "
+                     "specified by kv_cache_memory_bytes config and skipped memory profiling.")),
     Phrase("kv_cache", every=("Free memory on device", "Desired GPU memory utilization is"),
            extract=ev.vllm_budget,
            examples=("Free memory on device (78.66/79.19 GiB) on startup. Desired GPU memory "
@@ -285,6 +316,12 @@ _CAPACITY = (
            pattern=r"Capture (?:([\w -]{1,40}?) )?(?:cuda|CUDA|npu|NPU|cpu|CPU|xpu|XPU|musa|MUSA)"
                    r" graph (begin|end)\b", extract=ev.graph,
            examples=("Capture cuda graph end. Time elapsed: 9.81 s. avail mem=5.59 GB.",)),
+    # other graph captures, named without `cuda graph` (SGLang's `Capture single-CG draft extend
+    # begin. ... avail mem=...`): a `Capture ... begin|end.` line that says the memory left
+    Phrase("cuda_graph", every=("Capture ", "avail mem="),
+           pattern=r"^Capture ([\w-]{1,24}(?: [\w-]{1,24}){0,4}) (begin|end)\.", extract=ev.graph,
+           examples=("Capture single-CG draft extend end. elapsed=3.20 s, mem usage=0.40 GB, "
+                     "avail mem=3.00 GB.",)),
     Phrase("cuda_graph", any=("Graph capturing finished",), extract=ev.graph_took,
            examples=("Graph capturing finished in 12 secs, took 0.58 GiB",)),
     Phrase("cuda_graph", any=("CUDA graph pool memory: ",),

@@ -1,0 +1,91 @@
+"""The fix an alert gives for failure lines that print their own cause: vLLM's engine start
+timeout, a worker's RPC timeout, a core killed while starting, weights that do not fit, and
+SGLang's pool that names the memory share it needs. Hand-made logs from the servers' format
+strings, read by the real parser and replayed by the real rules."""
+
+from __future__ import annotations
+
+from dash.core.log.parse import parse_line
+from dash.core.snapshot import Alert
+from dash.core.state.run import replay_alerts
+
+V = "(EngineCore_DP0 pid=2201) ERROR 12-01 10:{m:02d}:00 [core.py:900] "
+API = "(APIServer pid=2100) ERROR 12-01 10:{m:02d}:00 [core_client.py:600] "
+ARGS = ("(APIServer pid=2100) INFO 12-01 10:00:00 [utils.py:326] non-default args: {'model': 'm', "
+        "'tensor_parallel_size': 2, 'gpu_memory_utilization': 0.9}")
+
+
+def _fired(*lines: str) -> dict[str, Alert]:
+    records = [parse_line(text, i + 1) for i, text in enumerate(lines)]
+    return {a.id: a for a in replay_alerts(records)}
+
+
+def test_an_engine_that_did_not_start_in_time_names_the_timeout_to_raise() -> None:
+    crash = _fired(ARGS, API.format(m=10) + "TimeoutError: Timed out waiting for engine core "
+                   "processes to start. This is often caused by slow weight loading for large "
+                   "models. Waited 600s (configured by VLLM_ENGINE_READY_TIMEOUT_S). To increase "
+                   "the timeout, set the environment variable: VLLM_ENGINE_READY_TIMEOUT_S="
+                   "<seconds>")["server_crash"]
+    assert crash.message == "server crashed: the engine did not report ready in time"
+    assert "(600 s)" in crash.hint and "Raise VLLM_ENGINE_READY_TIMEOUT_S" in crash.hint
+
+
+def test_a_worker_rpc_timeout_is_a_hung_worker_not_a_timeout_to_fix() -> None:
+    """The engine's traceback chains a bare `TimeoutError` into the RPC's: the RPC line says
+    what happened, and its fix is the hung worker's, not `Fix the TimeoutError`."""
+    wait = ("(EngineCore_DP0 pid=2201) WARNING 12-01 10:{m:02d}:00 [shm_broadcast.py:466] No "
+            "available shared memory broadcast block found in 60 seconds. This typically happens "
+            "when some processes are hanging or doing some time-consuming work (e.g. compilation, "
+            "weight/kv cache quantization).")
+    fired = _fired(ARGS, wait.format(m=1), wait.format(m=2),
+                   V.format(m=3) + "EngineCore encountered a fatal error.",
+                   V.format(m=3) + "Traceback (most recent call last):",
+                   V.format(m=3) + "TimeoutError",
+                   V.format(m=3) + "The above exception was the direct cause of the following "
+                   "exception:",
+                   V.format(m=3) + "TimeoutError: RPC call to sample_tokens timed out.",
+                   API.format(m=3) + "AsyncLLM output_handler failed.")
+    crash = fired["server_crash"]
+    assert crash.message.startswith("server crashed: a worker stopped answering the engine; ")
+    assert "`sample_tokens` call" in crash.hint and "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" in crash.hint
+    assert not crash.hint.startswith("Fix the TimeoutError")
+    assert crash.line is not None and "RPC call to sample_tokens" in crash.line
+
+
+def test_a_core_killed_while_starting_is_a_kill_not_a_failed_start() -> None:
+    crash = _fired(ARGS, API.format(m=5) + "RuntimeError: Engine core initialization failed. See "
+                   "root cause above. Failed core proc(s): {'EngineCore_DP0': -9}")["server_crash"]
+    assert crash.message == "server crashed: the server was killed (often the kernel's OOM killer)"
+    assert "host RAM ran out" in crash.hint
+
+
+def test_weights_that_do_not_fit_want_more_gpus_or_quantization() -> None:
+    oom = _fired(ARGS, V.format(m=2) + "Failed to load model - not enough GPU memory. Try lowering "
+                 "--gpu-memory-utilization to free memory for weights, increasing "
+                 "--tensor-parallel-size, or using --quantization. (original error: CUDA out of "
+                 "memory. Tried to allocate 768.00 MiB. GPU 0 has a total capacity of 95.01 GiB "
+                 "of which 438.31 MiB is free.)",
+                 V.format(m=2) + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                 "768.00 MiB.")["server_oom"]
+    assert oom.message == "the model's weights do not fit in GPU memory"
+    assert "--tensor-parallel-size" in oom.hint and "quantized" in oom.hint
+    assert "Lower --gpu-memory-utilization" not in oom.hint
+    assert "GPU 0: 438 MiB free of 95.01 GiB, 768 MiB asked" in oom.evidence
+
+
+def test_a_pool_that_names_the_share_it_needs_is_told_that_share() -> None:
+    args = "[2026-12-01 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.5)"
+    oom = _fired(args, "[2026-12-01 10:00:20 TP0] ValueError: Loaded weights leave no GPU memory "
+                 "for the KV cache under --mem-fraction-static=0.5. Raise --mem-fraction-static "
+                 "above 0.612 (minimum for this model).")["server_oom"]
+    assert oom.hint.startswith("Raise --mem-fraction-static above 0.612 (now 0.5), as the line says")
+    assert "0.53" not in oom.hint
+    # without the arguments line, the share the line names is the one it ran with
+    oom = _fired("[2026-12-01 10:00:20 TP0] ValueError: Loaded weights leave no GPU memory for the "
+                 "KV cache under --mem-fraction-static=0.5. Raise --mem-fraction-static above "
+                 "0.612.")["server_oom"]
+    assert oom.hint.startswith("Raise --mem-fraction-static above 0.612 (now 0.5)")
+    # a line that names no share still gets a step up from the one it ran with
+    oom = _fired(args, "[2026-12-01 10:00:20 TP0] RuntimeError: Not enough memory. Please try to "
+                 "increase --mem-fraction-static.")["server_oom"]
+    assert oom.hint.startswith("Raise --mem-fraction-static (now 0.5; try 0.53)")
