@@ -76,6 +76,23 @@ def test_reasoning_seen_in_one_partition_is_expected_in_all() -> None:
     assert qb.reasoning_expected and qb.reasoning_seen_in == "a"
 
 
+def test_reasoning_in_one_record_shape_is_not_expected_of_another() -> None:
+    """A chat file whose samples carry `reasoning_content` beside a flat `{"response": ...}`
+    file: another pipeline, not a broken one; a second chat file is expected to carry it."""
+    tr = QualityTracker()
+    tr.apply([SampleBatch("chat", "chat", lines=30, samples=tuple(
+        Sample("openai-chat", reasoning="present", chars=5) for _ in range(30)), backfill=True),
+              SampleBatch("flat", "flat", lines=30, samples=tuple(
+        Sample("flat", reasoning="absent", chars=5) for _ in range(30)), backfill=True),
+              SampleBatch("chat2", "chat2", lines=30, samples=tuple(
+        Sample("openai-chat", reasoning="absent", chars=5) for _ in range(30)), backfill=True)],
+             0.0)
+    flat, chat2 = tr.snapshot("flat", 1.0), tr.snapshot("chat2", 1.0)
+    assert flat is not None and chat2 is not None
+    assert not flat.reasoning_expected and flat.reasoning_seen_in is None
+    assert chat2.reasoning_expected and chat2.reasoning_seen_in == "chat"
+
+
 def test_a_rewritten_file_never_reuses_a_version_a_snapshot_was_cached_at() -> None:
     """The tracker caches a partition's window by the stats' version: a file rewritten after
     one read must not find its old figures under the same number."""

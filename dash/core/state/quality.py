@@ -61,7 +61,7 @@ class _Figures:
 
 class _Part:
     __slots__ = ("applied", "arrivals", "arrived", "cache", "fields", "first_live", "in_order",
-                 "latest", "latest_chars", "reasoning_seen", "shown", "stats")
+                 "latest", "latest_chars", "reasoning_seen", "reasoning_shapes", "shown", "stats")
 
     def __init__(self) -> None:
         self.stats = QualityStats()
@@ -77,6 +77,10 @@ class _Part:
         sum the window: only its oldest arrivals can have left it)."""
         self.first_live: float | None = None
         self.reasoning_seen = 0
+        self.reasoning_shapes: set[str] = set()
+        """The record shapes whose samples here carried reasoning: another partition's samples
+        are expected to carry it only where they have one of these shapes (a flat `response`
+        file beside a chat one with `reasoning_content` is another pipeline, not a broken one)."""
         self.cache: _Figures | None = None
         """The figures at a version of the stats, and when they were worked out."""
         self.applied = 0
@@ -148,10 +152,13 @@ class QualityTracker:
                 p.latest_chars = 0
                 p.fields.clear()
                 p.reasoning_seen = 0
+                p.reasoning_shapes.clear()
             p.stats.feed(b)
             p.applied += 1
             p.keep(b.latest)
-            p.reasoning_seen += sum(s.reasoning not in (None, "absent") for s in b.samples)
+            carried = [s.shape for s in b.samples if s.reasoning not in (None, "absent")]
+            p.reasoning_seen += len(carried)
+            p.reasoning_shapes.update(carried)
             for f in b.fields:
                 old = p.fields.get(f.field)
                 p.fields[f.field] = f if old is None else FieldHits(
@@ -180,8 +187,10 @@ class QualityTracker:
             p.cache = _Figures(s.version, now, s.window(), s.total(), s.shape(), s.limits(),
                                s.last_error, s.last_invalid)
         f = p.cache
+        mine = f.shape
         seen_in = name if p.reasoning_seen >= REASONING_SEEN else next(
-            (n for n, o in self._parts.items() if o.reasoning_seen >= REASONING_SEEN), None)
+            (n for n, o in self._parts.items()
+             if o.reasoning_seen >= REASONING_SEEN and mine in o.reasoning_shapes), None)
         rate = self._rate(p, now)
         made_of = (f, p.applied, rate, seen_in)
         if p.shown is not None and p.shown[0][0] is f and p.shown[0] == made_of:
