@@ -236,9 +236,11 @@ def test_a_healthy_hour_raises_no_warning(tmp_path: Path, clock: FakeClock, make
 
 # The simulator's scenarios (timings documented in dash/sim/scenarios.py), read the same way.
 
-def _sim_alerts(tmp_path: Path, scenario: str, until: float,
-                step: float = 5.0) -> list[tuple[float, Alert]]:
-    """Run a simulated scenario to `until` simulated seconds; (sim time, alert) as they fire."""
+def _sim_alerts(tmp_path: Path, scenario: str, until: float, step: float = 5.0,
+                watch: Callable[[float, RunState, float], None] | None = None,
+                ) -> list[tuple[float, Alert]]:
+    """Run a simulated scenario to `until` simulated seconds; (sim time, alert) as they fire;
+    `watch(sim time, state, clock)` after each step."""
     import dataclasses
 
     from dash.sim import run as sim_run
@@ -275,6 +277,8 @@ def _sim_alerts(tmp_path: Path, scenario: str, until: float,
                                else None, now)
         state.gpus.apply(nvml.sample(now), now)
         fired += [(t, a) for a in state.tick(now).new]
+        if watch is not None:
+            watch(t, state, now)
     return fired
 
 
@@ -295,6 +299,22 @@ def test_sim_oom_crash_restart(tmp_path: Path) -> None:
     assert _first(fired, "server_crash")[0] == 300
     assert _first(fired, "gpu_headroom_low")[0] < 30  # 0.82 GB after CUDA graph capture
     assert 360 <= _first(fired, "server_restarted")[0] <= 380
+
+
+def test_sim_partitions_wait_while_the_server_is_down(tmp_path: Path) -> None:
+    """From the OOM at t=300 to the restart, the partitions being written wait for the server,
+    with no ETA (it would only grow); they run again once it serves."""
+    seen: dict[float, tuple[set[str], bool, bool]] = {}
+
+    def watch(t: float, state: RunState, now: float) -> None:
+        snap = state.snapshot(now)
+        seen[t] = ({p.status for p in snap.partitions},
+                   any(p.eta_s is not None for p in snap.partitions), snap.totals.eta_s is not None)
+    _sim_alerts(tmp_path, "oom-crash-restart", 420, watch=watch)
+    assert "running" in seen[290][0] and seen[290][1] and seen[290][2]
+    assert "waiting" in seen[320][0] and "running" not in seen[320][0]
+    assert not seen[320][1] and not seen[320][2]
+    assert "running" in seen[420][0] and "waiting" not in seen[420][0]
 
 
 def test_sim_peak_plateau(tmp_path: Path) -> None:

@@ -299,9 +299,10 @@ class PartitionSnapshot:
     eta_s: float | None
     eta_low_s: float | None = None
     eta_high_s: float | None = None
-    status: Literal["counting", "pending", "running", "stalled", "idle", "done",
+    status: Literal["counting", "pending", "running", "waiting", "stalled", "idle", "done",
                     "unreadable", "missing"] = "pending"
-    """"stalled": owes lines (known total) but has not grown for minutes; "idle": the same quiet
+    """"waiting": was being written, but the server is down (crashed, or gone): no ETA until it
+    serves again; "stalled": owes lines (known total) but has not grown for minutes; "idle": the same quiet
     with no total, which may just mean finished; "pending": no line written since kdash started
     (or no output file yet); "unreadable": the file is there but cannot be read (`error`);
     "missing": it was counted, and is not there any more (deleted or moved)."""

@@ -20,8 +20,11 @@ from dash.core.recent import RecentSet
 from dash.core.snapshot import (
     Alert,
     HttpSnapshot,
+    Liveness,
+    PartitionSnapshot,
     Record,
     RunSnapshot,
+    RunTotals,
 )
 from dash.core.state.client import ClientTracker
 from dash.core.state.gpus import GpuTracker
@@ -189,6 +192,10 @@ class RunState:
         sums = summed(servers, lives) if len(servers) > 1 else ()
         parts = self.partitions.snapshot(now)
         totals = self.partitions.totals(now)
+        if all(_gone(live) for live in lives):  # every server the client may be writing for
+            since = [live.down_since for live in lives]
+            known = [t for t in since if t is not None]
+            parts, totals = _waiting(parts, totals, max(known) if len(known) == len(since) else None)
         if self.quality.names():
             parts = tuple(p if (q := self.quality.snapshot(p.name, now)) is None
                           else dataclasses.replace(p, quality=q) for p in parts)
@@ -201,6 +208,28 @@ class RunState:
                            server_liveness=lives if len(servers) > 1 else (),
                            launches=launches[0],
                            server_launches=launches if len(servers) > 1 else ())
+
+
+def _gone(live: Liveness) -> bool:
+    """The server is down, as its log says (a crash after its last stats line) or as its URL
+    does that answered before: not a URL that never answered (it may just be another)."""
+    return live.log == "crashed" or (live.down and live.http_ever_up)
+
+
+def _waiting(parts: tuple[PartitionSnapshot, ...], totals: RunTotals,
+             since: float | None) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
+    """The server is down (`since`): a partition being written, and not written since, waits
+    for it, and no finish time holds (the rate was of a server that served: the ETA would only
+    grow while it is down). One written since is being written by something that still works."""
+    def waits(p: PartitionSnapshot) -> bool:
+        return p.status == "running" and (since is None or p.last_write is None
+                                          or p.last_write <= since)
+
+    if not any(waits(p) for p in parts):
+        return parts, totals
+    waiting = tuple(dataclasses.replace(p, status="waiting", eta_s=None, eta_low_s=None,
+                                        eta_high_s=None) if waits(p) else p for p in parts)
+    return waiting, dataclasses.replace(totals, eta_s=None, last_to_finish=None)
 
 
 def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:

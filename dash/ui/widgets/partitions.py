@@ -12,7 +12,7 @@ from dash.ui.widgets.keyed_table import Cell, KeyedTable
 from dash.ui.widgets.panel import Panel
 
 BAR_WIDTH = 8
-STATUS_LEVEL = {"done": "ok", "running": "ok", "stalled": "crit", "pending": "dim", "counting": "dim",
+STATUS_LEVEL = {"done": "ok", "running": "ok", "waiting": "warn", "stalled": "crit", "pending": "dim", "counting": "dim",
                 "unreadable": "crit", "missing": "crit"}
 
 
