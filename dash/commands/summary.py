@@ -79,8 +79,17 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
     from dash.core.alerts.model import alert_to_json
     from dash.core.config import AlertConfig, Config
     from dash.core.state.run import replay_alerts
+    from dash.core.state.server_log import NOT_A_LOG_LINES
     from dash.core.views.launch_advice import launches_json
 
+    if doc["lines"] >= NOT_A_LOG_LINES and doc["first_ts"] is None and not any(
+            n for k, n in doc["records"].items() if k not in ("event", "unparsed")):
+        # as the dashboard judges it (ServerLogTracker.not_a_log): words in other text
+        doc["not_a_log"] = (f"none of its {doc['lines']:,} lines has a timestamp or a stats "
+                            "line: is this the server's log? (no alerts or launches read)")
+        doc["alerts"], doc["launches"] = [], []
+        return doc
+    doc["not_a_log"] = None
     # A long log is replayed thinned (dash.core.views.summary_feed.AlertFeed): gaps between the decode
     # records kept are no sign of a silent server until they exceed that thinning.
     configured = AlertConfig.from_mapping(alerts or {})
@@ -134,6 +143,7 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
     peak = gen["peak"] or {}
     out = [
         f"{doc['path']}  ({doc['engine']}, {doc['lines']:,} lines)",
+        *([f"  not a log   {doc['not_a_log']}"] if doc.get("not_a_log") else []),
         f"  time        {_fmt(doc['first_ts'])}  ->  {_fmt(doc['last_ts'])}",
         f"  records     decode {rec['decode']:,}  prefill {rec['prefill']:,}  "
         f"event {rec['event']:,}  unparsed {rec['unparsed']:,}"

@@ -177,7 +177,8 @@ class RunState:
     def _compose(self, now: float) -> RunSnapshot:
         trackers = self._trackers()
         servers = tuple(t.snapshot(now) for t in trackers)
-        launches = tuple(self.launches_of(t).launches() for t in trackers)
+        launches = tuple(() if s.status == "not_a_log" else self.launches_of(t).launches()
+                         for t, s in zip(trackers, servers, strict=True))
         server = servers[0]
         # /metrics speaks for the whole server: compare it with the ranks' sums, not one line.
         figures = server.now.as_record() if server.now is not None and server.now.multi \

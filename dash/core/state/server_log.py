@@ -40,6 +40,9 @@ PERF_KEYS = ("accept_rate", "tflops_per_gpu", "gbps_per_gpu", "read_gbps_per_gpu
 """Decoding figures a server estimates on its decode (SGLang), spec or MFU (vLLM) lines."""
 _PERF_KINDS = ("decode", "spec", "mfu")  # a prefill line's TFLOPS is the prefill's
 AHEAD_S = 60.0
+NOT_A_LOG_LINES = 100
+"""Lines read with no timestamp and no stats line among them before the file is called no
+server log (the shortest real crash tail without stamps is a 14-line traceback)."""
 """A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
@@ -117,6 +120,8 @@ class ServerLogTracker:
         most records name, or a vLLM server's OOM would be told SGLang's flags."""
         self._lines = self._records = self._unparsed = self._restarts = 0
         self._records_stats = 0
+        self._stamped = 0
+        """Records with a timestamp: with the stats lines, what says the file is a server log."""
         self._started_at: float | None = None
         self._ready = False
         """The ready banner was seen since the last start."""
@@ -268,6 +273,8 @@ class ServerLogTracker:
         if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
+        if rec.get("ts") is not None:
+            self._stamped += 1
         engine = rec.get("engine")
         if isinstance(engine, str):
             n = self._engines[engine] = self._engines.get(engine, 0) + 1
@@ -440,8 +447,22 @@ class ServerLogTracker:
         old = self._facts.get(name)
         self._facts[name] = value if old is None else min(old, value)
 
+    def not_a_log(self) -> bool:
+        """Many lines, and not one a server log would print: no timestamped line, no stats
+        line. Its matches are words in some other text (a README's table naming `CUDA out of
+        memory`), not events: a server's log has stamps, and a crash tail without them is a
+        few lines of traceback."""
+        return self._lines >= NOT_A_LOG_LINES and not self._stamped and not self._records_stats
+
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
+        if self.not_a_log():
+            return ServerLogSnapshot(
+                name=self.name, path=self.path, lines=self._lines, records=self._records,
+                unparsed=self._unparsed, status="not_a_log" if self._status == "ok" else self._status,
+                status_message=(f"none of its {self._lines:,} lines has a timestamp or a stats "
+                                "line: is this the server's log?") if self._status == "ok"
+                else self._status_message, clock=self._times.view(now))
         views = self._stats.views()
         if self._frozen_events is None:
             self._frozen_events = tuple(self._events)

@@ -37,7 +37,7 @@ def source_problems(snap: RunSnapshot) -> list[Problem]:
     for s in servers:
         # Every server log counts, not only the primary's: a PD pair's missing decode log
         # leaves half the run unwatched while the other log is live.
-        if s.path and s.status in ("waiting", "error"):
+        if s.path and s.status in ("waiting", "error", "not_a_log"):
             what = f"server_log[{s.name or s.path}]" if len(servers) > 1 else "server_log"
             out.append(Problem("UNKNOWN", what, s.status_message or f"{s.path}: {s.status}"))
     if c.log_path and c.log_status in ("waiting", "error"):

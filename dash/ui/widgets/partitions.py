@@ -20,7 +20,7 @@ class PartitionTable(KeyedTable):
     """One row per partition, keyed by name; 1-9 and up/down move the selection."""
 
     COMPONENT_CLASSES = KeyedTable.COMPONENT_CLASSES | {
-        "parts--bar", "parts--empty", "parts--ok", "parts--crit", "parts--dim",
+        "parts--bar", "parts--empty", "parts--ok", "parts--warn", "parts--crit", "parts--dim",
     }
     FULL_COLUMNS = (
         ("n", "#", 1), ("name", "partition", 22), ("done", "done/total", 11),
