@@ -153,6 +153,20 @@ def test_incidents_fold_consequences_under_the_deepest_cause() -> None:
     assert acked[-1].root.id == "server_oom"  # acknowledged incidents go last
 
 
+def test_answers_cut_off_while_reasoning_fold_under_their_truncation() -> None:
+    """Per partition: empty answers the token limit cut off are the truncation's doing; empty
+    ones for another reason, or of another partition, stand alone."""
+    from dash.core.alerts.rules_outputs import CUT_WHILE_REASONING
+    cut = dataclasses.replace(_alert("outputs_empty", "warn", subject="B2"), hint=CUT_WHILE_REASONING)
+    other = dataclasses.replace(_alert("outputs_empty", "warn", subject="B3"), hint=CUT_WHILE_REASONING)
+    alerts = (_alert("outputs_truncated", "warn", subject="B2"), cut, other,
+              _alert("outputs_truncated", "warn", subject="B4"),
+              _alert("outputs_empty", "warn", subject="B4"))
+    by_root = {i.root.key: [c.key for c in i.consequences] for i in group_incidents(alerts)}
+    assert by_root == {"outputs_truncated:B2": ["outputs_empty:B2"], "outputs_empty:B3": [],
+                       "outputs_truncated:B4": [], "outputs_empty:B4": []}
+
+
 def test_hhmm_reads_any_stamp() -> None:
     assert hhmm({"ts": "2026-06-07T10:59:31.659"}) == "10:59"
     assert hhmm({"ts": None, "near_ts": "04:40:55"}) == "04:40"

@@ -57,3 +57,28 @@ async def test_a_resize_lays_out_for_the_new_size(make_app: Callable[..., DashAp
         await pilot.resize_terminal(160, 45)
         await pilot.pause()
         assert not app.compact
+
+
+async def test_two_alerts_that_fit_both_show_their_fix_at_80x24(
+        make_app: Callable[..., DashApp]) -> None:
+    """The compact layout gives every alert its fix when the panel's rows hold them (two were
+    shown as one fix and one cut line above four blank rows); too many, and the rest are one
+    line each, the top one's fix whole."""
+    crit = Alert("server_oom", "crit", 0.0, "CUDA out of memory in the server",
+                 "at 12:00:00 (line 10)", "lower --mem-fraction-static to 0.80")
+    warn = Alert("gpu_headroom_low", "warn", 0.0, "GPU memory headroom is low",
+                 "avail mem after CUDA graph 0.82 GB", "leave 2 GB free: lower the share")
+    app = make_app(snapshot(alerts=(crit, warn)))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "lower --mem-fraction-static to 0.80" in text
+        assert "leave 2 GB free: lower the share" in text
+    many = tuple(Alert(f"rule_{i}", "warn", float(i), f"warning number {i}", "evidence",
+                       f"fix number {i} " + "word " * 20) for i in range(6))
+    app = make_app(snapshot(alerts=(crit, *many)))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "lower --mem-fraction-static to 0.80" in text and "warning number 0" in text
+        assert "fix number 0" not in text

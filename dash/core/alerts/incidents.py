@@ -15,6 +15,7 @@ from typing import Any
 
 from dash.core.alerts.flags import flags_for, mem_now
 from dash.core.alerts.model import Finding, RuleContext, text_of, where
+from dash.core.alerts.rules_outputs import CUT_WHILE_REASONING
 from dash.core.snapshot import SEVERITY_ORDER, Alert, Incident, Record
 
 ROOTS = ("server_oom", "server_crash", "server_down")
@@ -44,8 +45,19 @@ def group_incidents(alerts: Sequence[Alert]) -> tuple[Incident, ...]:
                        if c in by_id and by_id[c].key not in taken)
         taken.update(a.key for a in (root, *folded))
         incidents.append(Incident(root, folded))
-    incidents += [Incident(a) for a in alerts if a.key not in taken]
+    incidents += _partition_incidents([a for a in alerts if a.key not in taken])
     return tuple(sorted(incidents, key=_order))
+
+
+def _partition_incidents(alerts: Sequence[Alert]) -> list[Incident]:
+    """The rest, one incident each, but a partition's answers left empty because the token
+    limit cut them off while reasoning: that is its truncation alert's consequence."""
+    truncated = {a.subject: a for a in alerts if a.id == "outputs_truncated" and a.subject}
+    folded = {a.subject: a for a in alerts if a.id == "outputs_empty" and a.subject in truncated
+              and a.hint == CUT_WHILE_REASONING}
+    return [Incident(a, (folded[a.subject],) if a.subject in folded and a.id ==
+                     "outputs_truncated" else ()) for a in alerts
+            if not (a.id == "outputs_empty" and a.subject in folded)]
 
 
 def _order(inc: Incident) -> tuple[bool, int, int, float, str]:

@@ -157,6 +157,11 @@ def _errors(ctx: RuleContext, p: PartitionSnapshot, q: QualitySnapshot) -> Itera
         subject=p.name)
 
 
+CUT_WHILE_REASONING = "Most were cut off while still reasoning: raise the max tokens."
+"""The empty-answer alert's hint when the token limit is why: it is then the truncation
+alert's consequence (`dash.core.alerts.incidents` folds it under that one)."""
+
+
 def rule_outputs_empty(ctx: RuleContext) -> Iterator[Finding]:
     """`outputs_empty` (warn): recent samples with no answer."""
     return _per_partition(ctx, _empty)
@@ -169,8 +174,7 @@ def _empty(ctx: RuleContext, p: PartitionSnapshot, q: QualitySnapshot) -> Iterat
             or ratio < ctx.cfg.empty_share:
         return
     cut = dict(w.reasoning).get("open", 0)
-    hint = ("Most were cut off while still reasoning: raise the max tokens."
-            if cut * 2 >= w.empty else
+    hint = (CUT_WHILE_REASONING if cut * 2 >= w.empty else
             "No answer after the reasoning: a stop string that matches at once, a reasoning "
             "parser that moved everything out of the content, or a broken chat template; "
             "open one with `o`.")

@@ -194,9 +194,7 @@ class RunState:
         parts = self.partitions.snapshot(now)
         totals = self.partitions.totals(now)
         if all(_gone(live) for live in lives):  # every server the client may be writing for
-            since = [live.down_since for live in lives]
-            known = [t for t in since if t is not None]
-            parts, totals = _waiting(parts, totals, max(known) if len(known) == len(since) else None)
+            parts, totals = _waiting(parts, totals, now)
         if self.quality.names():
             parts = tuple(p if (q := self.quality.snapshot(p.name, now)) is None
                           else dataclasses.replace(p, quality=q) for p in parts)
@@ -211,6 +209,11 @@ class RunState:
                            server_launches=launches if len(servers) > 1 else ())
 
 
+IN_FLIGHT_S = 15.0
+"""A file that grew this recently while the server is down is being written still: the requests
+it finished before it went down, or a client writing its error records (of `outputs_errors`)."""
+
+
 def _gone(live: Liveness) -> bool:
     """The server is down, as its log says (a crash after its last stats line) or as its URL
     does that answered before: not a URL that never answered (it may just be another)."""
@@ -218,19 +221,21 @@ def _gone(live: Liveness) -> bool:
 
 
 def _waiting(parts: tuple[PartitionSnapshot, ...], totals: RunTotals,
-             since: float | None) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
-    """The server is down (`since`): a partition being written, and not written since, waits
-    for it, and no finish time holds (the rate was of a server that served: the ETA would only
-    grow while it is down). One written since is being written by something that still works."""
+             now: float) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
+    """The server is down: a partition being written that has not grown in the last
+    IN_FLIGHT_S waits for it, with no ETA (the rate was of a server that served: it would only
+    grow while the server is down). Not a time against the crash line's stamp: that is on the
+    log's clock, which may not be this one."""
     def waits(p: PartitionSnapshot) -> bool:
-        return p.status == "running" and (since is None or p.last_write is None
-                                          or p.last_write <= since)
+        return p.status == "running" and (p.last_write is None
+                                          or now - p.last_write > IN_FLIGHT_S)
 
     if not any(waits(p) for p in parts):
         return parts, totals
     waiting = tuple(dataclasses.replace(p, status="waiting", eta_s=None, eta_low_s=None,
                                         eta_high_s=None) if waits(p) else p for p in parts)
-    return waiting, dataclasses.replace(totals, eta_s=None, last_to_finish=None)
+    # The run's ETA stays: the header says it was measured before the server went down.
+    return waiting, dataclasses.replace(totals, last_to_finish=None)
 
 
 def _make_partitions(cfg: Config, sample_s: float | None) -> PartitionsTracker:

@@ -2,13 +2,15 @@
 caused folded under it.
 
 The panel takes focus (tab): up/down select an incident, page up/down scroll, enter opens it
-full-screen (`AlertScreen`). In the compact layout only the selected incident shows its hint, the
-rest one line each; without focus the selection is the top incident, so that at 80x24 the top
-alert's message and hint are always on screen.
+full-screen (`AlertScreen`). In the compact layout the incidents show as much as the panel's rows
+hold: all in full, else each with its hint, else only the selected one's hint and one line each
+for the rest; without focus the selection is the top incident, so that at 80x24 the top alert's
+message and hint are always on screen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -18,11 +20,11 @@ from textual.message import Message
 
 from dash.core.snapshot import SEVERITY_ORDER, Alert, Incident, RunSnapshot
 from dash.ui import fmt
-from dash.ui.widgets.panel import Panel
+from dash.ui.widgets.panel import Panel, line_rows
 
 INDENT = 5
 SHORT = {"server_crash": "the crash", "server_down": "server down",
-         "server_silent": "the silent log"}
+         "server_silent": "the silent log", "outputs_empty": "empty answers"}
 """How the compact layout names an incident's consequences on one line."""
 
 
@@ -124,14 +126,41 @@ class AlertsPanel(Panel, can_focus=True):
 
     def _render_incidents(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
                           compact: bool) -> list[Text]:
+        kept, self._rest = self._rest, {}
+        if not compact:
+            return self._render_plan(snap, incidents, lambda _inc: "full", kept)
+        # The compact layout gives every incident as much as the panel's rows hold: all in
+        # full, else each with its fix, else only the selected one's fix and one line for the
+        # rest (at 80x24, two alerts with their fixes fit where one and a cut line were shown)
+        plans: list[Callable[[Incident], str]] = [
+            lambda _inc: "full", lambda _inc: "hint",
+            lambda inc: "hint" if inc.key == self.selected else "line"]
+        for plan in plans[:-1]:
+            lines = self._render_plan(snap, incidents, plan, kept)
+            if self._rows(lines) <= self.size.height:
+                return lines
+        return self._render_plan(snap, incidents, plans[-1], kept)
+
+    def _rows(self, lines: list[Text]) -> int:
+        """The screen rows `lines` take at the panel's width, wrapped as the panel wraps them."""
+        width = self.size.width
+        if width <= 0:
+            return len(lines)
+        console = self.app.console
+        return sum(len(line_rows(console, line, width, True, INDENT) or (line,)) for line in lines)
+
+    def _render_plan(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
+                     plan: Callable[[Incident], str],
+                     kept: dict[tuple[Incident, str], list[Text]]) -> list[Text]:
+        """The lines of `incidents`, each in the mode `plan` gives it; the lines after each
+        first are taken from `kept` (the last render's) where they are there."""
         lines: list[Text] = []
         self._blocks = []
-        kept, self._rest = self._rest, {}
         for inc in incidents:
             self._blocks.append(_Block(inc.key, len(lines)))
-            mode = "full" if not compact else ("hint" if inc.key == self.selected else "line")
+            mode = plan(inc)
             lines.append(self._first_line(snap, inc, mode))
-            rest = kept.get((inc, mode))
+            rest = self._rest.get((inc, mode)) or kept.get((inc, mode))
             if rest is None:
                 rest = self._rest_lines(inc, mode)
             self._rest[inc, mode] = rest

@@ -200,14 +200,21 @@ class HeaderBar(Panel):
         t.append(f"{tot.done:,}/{total}")
         if tot.total:
             t.append(f" {100 * tot.done / tot.total:.0f}%")
+        pace = Text(no_wrap=True)
         if tot.rate_per_min is not None:
-            t.append(f"  {tot.rate_per_min:.1f}/min", self._st("dim"))
-        t.append("  ETA ", self._st("dim"))
+            pace.append(f"  {tot.rate_per_min:.1f}/min", self._st("dim"))
+        pace.append("  ETA ", self._st("dim"))
         if snap.liveness.down and tot.eta_s is not None:  # measured while the server ran
-            t.append(f"{fmt.dur(tot.eta_s)} (before the server went down)", self._st("dim"))
+            pace.append(f"{fmt.dur(tot.eta_s)} (before the server went down)", self._st("dim"))
         else:
-            t.append(fmt.dur(tot.eta_s))
-        t.append_text(self._alert_counts(snap))
+            pace.append(fmt.dur(tot.eta_s))
+        counts = self._alert_counts(snap)
+        # The alert counts before the pace where the line would not hold both (80 columns
+        # cut `2 crit` to `2 c…` behind a down server's long ETA)
+        width = self.size.width
+        narrow = 0 < width < t.cell_len + pace.cell_len + counts.cell_len + len("  window 15m")
+        t.append_text(counts if narrow else pace)
+        t.append_text(pace if narrow else counts)
         t.append(f"  window {extra.window}", self._st("dim"))
         if extra.paused:
             t.append("  PAUSED (p)", self._st("warn"))
