@@ -94,6 +94,8 @@ class ChartData:
     peak: tuple[float, float] | None = None
     """(time, value) of the peak to mark, drawn as a reference line and a marker."""
     window_label: str = ""
+    end_label: str = "now"
+    """The right end of the time axis: "now", or "last line" for a log's history."""
 
 
 def nice_ceiling(value: float) -> float:
@@ -404,7 +406,7 @@ class BrailleChart(Widget):
         axis = self._style("chart--axis")
         inner = width - GUTTER
         left = data.window_label
-        right = "now"
+        right = data.end_label
         fill = max(0, inner - len(left) - len(right))
         text = " " * (GUTTER - 1) + "└" + (left + "─" * fill + right)[:inner]
         return Strip([Segment(text, axis)]).adjust_cell_length(width)
@@ -422,4 +424,5 @@ def _quantized(data: ChartData, cols: int) -> ChartData:
 def _data_key(data: ChartData) -> object:
     """What decides the picture: the last point of each series, the window, the labels."""
     tails = tuple((len(s), s.t[-1] if s.t else None, s.v[-1] if s.v else None) for s in data.series)
-    return (data.title, tails, data.start, data.end, data.ymax, data.peak, data.window_label)
+    return (data.title, tails, data.start, data.end, data.ymax, data.peak, data.window_label,
+            data.end_label)

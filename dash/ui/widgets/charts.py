@@ -33,6 +33,30 @@ def window_bounds(series: tuple[SeriesView, ...], now: float, span: float | None
     return start, max(now, start + 60.0)
 
 
+def log_end(snap: RunSnapshot, series: tuple[SeriesView, ...], span: float | None) -> float | None:
+    """Where the log's charts end when its figures are history: the last stats line's time,
+    where "now" would leave them empty (a finished log, or one quiet longer than the window)
+    or, over all that is kept, a speck at the left of a silence (None: they end now)."""
+    live = snap.liveness
+    last = max((s.t[-1] for s in series if s.t), default=None)
+    if not live.stale or last is None or last >= snap.now:
+        return None
+    if span is not None:
+        return last if snap.now - last >= span else None
+    first = min(s.t[0] for s in series if s.t)
+    return last if snap.now - last > last - first else None
+
+
+def log_bounds(snap: RunSnapshot, series: tuple[SeriesView, ...],
+               span: float | None) -> tuple[float, float, str]:
+    """[start, end] of a log chart's time axis, and its right end's label."""
+    end = log_end(snap, series, span)
+    if end is None:
+        return (*window_bounds(series, snap.now, span), "now")
+    start, stop = window_bounds(series, end, span)
+    return start, stop, "last line"
+
+
 def axis_label(label: str, span: float | None, start: float, end: float) -> str:
     """The left end of the time axis: the window, or for "all" how far back the points kept
     go (each series keeps its last few thousand points: hours of a long run, not all of it)."""
@@ -78,7 +102,7 @@ class ChartsRow(Horizontal):
             if srv.name else ()
 
         thr = (srv.gen_throughput,)
-        start, end = window_bounds(thr, snap.now, span)
+        start, end, right = log_bounds(snap, thr, span)
         current = last.get("gen_throughput")
         parts = [*who, part((" gen tok/s ", "bold"), (
             f"{current:.0f}" if isinstance(current, (int, float))
@@ -92,21 +116,21 @@ class ChartsRow(Horizontal):
             peak = (srv.peak.at, srv.peak.gen_throughput)
         self._charts["chart-throughput"].set_data(
             ChartData(tuple(parts), thr, start, end, _num, peak=peak,
-                      window_label=axis_label(label, span, start, end))
+                      window_label=axis_label(label, span, start, end), end_label=right)
         )
 
         reqs = (srv.running_req, srv.queue_req)
-        start, end = window_bounds(reqs, snap.now, span)
+        start, end, right = log_bounds(snap, reqs, span)
         parts = [part((" ─ running ", "bold"), (_last(srv.running_req, "{:.0f}"), value)),
                  part(("  ┈ queued ", "bold"), (_last(srv.queue_req, "{:.0f}"), value), keep=6),
                  *age]
         self._charts["chart-requests"].set_data(
             ChartData(tuple(parts), reqs, start, end, _num,
-                      window_label=axis_label(label, span, start, end))
+                      window_label=axis_label(label, span, start, end), end_label=right)
         )
 
         use = (srv.token_usage,)
-        start, end = window_bounds(use, snap.now, span)
+        start, end, right = log_bounds(snap, use, span)
         usage = last.get("token_usage")
         parts = [part((" token usage ", "bold"), (
             fmt.pct(usage) if isinstance(usage, (int, float))
@@ -117,7 +141,7 @@ class ChartsRow(Horizontal):
         parts += age
         self._charts["chart-usage"].set_data(
             ChartData(tuple(parts), use, start, end, fmt.pct, ymax=1.0,
-                      window_label=axis_label(label, span, start, end))
+                      window_label=axis_label(label, span, start, end), end_label=right)
         )
         self._show_gpu(snap, gpu_index, span, label)
 
