@@ -160,4 +160,11 @@ def test_one_event_printed_by_every_rank_is_counted_once(tmp_path: Path) -> None
 ])
 def test_real_logs_count_each_retraction_once(real_logs: Path, name: str,
                                               retractions: int) -> None:
-    assert summarize(real_logs / name)["event_counts"]["retract"] == retractions
+    doc = summarize(real_logs / name)
+    assert doc["event_counts"]["retract"] == retractions
+    # listed once each too, with the copies the other ranks printed
+    listed = [e for e in doc["events"] if e["event"] == "retract"]
+    assert len(listed) == retractions and all(e.get("rank_copies", 0) >= 1 for e in listed)
+    text = render_text(doc)
+    assert sum(row.startswith("    line") for row in text.splitlines()) == retractions
+    assert "ranks) " in text

@@ -189,8 +189,9 @@ def render_text(doc: dict[str, Any], width: int = 80) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["event_counts"].items()))
         out.append(f"  events      {counts}")
         for ev in doc["events"][-15:]:
-            out.append(f"    line {ev['line']:>9}  {_fmt(ev['ts']):<23} {ev['event']:<12} "
-                       f"{_cut(str(ev['message']), max(20, width - 60))}")
+            copies = f"(+{ev['rank_copies']} ranks) " if ev.get("rank_copies") else ""
+            out.append(f"    line {ev['line']:>9}  {_fmt(ev['ts']):<23} {ev['event']:<12} {copies}"
+                       f"{_cut(str(ev['message']), max(20, width - 60 - len(copies)))}")
     for text in doc["unparsed_samples"]:
         out.append(f"  unparsed: {_cut(text, width - 12)}")
     for sample in doc["incomplete_samples"]:

@@ -287,14 +287,20 @@ class LogSummary:
         self.alerts = AlertFeed()
 
     def _count_event(self, ev: Record) -> None:
+        """Count an event, and list it, once: another rank's copy of one counted adds to its
+        listed line's `rank_copies` (the list showed 11 lines under `retract 2`)."""
         at = ts_to_epoch(ev.get("ts"), self.ref)
         i = copy_of(self._counted, ev, at, lambda e: e["_at"])
         if i is not None:
             last = self._counted[i]
             self._counted[i] = {**last, "ranks": (*last.get("ranks", (last["rank"],)), ev["rank"])}
+            listed = last["_listed"]
+            listed["rank_copies"] = listed.get("rank_copies", 0) + 1
             return
         self.event_counts[ev["event"]] += 1
-        self._counted.append({**ev, "_at": at})
+        listed = {k: v for k, v in ev.items() if k != "args"}
+        self.events.append(listed)
+        self._counted.append({**ev, "_at": at, "_listed": listed})
 
     def merge(self, part: Part) -> None:
         self.lines += part.lines
@@ -309,7 +315,6 @@ class LogSummary:
         self.last_stats = part.last_stats or self.last_stats
         for ev in part.events:
             self._count_event(ev)
-            self.events.append({k: v for k, v in ev.items() if k != "args"})
         room = MAX_UNPARSED_SAMPLES - len(self.unparsed_samples)
         self.unparsed_samples.extend(part.unparsed[:max(0, room)])
         self.incomplete += part.incomplete
