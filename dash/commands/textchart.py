@@ -25,6 +25,10 @@ def render_chart(
             plt.plot(list(t[lo:hi]), list(v[lo:hi]), marker="braille", color="blue")
         if min(t) == max(t):  # one instant: plotext centres it on -1..1, seconds before it
             plt.xlim(t[0], t[0] + 1.0)
+        # From zero, as the dashboard's charts: plotext fits the axis to the data, and a
+        # steady 10.93 tok/s drawn over 10.92-10.94 looks like a server swinging wildly
+        top = max(v)
+        plt.ylim(min(0.0, min(v)), top * 1.1 if top > 0 else 1.0)
     if not color:
         plt.theme("clear")
     text = str(plt.build())
