@@ -89,3 +89,21 @@ def test_a_pool_that_names_the_share_it_needs_is_told_that_share() -> None:
     oom = _fired(args, "[2026-12-01 10:00:20 TP0] RuntimeError: Not enough memory. Please try to "
                  "increase --mem-fraction-static.")["server_oom"]
     assert oom.hint.startswith("Raise --mem-fraction-static (now 0.5; try 0.53)")
+
+
+def test_a_worker_that_died_first_is_the_cause_not_the_executors_exception() -> None:
+    """vLLM: a worker dies (no traceback of its own), then the engine raises `RuntimeError:
+    Executor failed.` and the API server's engine is dead: the death is where it began."""
+    api = "(APIServer pid=100) ERROR 12-01 10:03:05 [async_llm.py:480] "
+    fired = _fired(ARGS, V.format(m=3) + "Worker proc VllmWorker-1 died unexpectedly, shutting "
+                   "down executor.", V.format(m=3) + "EngineCore encountered a fatal error.",
+                   V.format(m=3) + "Traceback (most recent call last):",
+                   V.format(m=3) + "RuntimeError: Executor failed.",
+                   api + "AsyncLLM output_handler failed.",
+                   api + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
+                   "issue. See stack trace (above) for the root cause.")
+    crash = fired["server_crash"]
+    assert crash.message.startswith("server crashed: a server process died; ")
+    assert "RuntimeError" not in crash.message and not crash.hint.startswith("Fix the")
+    assert "(VllmWorker-1) died before anything else failed" in crash.hint
+    assert crash.line is not None and "VllmWorker-1 died unexpectedly" in crash.line

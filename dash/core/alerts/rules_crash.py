@@ -41,6 +41,10 @@ _CRASH_TEXT = {
     "worker_hung": "a worker stopped answering the engine",
 }
 CONSEQUENCES = frozenset({"sigquit", "killed", "terminated", "process_died"})
+DEATHS = frozenset({"process_died", "killed", "segfault", "abort", "bus_error", "fpe"})
+"""Crash reasons of a process that died of a signal or vanished: one that comes before any
+exception is where it began, and the exceptions after it are the other processes noticing
+(vLLM's `Worker proc VllmWorker-1 died unexpectedly`, then `RuntimeError: Executor failed.`)."""
 """Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
 the moment before the child's own crash line, which is the cause."""
 # After an exception a kill is the server's own teardown, not a sign of the OOM killer
@@ -74,6 +78,11 @@ _REASON_HINTS = {
                     "across workers name the one that stopped; restart the server, and raise that "
                     "timeout only where steps are that long by design."),
 }
+_DIED_HINT = ("A server process{who} died before anything else failed, with no traceback of its "
+              "own here: killed (the kernel's OOM killer, when host RAM ran out: `dmesg | grep -i "
+              "kill`), or crashed inside a native kernel. The lines just before it, of every "
+              "process, may say which; the errors after it are the others noticing. Restart the "
+              "server.")
 _QUOTE_CAP = 100
 """How much of the exception line the evidence quotes (the alert's `line` has it whole)."""
 _VERSIONS = ("ImportError", "ModuleNotFoundError")
@@ -88,8 +97,11 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
         return
     first = crashes[0]
     # what they say: the causes before the markers that only say a process ended, and of
-    # those a line whose reason has its own fix before an exception's generic opener
-    crashes = sorted(crashes, key=lambda e: (e.get("reason") in CONSEQUENCES,
+    # those a line whose reason has its own fix before an exception's generic opener; but a
+    # death before all else is where it began
+    died_first = first.get("reason") in DEATHS
+    crashes = sorted(crashes, key=lambda e: (not (died_first and e is first),
+                                             e.get("reason") in CONSEQUENCES,
                                              e.get("reason") not in _REASON_HINTS))
     s = ctx.snap.server
     cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
@@ -102,11 +114,14 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     if cause is None:
         lead = crashes[0]  # the line that says most of why
         below = lead.get("reason") == "exception"
-        hint = _REASON_HINTS.get(str(lead.get("reason")), "").format(
+        hints = {**_REASON_HINTS, **dict.fromkeys(DEATHS, _DIED_HINT)} if died_first \
+            else _REASON_HINTS
+        hint = hints.get(str(lead.get("reason")), "").format(
             port=lead.get("port") or "<port>",
             holder=f" (pid {lead['holder_pid']})" if lead.get("holder_pid") else "",
             waited=f" ({lead['waited_s']} s)" if lead.get("waited_s") else "",
-            method=lead.get("method") or "?")
+            method=lead.get("method") or "?",
+            who=f" ({lead['component']})" if lead.get("component") else "")
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
                       hint or _HINT.format(where="below" if below else "above"),
                       line=text_of(lead), since=first.get("at"))
@@ -137,6 +152,8 @@ def crash_cause(events: Sequence[Record], *stats_lines: int) -> Record | None:
         elif kind == "crash":
             if cause is not None:
                 return cause
+            if e.get("reason") in DEATHS:
+                return None  # a process died first: what follows is the others noticing
             opened = e.get("reason") == "exception"
         elif _is_exception(e) and not 0 < line_order(e) < newest_stats:
             cause = e
