@@ -723,7 +723,9 @@ def test_a_startup_memory_failure_says_what_to_change(line: str, title: str, hin
     ("nccl_hang", "NCCL) hung", "first error lines"),
     ("unhealthy", "health check failed", "Health check failed"),
     ("port_in_use", "port is taken", "ss -ltnp | grep :<port>"),
-    ("device_assert", "device-side assert", "traceback"),
+    ("device_assert", "device-side assert", "`Assertion ... failed` line names the check"),
+    ("illegal_memory_access", "memory out of bounds", "--disable-cuda-graph"),
+    ("cuda_error", "CUDA error", "Xid errors"),
     ("segfault", "segmentation fault", "traceback"),
 ])
 def test_crash_alerts_say_what_happened(reason: str, words: str, hint: str) -> None:

@@ -395,3 +395,11 @@ def test_the_engine_state_dumped_before_a_fatal_error() -> None:
 def test_error_details(line: str, want: str) -> None:
     rec = _event(line)
     assert (rec["event"], rec["reason"]) == ("error", want)
+
+
+def test_a_crash_read_off_an_exception_line_keeps_its_type() -> None:
+    rec = _event("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert (rec["event"], rec["reason"], rec["exception"]) == (
+        "crash", "illegal_memory_access", "RuntimeError")
+    assert _event("torch.OutOfMemoryError: CUDA out of memory.")["exception"] == "torch.OutOfMemoryError"
+    assert "exception" not in _event("Received sigquit from a child process.")

@@ -307,3 +307,15 @@ def test_the_table_says_how_long_each_start_took_to_be_ready() -> None:
     assert rows["ready after"] == ["5s", "1m45s"]
     late = read(lines[1:7])  # the log begins after the arguments line
     assert "ready after" not in {row.label for row in table(late)}
+
+
+def test_a_crash_whose_traceback_ends_in_a_cuda_error_says_so() -> None:
+    """`Scheduler hit an exception:` opens the traceback; its last line is the cause: the
+    launch died of an illegal memory access (a RuntimeError), not of 'exception'."""
+    iam = ["Scheduler hit an exception: Traceback (most recent call last):",
+           '  File "/sglang/srt/managers/scheduler.py", line 9, in event_loop_overlap',
+           "RuntimeError: CUDA error: an illegal memory access was encountered",
+           "Received sigquit from a child process. It usually means the child failed.", "Killed"]
+    [launch] = read([args_line(0, 0.9), *serving(20, 100, 900), *iam])
+    assert (launch.outcome, launch.reason, launch.exception) == (
+        "crash", "illegal_memory_access", "RuntimeError")

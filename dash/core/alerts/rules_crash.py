@@ -68,6 +68,20 @@ _REASON_HINTS = {
     "unhealthy": ("The server stopped answering its health check (the scheduler or detokenizer "
                   "hung, often after an OOM or a stuck collective) and was then stopped: read the "
                   "lines before `Health check failed`, and restart it."),
+    "illegal_memory_access": ("A CUDA kernel read or wrote outside its memory: a bug in a kernel "
+                              "(an attention or MoE backend, CUDA graphs) far more often than in "
+                              "the model. Restart; if it recurs, run with another attention "
+                              "backend or without CUDA graphs (SGLang --disable-cuda-graph, vLLM "
+                              "--enforce-eager) to narrow it down, CUDA_LAUNCH_BLOCKING=1 names "
+                              "the kernel; a newer release may have fixed it."),
+    "device_assert": ("A kernel's own check failed, most often an index out of range: a token id "
+                      "past the vocabulary (a tokenizer or chat template that does not match the "
+                      "model), a bad sampling parameter. The `Assertion ... failed` line names the "
+                      "check; restart, and find the request that hit it in the client's last "
+                      "prompts."),
+    "cuda_error": ("The GPU's CUDA context is lost{detail}: restart the server. If it recurs, "
+                   "look for the GPU's Xid errors (`dmesg | grep -i xid`) and check the driver; "
+                   "CUDA_LAUNCH_BLOCKING=1 names the failing kernel."),
     "engine_start_timeout": ("The API server stopped waiting for the engine{waited}: loading the "
                              "weights (or compiling, warming up) took longer. Raise "
                              "VLLM_ENGINE_READY_TIMEOUT_S (e.g. 1800) and restart; the engine's "
@@ -121,7 +135,8 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
             holder=f" (pid {lead['holder_pid']})" if lead.get("holder_pid") else "",
             waited=f" ({lead['waited_s']} s)" if lead.get("waited_s") else "",
             method=lead.get("method") or "?",
-            who=f" ({lead['component']})" if lead.get("component") else "")
+            who=f" ({lead['component']})" if lead.get("component") else "",
+            detail=f" ({lead['detail']})" if lead.get("detail") else "")
         yield Finding("server_crash", "crit", f"server crashed: {what}", evidence,
                       hint or _HINT.format(where="below" if below else "above"),
                       line=text_of(lead), since=first.get("at"))

@@ -140,6 +140,19 @@ class StatsFamily:
 Extract = Callable[[str, "re.Match[str] | None"], "Fields | None"]
 
 
+_EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_][\w.]{0,200})?(?:Error|Exception)): ")
+
+
+def _typed(event: str, msg: str, rec: Fields) -> Fields:
+    """A crash or OOM read off a Python exception line (`RuntimeError: CUDA error: an illegal
+    memory access was encountered`) keeps the exception's type, as an error line does."""
+    if event in ("crash", "oom") and "exception" not in rec:
+        m = _EXCEPTION_LINE.match(msg)
+        if m is not None:
+            rec["exception"] = m.group(1)
+    return rec
+
+
 @dataclass(frozen=True)
 class Phrase:
     """An event phrase family: lines whose message has one of `any` in it, starts with one of
@@ -196,9 +209,10 @@ class Phrase:
             if m is None:
                 return None
         if self.extract is None:
-            return {"event": self.event, **self.fields}
+            return _typed(self.event, msg, {"event": self.event, **self.fields})
         got = self.extract(msg, m)
-        return None if got is None else {"event": self.event, **self.fields, **got}
+        return None if got is None else _typed(self.event, msg,
+                                               {"event": self.event, **self.fields, **got})
 
 
 @dataclass(frozen=True)

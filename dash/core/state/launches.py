@@ -233,7 +233,7 @@ class LaunchTracker:
             return
         cur = self._cur or self._start(rec, t, None, seen=False)
         self._cut = False
-        name = _exception(rec) if event == "error" else None
+        name = _exception(rec) if event in ("error", "crash") else None
         if name is not None and (not cur.ended or (cur.outcome == "crash" and cur.exception is None)):
             cur.exception = name  # before the crash marker, or ending the traceback it opened
         if event == "ready":
@@ -304,6 +304,11 @@ class LaunchTracker:
             # `Scheduler hit an exception`: the death's cause is the child's line
             cur.reason, cur.component = reason, component
             return
+        elif event == "crash" and cur.reason == "exception" and reason is not None \
+                and reason not in CONSEQUENCES and reason != "exception":
+            # `Scheduler hit an exception:` opens the traceback whose last line says what
+            # (`CUDA error: an illegal memory access was encountered`)
+            cur.reason = reason
         cur.component = cur.component or component
 
 
