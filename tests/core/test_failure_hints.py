@@ -107,3 +107,16 @@ def test_a_worker_that_died_first_is_the_cause_not_the_executors_exception() -> 
     assert "RuntimeError" not in crash.message and not crash.hint.startswith("Fix the")
     assert "(VllmWorker-1) died before anything else failed" in crash.hint
     assert crash.line is not None and "VllmWorker-1 died unexpectedly" in crash.line
+
+
+def test_a_workers_own_exception_before_the_rpc_timeout_is_still_the_cause() -> None:
+    worker = "(Worker_TP1 pid=2301) ERROR 12-01 10:02:00 [multiproc_executor.py:700] "
+    fired = _fired(ARGS, worker + "WorkerProc hit an exception.",
+                   worker + "Traceback (most recent call last):",
+                   worker + "ValueError: could not broadcast input array from shape (3,) into (4,)",
+                   V.format(m=3) + "EngineCore encountered a fatal error.",
+                   V.format(m=3) + "TimeoutError",
+                   V.format(m=3) + "TimeoutError: RPC call to sample_tokens timed out.")
+    crash = fired["server_crash"]
+    assert crash.message.startswith("server crashed: ValueError; ")
+    assert crash.hint.startswith("Fix the ValueError")

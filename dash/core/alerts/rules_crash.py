@@ -41,12 +41,12 @@ _CRASH_TEXT = {
     "worker_hung": "a worker stopped answering the engine",
 }
 CONSEQUENCES = frozenset({"sigquit", "killed", "terminated", "process_died"})
+"""Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
+the moment before the child's own crash line, which is the cause."""
 DEATHS = frozenset({"process_died", "killed", "segfault", "abort", "bus_error", "fpe"})
 """Crash reasons of a process that died of a signal or vanished: one that comes before any
 exception is where it began, and the exceptions after it are the other processes noticing
 (vLLM's `Worker proc VllmWorker-1 died unexpectedly`, then `RuntimeError: Executor failed.`)."""
-"""Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
-the moment before the child's own crash line, which is the cause."""
 # After an exception a kill is the server's own teardown, not a sign of the OOM killer
 _KILLED_AFTER_EXCEPTION = "the server was killed"
 _HINT = ("Read the traceback {where} this line in the server log; restart the server "
@@ -120,9 +120,10 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     s = ctx.snap.server
     cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
                         line_order(s.last_prefill or {}))
-    if crashes[0].get("reason") in _REASON_HINTS:
-        cause = None  # the crash line names its own cause and fix (an exception before it is
-        # its detail: vLLM's bare `TimeoutError` chained into `RPC call to ... timed out`)
+    own = {_short_type(e) for e in crashes if isinstance(e.get("exception"), str)}
+    if cause is not None and _short_type(cause) in own:
+        cause = None  # the exception a crash line chains from, of its own type, is no other
+        # cause: vLLM's bare `TimeoutError` before `TimeoutError: RPC call to ... timed out`
     what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:

@@ -40,10 +40,10 @@ PERF_KEYS = ("accept_rate", "tflops_per_gpu", "gbps_per_gpu", "read_gbps_per_gpu
 """Decoding figures a server estimates on its decode (SGLang), spec or MFU (vLLM) lines."""
 _PERF_KINDS = ("decode", "spec", "mfu")  # a prefill line's TFLOPS is the prefill's
 AHEAD_S = 60.0
+"""A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 NOT_A_LOG_LINES = 100
 """Lines read with no timestamp and no stats line among them before the file is called no
 server log (the shortest real crash tail without stamps is a 14-line traceback)."""
-"""A stamp this far ahead of the clock is another time zone's: its age cannot be told from it."""
 
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
 # the smallest across ranks is the one that matters (the first GPU to run out).
