@@ -242,3 +242,22 @@ def test_vllms_kv_size_given_by_bytes_is_read() -> None:
                             "as specified by kv_cache_memory_bytes config and skipped memory "
                             "profiling. This does not respect the gpu_memory_utilization config."])
     assert capacity["kv_size_gb"] == 30.0
+
+
+def test_vllms_extensible_kv_cache_is_its_size_after_warmup() -> None:
+    """vLLM 0.34: `Available KV cache memory` is an estimate; the cache is sized after warmup."""
+    v = "(EngineCore pid=4300) INFO 01-10 10:00:30 "
+    _, capacity = _startup([v + "[gpu_worker.py:796] Available KV cache memory: 14.62 GiB",
+                            v + "[extensible_kv_cache.py:694] Memory after warmup: 12.31 GiB free, "
+                            "0.5 GiB committed to the KV cache; 2681 KV cache blocks (10.47 GiB) "
+                            "fit within the requested 79.19 GiB.",
+                            v + "[extensible_kv_cache.py:537] Extended KV cache to 2681 blocks "
+                            "(10.47 GiB)."])
+    assert (capacity["kv_size_gb"], capacity["gpu_blocks"]) == (10.47, 2681)
+
+
+def test_the_context_length_auto_fit_chose_is_kept() -> None:
+    _, capacity = _startup(["(EngineCore pid=4300) INFO 01-10 10:00:31 [kv_cache_planning.py:1494] "
+                            "--max-model-len auto reduced max_model_len from 40960 to 34816 (8.41 "
+                            "GiB GPU left for the KV cache)."])
+    assert capacity["context_len"] == 34816

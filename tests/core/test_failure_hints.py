@@ -120,3 +120,49 @@ def test_a_workers_own_exception_before_the_rpc_timeout_is_still_the_cause() -> 
     crash = fired["server_crash"]
     assert crash.message.startswith("server crashed: ValueError; ")
     assert crash.hint.startswith("Fix the ValueError")
+
+
+def test_a_cuda_oom_while_the_weights_load_is_the_weights_not_the_batch() -> None:
+    """vLLM 0.34 and SGLang raise torch's own OOM from `load_model`: the line before it is
+    the load's start, so the fix is more GPUs or quantization, not a smaller batch."""
+    oom = _fired(ARGS, "(EngineCore pid=4300) INFO 12-01 10:00:20 [model_runner.py:412] Loading "
+                 "model from scratch...", V.format(m=1) + "EngineCore failed to start.",
+                 V.format(m=1) + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                 "896.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 410.31 MiB is free."
+                 )["server_oom"]
+    assert oom.message == "the model's weights do not fit in GPU memory"
+    assert "--tensor-parallel-size" in oom.hint and "--max-num-seqs" not in oom.hint
+    sgl = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                 "[2026-01-10 10:00:10 TP0] Load weight begin. avail mem=78.50 GB",
+                 "[2026-01-10 10:00:50 TP0] Scheduler hit an exception: Traceback (most recent "
+                 "call last):", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                 "1.75 GiB.")["server_oom"]
+    assert sgl.message == "the model's weights do not fit in GPU memory" and "--tp-size" in sgl.hint
+    # loaded, then out of memory at run time: the batch's
+    late = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                  "[2026-01-10 10:00:10 TP0] Load weight begin. avail mem=78.50 GB",
+                  "[2026-01-10 10:00:40 TP0] Load weight end. type=X, avail mem=40.20 GB, mem "
+                  "usage=38.30 GB.", "torch.OutOfMemoryError: CUDA out of memory.")["server_oom"]
+    assert late.message.startswith("CUDA out of memory in the server")
+
+
+def test_an_extensible_kv_cache_that_does_not_fit_is_not_told_to_raise_the_share() -> None:
+    oom = _fired(ARGS, V.format(m=2) + "ValueError: To serve at least one request with the "
+                 "model's max seq len (131072), (20.0 GiB KV cache is needed, which is larger than "
+                 "the available KV cache memory (9.5 GiB). Based on the available memory, the "
+                 "estimated maximum model length is 62208. The extensible KV cache already takes "
+                 "all device memory left after the model and its activations; decrease "
+                 "`max_model_len` or `max_num_seqs`.")["server_oom"]
+    assert oom.hint.startswith("The KV cache holds at most 62,208 tokens of one request: lower "
+                               "--max-model-len to 62,208 or less")
+    assert "gives it nothing" in oom.hint
+
+
+def test_host_memory_short_for_the_hierarchical_cache_is_no_gpu_share_to_lower() -> None:
+    oom = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', "
+                 "mem_fraction_static=0.85)", "[2026-01-10 10:01:13 TP0] ValueError: Not enough "
+                 "host memory for V4 paged pool c4_indexer. Requesting 960.00 GB but only have "
+                 "400.12 GB free.")["server_oom"]
+    assert oom.hint.startswith("Host RAM, not GPU memory, is short for the hierarchical KV cache "
+                               "(960 GB asked, 400.12 GB free): lower --hicache-ratio")
+    assert "Lower --mem-fraction-static" not in oom.hint

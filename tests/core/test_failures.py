@@ -403,3 +403,48 @@ def test_a_crash_read_off_an_exception_line_keeps_its_type() -> None:
         "crash", "illegal_memory_access", "RuntimeError")
     assert _event("torch.OutOfMemoryError: CUDA out of memory.")["exception"] == "torch.OutOfMemoryError"
     assert "exception" not in _event("Received sigquit from a child process.")
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # SGLang 0.5.23's host pools of the hierarchical cache, each by name
+    ("ValueError: Not enough host memory for V4 paged pool c4_indexer. Requesting 210.00 GB but "
+     "only have 120.50 GB free.", {"event": "oom", "reason": "host_memory", "requested_gb": 210.0,
+                                   "host_free_gb": 120.5}),
+    ("ValueError: Not enough host memory for M3.1 NVFP4 KV, index and draft caches",
+     {"event": "oom", "reason": "host_memory"}),
+    ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current "
+     "value: mem_fraction_static=0.5", {"event": "oom", "mem_fraction_static": 0.5}),
+    # vLLM --max-model-len -1 that found no length
+    (f"{VLLM}ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+     "even a single token. Try increasing `gpu_memory_utilization` when initializing the engine.",
+     {"event": "oom", "reason": "kv_cache_too_small"}),
+    # a bare errno (SGLang's --enable-http-worker-reuseport logs the error itself), a named port
+    ("[2026-01-10 10:01:00] [Errno 98] Address already in use", {"event": "crash",
+                                                                 "reason": "port_in_use"}),
+    ("RuntimeError: engine_info_bootstrap_port 6789 is already in use. When running multiple "
+     "instances on the same node, each instance must use a different --engine-info-bootstrap-port.",
+     {"event": "crash", "reason": "port_in_use"}),
+    ("(Worker_TP0 pid=4400) ERROR 01-10 10:05:00 [multiproc_executor.py:1091] RuntimeError: "
+     "Insufficient space in /dev/shm for the worker message queue: 256 MiB required, 64 MiB "
+     "free. Increase /dev/shm (e.g. --shm-size or --ipc=host).",
+     {"event": "crash", "reason": "shm_too_small"}),
+    ("[2026-01-10 10:00:05 TP0] PPConsensusStore background thread crashed: Connection refused",
+     {"event": "crash", "reason": "thread_crashed", "component": "PPConsensusStore"}),
+    ("[2026-01-10 10:00:09 TP0] Weight cache daemon (pid=5000) exited prematurely with code -9",
+     {"event": "crash", "reason": "killed", "signal": 9}),
+    # PD disaggregation
+    ("[2026-01-10 10:00:04 DP0 TP0] Decode handshake failed for request rank=0 "
+     "decode_req.req.rid='a1' with exception KVTransferError(bootstrap_room=42): Failed to get "
+     "kvcache from prefill instance, it might be dead", {"event": "error", "reason": "kv_transfer"}),
+    ("[2026-01-10 10:00:04 TP0] RuntimeError: Transfer thread failed because of Connection reset "
+     "by peer. Prefill instance with bootstrap_port=8998 is dead.",
+     {"event": "error", "reason": "prefill_lost"}),
+    ("[2026-01-10 10:00:05 TP0] Prefill instance failed to register to bootstrap server after 5 "
+     "retries", {"event": "error", "reason": "pd_bootstrap"}),
+    ("[2026-01-10 10:00:08 TP0] KV pool holds 30000 tokens, fewer than --context-length 131072. "
+     "One full-length request cannot fit.", {"event": "error", "reason": "kv_below_context",
+                                             "pool_tokens": 30000, "context_length": 131072}),
+])
+def test_newer_failure_wordings(line: str, want: dict[str, Any]) -> None:
+    rec = _event(line)
+    assert {k: rec.get(k) for k in want} == want

@@ -149,8 +149,8 @@ def test_complete_lines_are_not_marked() -> None:
 
 @pytest.mark.parametrize("line", [
     # a family kdash has no rule for: several `name: number` items
-    (API + "DiffusionDecoding metrics: Committed token throughput: 120.50 tokens/s, Mean "
-     "denoising steps per canvas: 4.20, Mean tokens committed per denoising step: 2.10"),
+    (API + "LookaheadDecoding metrics: Committed token throughput: 120.50 tokens/s, Mean "
+     "window steps per canvas: 4.20, Mean tokens committed per step: 2.10"),
     # the tail of a terminal-wrapped stats line
     "Waiting: 0 reqs, GPU KV cache usage: 0.3%, Prefix cache hit rate: 68.2%",
     "[2025-09-11 10:25:33 TP0] #all_names: 835, #hit_names: 707, #missing_exclude_scales: 0",
@@ -200,3 +200,11 @@ def test_known_lines_of_numbers_that_are_no_server_stats_are_not_unparsed(line: 
     unparsed, they made a healthy log look half unread."""
     rec = parse_line(line, 1)
     assert rec is None or rec["kind"] != "unparsed"
+
+
+def test_vllms_diffusion_decoding_line_is_known_and_not_read() -> None:
+    """vLLM 0.34's `DiffusionDecoding metrics:` (a canvas' committed tokens): no server load
+    figure, and no format drift to show as unparsed."""
+    assert parse_line(API + "DiffusionDecoding metrics: Committed token throughput: 120.00 "
+                      "tokens/s, Mean denoising steps per canvas: 8.00, Mean tokens committed per "
+                      "denoising step: 2.50, Committed: 1200 tokens, Denoising steps: 480", 5) is None

@@ -39,6 +39,8 @@ _CRASH_TEXT = {
     "fatal_python_error": "a fatal Python error",
     "engine_start_timeout": "the engine did not report ready in time",
     "worker_hung": "a worker stopped answering the engine",
+    "shm_too_small": "/dev/shm is too small for the workers' message queue",
+    "thread_crashed": "a background thread crashed and ended the process",
 }
 CONSEQUENCES = frozenset({"sigquit", "killed", "terminated", "process_died"})
 """Crash reasons that say a process ended, not why: a parent's `Received sigquit` may come
@@ -82,6 +84,9 @@ _REASON_HINTS = {
     "cuda_error": ("The GPU's CUDA context is lost{detail}: restart the server. If it recurs, "
                    "look for the GPU's Xid errors (`dmesg | grep -i xid`) and check the driver; "
                    "CUDA_LAUNCH_BLOCKING=1 names the failing kernel."),
+    "shm_too_small": ("The container's shared memory (/dev/shm, 64 MB by default in Docker) is "
+                      "too small for the queue between vLLM's processes: start it with "
+                      "--shm-size=16g (or --ipc=host), or mount a larger /dev/shm."),
     "engine_start_timeout": ("The API server stopped waiting for the engine{waited}: loading the "
                              "weights (or compiling, warming up) took longer. Raise "
                              "VLLM_ENGINE_READY_TIMEOUT_S (e.g. 1800) and restart; the engine's "

@@ -44,6 +44,13 @@ def _pool_fix(ev: Mapping[str, Any], engine: str | None, facts: Mapping[str, Any
                 "it for the KV pool. Or make the weights smaller per GPU (a larger "
                 f"tensor-parallel size, a quantized model), or lower {flags.requests_cap} for a "
                 "hybrid model's state cache.")
+    if reason == "host_memory":
+        asked, free = ev.get("requested_gb"), ev.get("host_free_gb")
+        numbers = (f" ({asked:g} GB asked, {free:g} GB free)"
+                   if isinstance(asked, (int, float)) and isinstance(free, (int, float)) else "")
+        return (f"Host RAM, not GPU memory, is short for the hierarchical KV cache{numbers}: "
+                "lower --hicache-ratio or --hicache-size, or free host memory (other jobs, "
+                "another server's host pool); the GPU's memory share is not the issue.")
     if reason == "weights_oom":
         return (f"The weights alone do not fit on one GPU: spread them over more GPUs (a larger "
                 f"{flags.tp}), use a quantized model, or GPUs with more memory; check with "
@@ -93,6 +100,19 @@ def _oom_fix(engine: str | None, facts: Mapping[str, Any]) -> str:
             f"{flags.batch_caps}; the server usually needs a restart after an OOM.")
 
 
+def _while_loading(events: Sequence[Record], oom: Record) -> bool:
+    """The OOM came while the weights loaded: the last startup line before it is a load's
+    begin (`Load weight begin`, `Loading model from scratch...`), not its end. Neither engine
+    says so in the OOM itself (vLLM 0.34 and SGLang raise torch's own from `load_model`)."""
+    last = None
+    for e in events:
+        if e is oom:
+            break
+        if e.get("event") in _STARTUP_STEPS:
+            last = e
+    return last is not None and last.get("event") == "load_weights" and last.get("phase") == "begin"
+
+
 def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
     """`server_oom` (crit, at once): CUDA OOM in the log since the server last started."""
     ooms = ctx.events.since_start_of("oom")
@@ -100,6 +120,8 @@ def rule_oom(ctx: RuleContext) -> Iterator[Finding]:
         ctx.resolve("server_oom")  # a new start: the restart's incident line carries it on
         return
     first, facts = ooms[0], ctx.snap.server.facts
+    if first.get("reason") == "cuda_oom" and _while_loading(ctx.events.since_start, first):
+        first = {**first, "reason": "weights_oom"}
     during = ""
     prefill = ctx.snap.server.last_prefill
     if prefill and prefill.get("new_token") and line_order(prefill) <= line_order(first):

@@ -145,6 +145,38 @@ def vllm_capacity(msg: str, _m: Match = None) -> Fields | None:
     return out or None
 
 
+# vLLM 0.34's extensible KV cache, sized after warmup: `Memory after warmup: ...; 2681 KV cache
+# blocks (10.47 GiB) fit within the requested 79.19 GiB.`, `Extended KV cache to 2681 blocks
+# (10.47 GiB).` (the figure `Available KV cache memory` gave before was an estimate)
+_EXTENSIBLE = re.compile(r"([0-9]{1,12}) (?:KV cache )?blocks \(([0-9.]+) GiB\)")
+# `--max-model-len auto reduced max_model_len from 40960 to 34816`, `Auto-fit max_model_len:
+# reduced from 40960 to 34816`
+_AUTO_FIT = re.compile(r"reduced (?:max_model_len )?from [0-9]{1,9} to ([0-9]{1,9})")
+
+
+def vllm_extensible(msg: str, _m: Match = None) -> Fields | None:
+    """The KV cache's final size (`kv_final`: it replaces the estimate printed before)."""
+    m = _EXTENSIBLE.search(msg)
+    if m is None:
+        return None
+    return {"gpu_blocks": _int(m.group(1)), "kv_size_gb": _float(m.group(2)), "kv_final": True}
+
+
+def auto_fit(msg: str, _m: Match = None) -> Fields | None:
+    """The context length vLLM chose for `--max-model-len -1` (auto)."""
+    m = _AUTO_FIT.search(msg)
+    return None if m is None else {"context_len": _int(m.group(1))}
+
+
+_SHORT_POOL = re.compile(r"holds ([0-9]{1,12}) tokens, fewer than --context-length ([0-9]{1,9})")
+
+
+def capacity_short(msg: str, _m: Match = None) -> Fields:
+    """SGLang's `KV pool holds 30000 tokens, fewer than --context-length 131072`."""
+    m = _SHORT_POOL.search(msg)
+    return {} if m is None else {"pool_tokens": _int(m.group(1)), "context_length": _int(m.group(2))}
+
+
 def vllm_budget(msg: str, _m: Match = None) -> Fields | None:
     """vLLM's account of the GPU memory at startup: what was free, what it was told to use, what
     the weights, activations, non-torch memory and CUDA graphs take, and the KV cache's share."""

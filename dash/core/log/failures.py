@@ -22,7 +22,8 @@ Fields = dict[str, Any]
 # Exit codes and signals: a negative exit code is the signal that ended the process
 _SIGNALS = {9: "killed", 11: "segfault", 6: "abort", 7: "bus_error", 8: "fpe", 15: "terminated"}
 _SIGNAL_NAMES = {"SIGKILL": 9, "SIGSEGV": 11, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8, "SIGTERM": 15}
-_EXIT = re.compile(r"(?:exit ?code:? |terminated with (?:signal )?|died with exit code )"
+_EXIT = re.compile(r"(?:exit ?code:? |terminated with (?:signal )?|died with exit code |"
+                   r"exited prematurely with code )"
                    r"(-?[0-9]{1,4}|SIG[A-Z]{2,6})")
 _SHELL = {"Segmentation fault": "segfault", "Aborted": "abort", "Bus error": "bus_error",
           "Floating point exception": "fpe", "Killed": "killed"}
@@ -246,6 +247,18 @@ _TAKEN_HINT = ("Another process holds memory on this GPU (often a stale server f
                "it), or lower --gpu-memory-utilization.")
 
 
+_HOST_ASKED = re.compile(r"Requesting ([0-9.]+) GB but only have ([0-9.]+) GB free")
+
+
+def host_memory(msg: str, _m: Match = None) -> Fields:
+    """SGLang's host pool of the hierarchical cache that host RAM cannot hold: what it asked
+    for and what was free (`requested_gb`, `host_free_gb`), where printed."""
+    out: Fields = {"reason": "host_memory"}
+    if (m := _HOST_ASKED.search(msg)) is not None:
+        out.update(requested_gb=to_float(m.group(1)), host_free_gb=to_float(m.group(2)))
+    return out
+
+
 def nccl_timeout(msg: str, _m: Match = None) -> Fields:
     """torch's `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5,
     OpType=ALLREDUCE, ..., Timeout(ms)=600000) ran for 600012 milliseconds before timing out.`"""
@@ -305,7 +318,7 @@ def device_assert(msg: str, _m: Match = None) -> Fields:
 # What a pool that does not fit says the share must be: `Raise --mem-fraction-static above 0.612`,
 # `to at least 0.7`; and the share it ran with, `under --mem-fraction-static=0.5`
 _FRACTION_NEEDED = re.compile(r"--mem-fraction-static (?:to )?(?:above|at least|>=?) ?([01]?\.[0-9]{1,4})")
-_FRACTION_NOW = re.compile(r"--mem-fraction-static ?= ?([01]?\.[0-9]{1,4})")
+_FRACTION_NOW = re.compile(r"(?:--mem-fraction-static|mem_fraction_static) ?= ?([01]?\.[0-9]{1,4})")
 
 
 def mem_fraction_short(msg: str, _m: Match = None) -> Fields:
@@ -347,7 +360,23 @@ def kv_cache_too_small(msg: str, _m: Match = None) -> Fields:
         out.update(max_model_len=int(t.group(1)), kv_tokens=int(t.group(2)))
     fits = _KV_ESTIMATE.search(msg)
     fit = int(fits.group(1)) if fits else out.get("kv_tokens")
-    if fit and out.get("max_model_len"):
+    if "Cannot auto-fit max_model_len" in msg:  # --max-model-len -1 (auto) found no length
+        out["hint"] = ("Not one token of KV cache fits beside the weights: raise "
+                       "--gpu-memory-utilization if the GPU has memory to spare (and check that "
+                       "no other process holds some), else spread the weights over more GPUs (a "
+                       "larger --tensor-parallel-size) or use a quantized model.")
+    elif "already takes all device memory" in msg:
+        # vLLM 0.34's extensible KV cache takes all the memory the weights leave (a share of
+        # 1.0): there is no share to raise; the request or the weights must be smaller
+        out["hint"] = ((f"The KV cache holds at most {fit:,} tokens of one request: lower "
+                        f"--max-model-len to {fit:,} or less, " if fit else "Lower --max-model-len ")
+                       + "or --max-num-seqs; else spread the weights over more GPUs (a larger "
+                       "--tensor-parallel-size) or use a quantized model. The KV cache already "
+                       "takes all the memory the weights leave: a higher "
+                       "--gpu-memory-utilization gives it nothing.")
+        if fit and out.get("max_model_len"):
+            out["estimated_max_model_len"] = fit
+    elif fit and out.get("max_model_len"):
         out["estimated_max_model_len"] = fit
         out["hint"] = (f"The KV cache holds at most {fit:,} tokens of one request, fewer than "
                        f"--max-model-len {out['max_model_len']:,}: lower --max-model-len to "

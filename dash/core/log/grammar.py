@@ -103,7 +103,9 @@ PREFIXES = Prefixes(
     code_line=r"\s{4,}(?:raise\b|logger\.|logging\.|print\(|f?[\"'])",
     # lines of numbers kdash knows and does not read (no server stats, not to count as
     # unparsed): SGLang's HiCache storage prefetch and backup, LMCache's per-request lookups
-    unread=("Prefetch operation ", "Backup to storage ", "LMCache INFO: ", "LMCache hit tokens"),
+    # and vLLM's diffusion decoding (0.34: committed tokens of a canvas, no server load)
+    unread=("Prefetch operation ", "Backup to storage ", "LMCache INFO: ", "LMCache hit tokens",
+            "DiffusionDecoding metrics"),
     foreign=("INFO:", "WARNING:", "DEBUG:"),
     foreign_phrases=("shutdown",),
 )

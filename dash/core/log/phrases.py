@@ -43,7 +43,8 @@ _OOM = (
                      "memory utilization or reduce GPU memory used by other processes.",)),
     Phrase("oom", any=("No available memory for the cache blocks",
                        "that can be stored in KV cache",
-                       "larger than the available KV cache memory"),
+                       "larger than the available KV cache memory",
+                       "Cannot auto-fit max_model_len"),
            extract=fail.kv_cache_too_small,
            examples=("ValueError: No available memory for the cache blocks. Try increasing "
                      "`gpu_memory_utilization` when initializing the engine.",)),
@@ -72,9 +73,14 @@ _OOM = (
            examples=("torch.OutOfMemoryError: CUDA out of memory.",
                      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. "
                      "GPU 3 has a total capacity of 79.19 GiB of which 1.02 GiB is free.")),
-    Phrase("oom", any=("Not enough host memory available",), fields={"reason": "host_memory"},
+    # SGLang's hierarchical cache in host memory: its pools (the KV pool's, 0.5.x's others by
+    # name: `Not enough host memory for V4 paged pool c4_indexer. Requesting ...`)
+    Phrase("oom", any=("Not enough host memory available", "Not enough host memory for "),
+           extract=fail.host_memory,
            examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
-                     "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",)),
+                     "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",
+                     "ValueError: Not enough host memory for V4 paged pool c4_indexer. "
+                     "Requesting 210.00 GB but only have 120.50 GB free.")),
     # SGLang 0.5.13+: the pools of a hybrid (mamba, linear-attention, sliding-window) model
     # that do not fit in what the memory fraction leaves (kv_cache_configurator.py,
     # pool_configurator.py)
@@ -132,17 +138,22 @@ _CRASH = (
     # The server's port is taken (the server restarted from, still running, most often): the
     # socket's error as Python raises it, uvicorn's bind error, SGLang's wait for the port.
     # Not a line that goes on to another port (`... trying port`, `Retrying with a new port`)
-    Phrase("crash", pattern=r"^(?:OSError: \[Errno 98\] Address already in use\s*$|(?:ERROR: +)?\[Errno 98\] "
+    Phrase("crash", pattern=r"^(?:(?:OSError: )?\[Errno 98\] Address already in use\s*$|(?:ERROR: +)?\[Errno 98\] "
                             r"error while attempting to bind on address|.{0,80} at [0-9]{1,5} is not "
-                            r"available in [0-9]{1,6} seconds)",
+                            r"available in [0-9]{1,6} seconds|[\w.]{0,80}(?:Error|Exception): "
+                            r"\w{0,40}port [0-9]{1,5} is already in use)",
            needs=("Address already in use", "error while attempting to bind on address",
-                  "is not available in"),
+                  "is not available in", "is already in use"),
            extract=fail.port_in_use,
            examples=("OSError: [Errno 98] Address already in use",
                      "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', "
                      "30000): address already in use",
                      "ValueError: Server port at 30000 is not available in 30 seconds. Server port "
-                     "is used by a process already. process.name()='python3' pid=4021")),
+                     "is used by a process already. process.name()='python3' pid=4021",
+                     "[Errno 98] Address already in use",
+                     "RuntimeError: engine_info_bootstrap_port 6789 is already in use. When running "
+                     "multiple instances on the same node, each instance must use a different "
+                     "--engine-info-bootstrap-port.")),
     # SGLang's tokenizer manager: a SIGTERM while the health check fails (an orchestrator's
     # liveness probe ending a server that stopped answering) exits at once
     Phrase("crash", any=("received while health check failed",), fields={"reason": "unhealthy"},
@@ -196,6 +207,16 @@ _CRASH = (
                      "Initialization failed. warmup error: Traceback",
                      "RuntimeError: Engine core initialization failed. See root cause above. "
                      "Failed core proc(s): {'EngineCore_DP0': -9}")),
+    # vLLM's shared-memory message queue between its processes does not fit in /dev/shm (a
+    # container's 64 MB default)
+    Phrase("crash", every=("Insufficient space in", "shm"), fields={"reason": "shm_too_small"},
+           examples=("RuntimeError: Insufficient space in /dev/shm for the worker message queue: "
+                     "256 MiB required, 64 MiB free. Increase /dev/shm (e.g. --shm-size or "
+                     "--ipc=host).",)),
+    # SGLang's PP consensus store (`logger.critical`, then `os._exit(1)`)
+    Phrase("crash", any=("background thread crashed",), pattern=r"(\w{1,80}) background thread crashed",
+           extract=fail.component, fields={"reason": "thread_crashed"},
+           examples=("PPConsensusStore background thread crashed: Connection refused",)),
     # vLLM V1's API server stopped waiting for its engine cores to report ready
     # (VLLM_ENGINE_READY_TIMEOUT_S, 600 s by default): slow weight loading, compile or warmup
     Phrase("crash", any=("Timed out waiting for engine core processes to start",),
@@ -214,10 +235,12 @@ _CRASH = (
            extract=fail.component, fields={"reason": "init_failed"},
            examples=("EngineCore failed to start.",)),
     Phrase("crash", any=("crashed with exit code", "died unexpectedly", "exited unexpectedly",
-                         "died during initialization", "scheduler is dead", "died with exit code"),
+                         "died during initialization", "scheduler is dead", "died with exit code",
+                         "exited prematurely with code"),
            extract=fail.subprocess_died,
            examples=("Subprocess detokenizer (pid=4100) crashed with exit code -9.",
-                     "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.")),
+                     "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+                     "Weight cache daemon (pid=5000) exited prematurely with code -9")),
     Phrase("crash", any=("atchdog timeout",), extract=ev.watchdog,
            examples=("Watchdog timeout (self.watchdog_timeout=300)",)),
     Phrase("crash", any=("DistBackendError",), extract=fail.dist_backend,
@@ -295,6 +318,17 @@ _CAPACITY = (
                      "KV Cache is 4.20GiB.",
                      "Initial free memory 78.63 GiB, reserved 30.0 GiB memory for KV Cache as "
                      "specified by kv_cache_memory_bytes config and skipped memory profiling.")),
+    Phrase("kv_cache", any=("Extended KV cache to ", "Memory after warmup: "),
+           extract=ev.vllm_extensible,
+           examples=("Extended KV cache to 2681 blocks (10.47 GiB).",
+                     "Memory after warmup: 12.31 GiB free, 0.5 GiB committed to the KV cache, "
+                     "1.62 GiB kept for transient activations; 2681 KV cache blocks (10.47 GiB) "
+                     "fit within the requested 79.19 GiB.")),
+    Phrase("kv_cache", any=("reduced max_model_len from", "max_model_len: reduced from"),
+           extract=ev.auto_fit,
+           examples=("--max-model-len auto reduced max_model_len from 40960 to 34816 (8.41 GiB "
+                     "GPU left for the KV cache).",
+                     "Auto-fit max_model_len: reduced from 40960 to 34816 to fit in the KV cache.")),
     Phrase("kv_cache", every=("Free memory on device", "Desired GPU memory utilization is"),
            extract=ev.vllm_budget,
            examples=("Free memory on device (78.66/79.19 GiB) on startup. Desired GPU memory "
@@ -330,6 +364,12 @@ _CAPACITY = (
                      "difference: 0.09 GiB (17.3%).",)),
     Phrase("load_weights", any=("Load weight begin",), fields={"phase": "begin"},
            extract=ev.memory, examples=("Load weight begin. avail mem=70.02 GB",)),
+    # vLLM's model runner as it starts to load the weights (V1: `Starting to load model %s...`,
+    # 0.2x: `Loading model from scratch...`): an OOM before they are loaded is theirs
+    Phrase("load_weights", any=("Starting to load model ", "Loading model from scratch"),
+           fields={"phase": "begin", "avail_mem_gb": None, "mem_usage_gb": None},
+           examples=("Starting to load model meta-llama/Llama-3.1-70B-Instruct...",
+                     "Loading model from scratch...")),
     Phrase("load_weights", any=("Load weight end",), fields={"phase": "end"}, extract=ev.memory,
            examples=("Load weight end. type=X, avail mem=63.41 GB, mem usage=15.12 GB.",)),
     Phrase("load_weights", pattern=r"(?:Loading model weights|Model loading) took ([\d.]+) ?Gi?B",
@@ -367,6 +407,11 @@ _ERRORS = (
                      "last enqueued work: 40267, last completed work: 40230",)),
     Phrase("error", any=(" NCCL WARN ",), fields={"reason": "nccl_warn"},
            examples=("gpu-node:1187:1187 [3] NCCL WARN NET/IB : Got async event",)),
+    # SGLang's PD disaggregation (mooncake): the prefill server a decode server reads from died
+    Phrase("error", every=("Prefill instance with bootstrap_port", "is dead"),
+           fields={"reason": "prefill_lost"},
+           examples=("RuntimeError: Transfer thread failed because of Connection reset by peer. "
+                     "Prefill instance with bootstrap_port=8998 is dead.",)),
     Phrase("error", starts=("Traceback (most recent call last)", "ERROR:"),
            examples=("Traceback (most recent call last):",)),
     # a Python exception line (a traceback's last): its type is what a crash after it died of
@@ -377,7 +422,8 @@ _ERRORS = (
     Phrase("error", any=("Health check failed", "health check failed"),
            examples=("Health check failed", "Encoder health check failed: timeout")),
     # SGLang's PD disaggregation: a request's KV cache did not arrive from the prefill server
-    Phrase("error", any=("transfer failed for request",), fields={"reason": "kv_transfer"},
+    Phrase("error", any=("transfer failed for request", "handshake failed for request",
+                         "bootstrap failed for request"), fields={"reason": "kv_transfer"},
            examples=("Decode transfer failed for request rank=1 req.rid='a1' "
                      "req.bootstrap_room=42 with exception KVTransferError(bootstrap_room=42): "
                      "Failed due to an unknown reason from another rank",)),
@@ -386,6 +432,18 @@ _ERRORS = (
            fields={"reason": "prefill_lost"},
            examples=("Lost connection with prefill instance (bootstrap_addr: 10.0.0.2:8998), "
                      "12 requests affected",)),
+    # SGLang's PD disaggregation: the prefill and decode servers never found each other
+    Phrase("error", any=("failed to register to bootstrap server",
+                         "Could not fetch prefill parallel info"),
+           fields={"reason": "pd_bootstrap"},
+           examples=("Prefill instance failed to register to bootstrap server after 5 retries",
+                     "Could not fetch prefill parallel info from 10.0.0.2:8998 after 3 attempts")),
+    # SGLang 0.5.23: the KV pool cannot hold one request of the context length
+    Phrase("error", any=("fewer than --context-length",), fields={"reason": "kv_below_context"},
+           extract=ev.capacity_short,
+           examples=("KV pool holds 30000 tokens, fewer than --context-length 131072. One "
+                     "full-length request cannot fit, so long requests will be refused or "
+                     "truncated at serving time.",)),
     Phrase("error", any=("Weights are not ready after waiting",),
            fields={"reason": "weights_not_ready"},
            examples=("Weights are not ready after waiting 600 seconds. Consider increasing "

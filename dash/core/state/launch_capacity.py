@@ -136,6 +136,9 @@ class Capacity:
             cap["max_total_num_tokens"] = tokens  # the capacity line wins over the pool's #tokens
         elif isinstance(rec.get("tokens"), int) and "max_total_num_tokens" not in cap:
             cap["max_total_num_tokens"] = rec["tokens"]
+        context = rec.get("context_len")
+        if isinstance(context, int) and not isinstance(context, bool) and context > 0:
+            cap["context_len"] = context  # what `--max-model-len -1` (auto) came to
         blocks = rec.get("gpu_blocks")
         if isinstance(blocks, int) and not isinstance(blocks, bool):
             _keep(cap, "gpu_blocks", blocks, min)
@@ -146,7 +149,9 @@ class Capacity:
             k, v = _num(rec, "k_size_gb"), _num(rec, "v_size_gb")
             if size is None and k is not None and v is not None:
                 size = round(k + v, 2)
-            if size is not None:
+            if size is not None and rec.get("kv_final"):
+                cap["kv_size_gb"] = size  # sized after warmup: the estimate before is replaced
+            elif size is not None:
                 cap.setdefault("kv_size_gb", size)
         if isinstance(rec.get("dtype"), str):
             cap["kv_dtype"] = short_dtype(rec["dtype"])

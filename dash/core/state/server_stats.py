@@ -36,6 +36,21 @@ def _num(rec: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
+_OTHER_POOLS = ("swa_token_usage", "mamba_usage")
+
+
+def fullest_pool(rec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A hybrid model's line prints each pool's usage; the record's `token_usage` is the full
+    pool's (as printed). The charts, figures and `kv_saturated` take the fullest pool's, as
+    SGLang's own gauge does (`get_max_pool_usage`): a sliding-window pool at 0.98 beside a
+    full one at 0.20 is a cache that is full."""
+    if not any(k in rec for k in _OTHER_POOLS):
+        return rec
+    values = [v for v in (rec.get("token_usage"), *map(rec.get, _OTHER_POOLS))
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return {**rec, "token_usage": max(values)} if values else rec
+
+
 class ServerStats:
     """Series, peak and ranks of one server log. Use from one thread only."""
 
@@ -49,6 +64,7 @@ class ServerStats:
 
     def add(self, rec: Mapping[str, Any], kind: str, t: float) -> None:
         """One decode or prefill record at clock time `t`."""
+        rec = fullest_pool(rec)
         ts = rec.get("ts")
         ts = ts if isinstance(ts, str) else None
         kept = self.ranks.update(rank_key(rec), t, ts, kind, rec)

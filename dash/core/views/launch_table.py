@@ -103,6 +103,12 @@ def arg_text(launch: Launch, spec: ArgSpec) -> str:
         return "-" if asked is None else show_value(asked)
     if spec.short == "hicache":
         return hicache_text(args)
+    if spec.short == "context":
+        asked = next((args[n] for n in spec.names if n in args), None)
+        got = launch.capacity.get("context_len")
+        if asked in (-1, "-1", "auto") and isinstance(got, int):
+            return f"auto: {got}"  # vLLM's `--max-model-len -1`, and the length it fit
+        return "-" if asked is None else show_value(asked)
     if spec.short == "model":
         value = next((args[n] for n in spec.names if n in args), None)
         return "-" if value is None else str(value).rstrip("/").rsplit("/", 1)[-1]
