@@ -302,7 +302,7 @@ def test_sim_oom_crash_restart(tmp_path: Path) -> None:
 
 
 def test_sim_partitions_wait_while_the_server_is_down(tmp_path: Path) -> None:
-    """From the OOM at t=300 to the restart, the partitions being written wait for the server,
+    """From the OOM at t=300 until the new server serves, the partitions being written wait,
     with no ETA (it would only grow); they run again once it serves."""
     seen: dict[float, tuple[set[str], bool, bool]] = {}
 
@@ -312,8 +312,10 @@ def test_sim_partitions_wait_while_the_server_is_down(tmp_path: Path) -> None:
                    any(p.eta_s is not None for p in snap.partitions), snap.totals.eta_s is not None)
     _sim_alerts(tmp_path, "oom-crash-restart", 420, watch=watch)
     assert "running" in seen[290][0] and seen[290][1] and seen[290][2]
+    assert "waiting" in seen[305][0] and "running" not in seen[305][0]  # at once
     assert "waiting" in seen[320][0] and "running" not in seen[320][0]
     assert not seen[320][1] and seen[320][2]  # the run's, labelled as before the crash
+    assert "waiting" in seen[370][0]  # the new server still loading
     assert "running" in seen[420][0] and "waiting" not in seen[420][0]
 
 

@@ -166,3 +166,18 @@ def test_host_memory_short_for_the_hierarchical_cache_is_no_gpu_share_to_lower()
     assert oom.hint.startswith("Host RAM, not GPU memory, is short for the hierarchical KV cache "
                                "(960 GB asked, 400.12 GB free): lower --hicache-ratio")
     assert "Lower --mem-fraction-static" not in oom.hint
+
+
+def test_a_kill_after_a_cuda_oom_is_the_servers_teardown_not_the_oom_killer() -> None:
+    fired = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                   "[2026-01-10 10:00:30] The server is fired up and ready to roll!",
+                   "[2026-01-10 10:02:00 TP0] Scheduler hit an exception: Traceback (most recent "
+                   "call last):", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                   "1.75 GiB.", "[2026-01-10 10:02:00] Received sigquit from a child process. It "
+                   "usually means the child failed.", "Killed")
+    crash = fired["server_crash"]
+    assert "OOM killer" not in crash.message and "the server was killed" in crash.message
+    # `Killed` alone is another matter: nothing else failed
+    alone = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                   "Killed")["server_crash"]
+    assert "often the kernel's OOM killer" in alone.message

@@ -129,7 +129,11 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     if cause is not None and _short_type(cause) in own:
         cause = None  # the exception a crash line chains from, of its own type, is no other
         # cause: vLLM's bare `TimeoutError` before `TimeoutError: RPC call to ... timed out`
-    what = "; ".join(dict.fromkeys(_crash_text(e, cause is not None) for e in crashes))
+    # a kill after the cause is told (an exception, an OOM, another process's crash) is the
+    # server's own teardown: the OOM killer only where nothing else failed
+    explained = cause is not None or bool(ctx.events.since_start_of("oom")) or any(
+        e.get("reason") not in CONSEQUENCES for e in crashes)
+    what = "; ".join(dict.fromkeys(_crash_text(e, explained) for e in crashes))
     evidence = f"{len(crashes)} crash line(s), first {where(first)}"
     if cause is None:
         lead = crashes[0]  # the line that says most of why

@@ -194,7 +194,11 @@ class RunState:
         parts = self.partitions.snapshot(now)
         totals = self.partitions.totals(now)
         if all(_gone(live) for live in lives):  # every server the client may be writing for
-            parts, totals = _waiting(parts, totals, now)
+            since = [live.down_since if live.starting is None else live.starting.get("at")
+                     for live in lives]
+            known = [t for t in since if isinstance(t, (int, float))]
+            parts, totals = _waiting(parts, totals, now,
+                                     max(known) if len(known) == len(since) else None)
         if self.quality.names():
             parts = tuple(p if (q := self.quality.snapshot(p.name, now)) is None
                           else dataclasses.replace(p, quality=q) for p in parts)
@@ -215,20 +219,23 @@ it finished before it went down, or a client writing its error records (of `outp
 
 
 def _gone(live: Liveness) -> bool:
-    """The server is down, as its log says (a crash after its last stats line) or as its URL
-    does that answered before: not a URL that never answered (it may just be another)."""
-    return live.log == "crashed" or (live.down and live.http_ever_up)
+    """The server is down, as its log says (a crash after its last stats line, or a start
+    still loading), or as its URL does that answered before: not a URL that never answered
+    (it may just be another)."""
+    return live.log == "crashed" or live.starting is not None or (live.down and live.http_ever_up)
 
 
-def _waiting(parts: tuple[PartitionSnapshot, ...], totals: RunTotals,
-             now: float) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
-    """The server is down: a partition being written that has not grown in the last
-    IN_FLIGHT_S waits for it, with no ETA (the rate was of a server that served: it would only
-    grow while the server is down). Not a time against the crash line's stamp: that is on the
-    log's clock, which may not be this one."""
+def _waiting(parts: tuple[PartitionSnapshot, ...], totals: RunTotals, now: float,
+             since: float | None) -> tuple[tuple[PartitionSnapshot, ...], RunTotals]:
+    """The server is down (or starting) since `since`: a partition being written waits for it,
+    with no ETA (the rate was of a server that served: it would only grow while the server is
+    down), unless it grew after that, or in the last IN_FLIGHT_S where `since` cannot say
+    (its stamp is on the log's clock, which a log of another clock does not share)."""
     def waits(p: PartitionSnapshot) -> bool:
-        return p.status == "running" and (p.last_write is None
-                                          or now - p.last_write > IN_FLIGHT_S)
+        if p.status != "running" or p.last_write is None:
+            return p.status == "running"
+        return p.last_write <= (since if since is not None else -1.0) + 2.0 \
+            or now - p.last_write > IN_FLIGHT_S
 
     if not any(waits(p) for p in parts):
         return parts, totals
