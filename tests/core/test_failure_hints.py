@@ -181,3 +181,11 @@ def test_a_kill_after_a_cuda_oom_is_the_servers_teardown_not_the_oom_killer() ->
     alone = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
                    "Killed")["server_crash"]
     assert "often the kernel's OOM killer" in alone.message
+
+
+def test_the_silent_servers_hint_asks_only_for_what_kdash_lacks() -> None:
+    from dash.core.alerts.rules_server import _tell_how
+    assert _tell_how("sglang", outputs=True, http_up=False) == "--enable-metrics lets kdash tell."
+    assert _tell_how("sglang", outputs=False, http_up=False) == (
+        "--enable-metrics or --outputs let kdash tell.")
+    assert _tell_how("vllm", outputs=True, http_up=True) == ""

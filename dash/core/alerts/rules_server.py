@@ -324,8 +324,7 @@ def rule_silent(ctx: RuleContext) -> Iterator[Finding]:
                   "Idle if those requests have finished since (a server's last stats line "
                   "always shows some running); hung if not, as after an OOM: then "
                   f"{_probe(s.engine, http.url)} does not answer; restart it. "
-                  + ("Its /metrics (HTTP on) or --outputs let kdash tell." if s.engine == "vllm"
-                     else "--enable-metrics or --outputs let kdash tell."),
+                  + _tell_how(s.engine, bool(ctx.snap.partitions), http.state == "up"),
                   since=heard)
 
 
@@ -361,6 +360,16 @@ def _not_its_log(ctx: RuleContext, quiet: float, last: Record) -> Finding:
         "Do not restart it: pass the log it writes as --log (`ls -l /proc/<pid>/fd/1` of "
         "the server names it; after a rotation it did not reopen, the renamed file).",
         since=s.last_record_at)
+
+
+def _tell_how(engine: str | None, outputs: bool, http_up: bool) -> str:
+    """What would let kdash tell idle from hung, of what it does not have yet: the server's
+    /metrics (running requests) and the client's outputs (samples written since)."""
+    metrics = "" if http_up and engine == "vllm" else (
+        "its /metrics (HTTP on)" if engine == "vllm" else "--enable-metrics")
+    wants = [w for w in (metrics, "" if outputs else "--outputs") if w]
+    verb = "lets" if len(wants) == 1 else "let"
+    return f"{' or '.join(wants)} {verb} kdash tell." if wants else ""
 
 
 def _probe(engine: str | None, url: str | None) -> str:
