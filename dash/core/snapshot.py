@@ -345,6 +345,14 @@ class PartitionSnapshot:
         return f"{self.done - self.total:,} more than the total: duplicates, or a wrong total?"
 
 
+_HTTP_LAUNCH_FACTS = frozenset({
+    "max_total_num_tokens", "token_capacity", "kv_size_gb", "weights_gb", "mem_fraction_static",
+    "context_length", "max_running_requests", "chunked_prefill_size", "kv_cache_dtype",
+    "hicache_size", "hicache_ratio"})
+"""What `/server_info` says of one launch of the server (its sizes and the arguments that set
+them), unlike its model and parallelism."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunTotals:
     done: int = 0
@@ -590,5 +598,10 @@ class RunSnapshot:
 
     @property
     def facts(self) -> dict[str, Any]:
-        """Server facts as shown: the log's startup lines, HTTP's answers filling what they lack."""
-        return {**self.http.facts, **self.server.facts}
+        """Server facts as shown: the log's startup lines, HTTP's answers filling what they lack
+        (but a restarted server's, while its URL does not answer: what it answered was of the
+        server before, whose pool is not the one the new start allocates)."""
+        http = self.http.facts
+        if self.server.restarts and self.http.state != "up":
+            http = {k: v for k, v in http.items() if k not in _HTTP_LAUNCH_FACTS}
+        return {**http, **self.server.facts}

@@ -270,3 +270,16 @@ def test_a_server_that_prints_its_start_is_starting_not_down_until_its_start_goe
                                     T0 + 401, 9)], T0 + 401)
     served = state.snapshot(T0 + 402).liveness
     assert served.log == "live" and served.starting is None and not served.down
+
+
+def test_a_restarted_servers_old_answers_are_not_its_new_launchs_figures() -> None:
+    """While the new start loads, the URL is down, and what /server_info said was the server
+    before's: its 212,000 tokens beside the new start's mem fraction 0.88 mixed two launches."""
+    from dash.core.snapshot import HttpSnapshot, RunSnapshot, ServerLogSnapshot
+    http = HttpSnapshot(url="http://x", state="down", facts={"max_total_num_tokens": 212000,
+                                                            "model": "m", "tp_size": 8})
+    server = ServerLogSnapshot(facts={"mem_fraction_static": 0.88}, restarts=1)
+    facts = RunSnapshot(now=0.0, server=server, http=http).facts
+    assert "max_total_num_tokens" not in facts and facts["model"] == "m" and facts["tp_size"] == 8
+    up = RunSnapshot(now=0.0, server=server, http=dataclasses.replace(http, state="up")).facts
+    assert up["max_total_num_tokens"] == 212000
