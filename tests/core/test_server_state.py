@@ -283,3 +283,20 @@ def test_a_restarted_servers_old_answers_are_not_its_new_launchs_figures() -> No
     assert "max_total_num_tokens" not in facts and facts["model"] == "m" and facts["tp_size"] == 8
     up = RunSnapshot(now=0.0, server=server, http=dataclasses.replace(http, state="up")).facts
     assert up["max_total_num_tokens"] == 212000
+
+
+def test_a_url_down_for_a_restart_the_log_shows_is_no_death() -> None:
+    """The URL stopped answering when the server restarted; the new one prints stats before
+    its port answers kdash's next poll: no `stopped answering ... may have just died`."""
+    state = RunState(Config(log="server.log", url="http://127.0.0.1:30000"))  # type: ignore[arg-type]
+    state.feed_server_log([_decode(1)], T0 - 60)
+    state.http.apply(HttpSample(at=T0 - 50, reachable=True, url="http://127.0.0.1:30000"), T0 - 50)
+    for i in range(3):
+        state.http.apply(_down(T0 - 40 + i), T0 - 40 + i)
+    args = _stamped("server_args=ServerArgs(model_path='m', mem_fraction_static=0.88)", T0 - 30, 2)
+    state.feed_server_log([args], T0 - 30)
+    state.feed_server_log([_decode(3)], T0 - 2)
+    state.feed_server_log([_decode(4)], T0)
+    snap = state.tick_and_snapshot(T0 + 1)[1]
+    assert snap.liveness.log == "live" and snap.server.restarts == 1
+    assert "http_unreachable" not in {a.id for a in snap.alerts}

@@ -233,6 +233,11 @@ def rule_http_unreachable(ctx: RuleContext) -> Iterator[Finding]:
         ctx.resolve("http_unreachable")
         return
     age = "" if live.log_age_s is None else f"; last stats line {fmt_duration(live.log_age_s)} ago"
+    restarted = launch_start(ctx)
+    if http.last_ok_at is not None and http.since is not None and restarted >= http.since \
+            and ctx.now - restarted <= RESTART_GRACE_S:
+        ctx.resolve("http_unreachable")  # it went down for the restart the log shows, and
+        return  # the new server opens its port as it gets ready: not a death
     if http.last_ok_at is not None:
         # It answered at this very address: the address is right, the server stopped (a
         # death without a crash line, SIGKILL, a hang), and its log's last line is recent.
@@ -380,6 +385,11 @@ def _probe(engine: str | None, url: str | None) -> str:
     if engine == "vllm":
         return f"a one-token request to `{base}/v1/completions`"
     return f"`curl {base}/health_generate` (a one-token generation)"
+
+
+RESTART_GRACE_S = 120.0
+"""How long after a restart the log shows a URL may stay silent (the new server loading, then
+opening its port) before `http_unreachable` says it stopped answering."""
 
 
 def launch_start(ctx: RuleContext) -> float:
