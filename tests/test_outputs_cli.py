@@ -32,3 +32,14 @@ def test_every_glob_must_match(tmp_path: Path, capsys) -> None:
     assert "B1" in capsys.readouterr().out
     assert main(["outputs", str(tmp_path / "*.jsonl"), str(tmp_path / "gone/*.jsonl")]) == 2
     assert "no file matches" in capsys.readouterr().err
+
+
+def test_finish_shares_say_what_they_are_of_when_some_records_name_none() -> None:
+    """Three error records of 30 name no finish reason: `stop 27 (100.0%)` read as wrong."""
+    from dash.core.samples.dist import summarize
+    from dash.core.samples.stats import QualityFigures
+    from dash.core.views.outputs_report import figures_text
+
+    fig = QualityFigures(samples=30, finish=(("stop", 27),), errors=3, tokens=summarize([]),
+                         chars=summarize([20] * 27), prompt_tokens=summarize([]))
+    assert figures_text(fig)[0] == "samples 30  finish (27 name one) stop 27 (100.0%)"

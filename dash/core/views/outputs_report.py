@@ -68,6 +68,8 @@ def _share(n: int, of: int) -> str:
 def figures_text(t: QualityFigures) -> list[str]:
     """A few lines for one span's figures (also the dashboard's words for them)."""
     finish = " · ".join(f"{k} {_share(n, t.with_finish)}" for k, n in t.finish) or "-"
+    if t.finish and t.with_finish < t.samples:  # the shares are of those that name one
+        finish = f"({t.with_finish:,} name one) {finish}"
     length = _dist("output tokens", t.tokens) if t.tokens.n else _dist("output chars", t.chars)
     reasoning = "-" if t.reasoning_ratio is None else f"{100 * t.reasoning_ratio:.0f}%"
     return [f"samples {t.samples:,}  finish {finish}",
