@@ -142,8 +142,10 @@ def quality_lines(snap: RunSnapshot, p: PartitionSnapshot) -> Text:
     q = p.quality
     t.append("samples ", "bold")
     if q is None:
-        t.append("none read (a file with no complete line yet, or [outputs] samples = false)\n\n",
-                 "dim")
+        why = ("none yet: nothing written to it" if p.status == "pending" and not p.done
+               and p.last_write is None
+               else "none read (a file with no complete line yet, or [outputs] samples = false)")
+        t.append(why + "\n\n", "dim")
         return t
     w = q.window
     t.append(f"last {w.samples:,}: ")
