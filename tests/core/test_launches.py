@@ -319,3 +319,12 @@ def test_a_crash_whose_traceback_ends_in_a_cuda_error_says_so() -> None:
     [launch] = read([args_line(0, 0.9), *serving(20, 100, 900), *iam])
     assert (launch.outcome, launch.reason, launch.exception) == (
         "crash", "illegal_memory_access", "RuntimeError")
+
+
+def test_a_launch_too_short_for_a_windowed_figure_gives_its_lines_levels() -> None:
+    """Seven decode lines (sglang-11948): no steady figure, but the running, queued and usage
+    they print are the launch's, not `-`."""
+    lines = [args_line(0, 0.9), *(decode(1 + 0.5 * i, 190.0) for i in range(4))]
+    [launch] = read(lines)
+    f = launch.figures
+    assert f.steady is None and (f.running, f.queued, f.usage) == (40.0, 3.0, 0.5)

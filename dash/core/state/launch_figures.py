@@ -232,11 +232,22 @@ class FiguresAccumulator:
             steady=_median(over, 0) if stretch else None,
             steady_s=samples[stretch[1]][0] - samples[stretch[0]][0] if stretch else None,
             steady_note=None if stretch else self._why_not_steady(decode_s),
-            running=_median(over, 1), queued=_median(over, 2), usage=_median(over, 3),
+            **self._levels(over),
             decode_s=decode_s, decode_lines=self._decodes, retractions=self._retractions,
             retracted_reqs=self._retracted, prefix_hit=hit, accept_len=self._accept.mean,
             max_prefill=self._max_prefill, prefill_before_end=self._before_end,
         )
+
+    def _levels(self, over: list[tuple[float, tuple[float | None, ...]]]) -> dict[str, float | None]:
+        """Median running, queued and usage: of the windowed figures, or, for a launch too
+        short for one (seven decode lines), of its lines as printed: `-` beside lines that
+        print `#running-req: 1` reads as a figure the log lacks."""
+        if over:
+            return {"running": _median(over, 1), "queued": _median(over, 2),
+                    "usage": _median(over, 3)}
+        lines = [float(statistics.median(values)) if values else None
+                 for _, values in self._window[1:]]
+        return {"running": lines[0], "queued": lines[1], "usage": lines[2]}
 
     def _why_not_steady(self, decode_s: float | None) -> str:
         need = span(self.steady_min_s)

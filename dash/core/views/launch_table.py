@@ -237,12 +237,14 @@ def _achieved(x: Launch) -> list[tuple[str, str]]:
     f = x.figures
     retract = str(f.retractions) + (f" ({f.retracted_reqs} reqs)" if f.retracted_reqs else "")
     return [
+        # the peak of the windowed medians, as the plateau rule judges one; the header's
+        # `peak` is the top single line's, the row below
         ("peak tok/s", _int(f.peak)),
         ("top line tok/s", _int(f.peak_line)),
         ("steady tok/s", _steady(x)),
         ("running", _int(f.running)), ("queued", _int(f.queued)),
         ("token usage", "-" if f.usage is None else f"{f.usage:.2f}"),
-        ("retractions", retract if f.decode_lines else "-"),
+        ("retractions", retract if f.decode_lines or f.retractions else "-"),
         ("prefix hit", "-" if f.prefix_hit is None else f"{f.prefix_hit:.0%}"),
         ("accept len", "-" if f.accept_len is None else f"{f.accept_len:.2f}"),
     ]
