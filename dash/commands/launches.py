@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from dash.core.launch import Launch
 from dash.core.log.bulk import records
+from dash.core.snapshot import Record
 from dash.core.state.launch_merge import merge_remembered
 from dash.core.state.launches import LaunchTracker
+from dash.core.state.server_log import NOT_A_LOG_LINES
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.launch_text import render
 from dash.sources.logread import LogCut, LogError, Scan, cut_message, ref_time
@@ -32,9 +34,18 @@ def read_launches(path: Path, cuts: list[str] | None = None) -> tuple[Launch, ..
     tracker = LaunchTracker(str(path))
     ref = ref_time(path)
     scan = Scan(path)
+    logged = [0, 0]  # records with a server log's prefix or stats, and events
+
+    def counted(recs: Iterable[Record | None]) -> Iterator[Record | None]:
+        for rec in recs:
+            if rec is not None and rec.get("kind") != "unparsed":
+                logged[rec.get("kind") == "event" and not (
+                    rec.get("ts") is not None or rec.get("rank"))] += 1
+            yield rec
+
     try:
         for batch in scan.batches():
-            tracker.feed(records(batch, scan.reader.stamps), None, ref)
+            tracker.feed(counted(records(batch, scan.reader.stamps)), None, ref)
     except OSError as exc:  # the file went away while it was read
         raise LogError(f"{path}: {exc.strerror or exc}") from None
     if scan.cut:
@@ -43,6 +54,8 @@ def read_launches(path: Path, cuts: list[str] | None = None) -> tuple[Launch, ..
             raise LogCut(message, scan.lines)
         cuts.append(message)
     tracker.finish()
+    if scan.lines >= NOT_A_LOG_LINES and logged[1] and not logged[0]:
+        return ()  # no server log (a README's words): as the dashboard and summary judge it
     return tracker.launches()
 
 

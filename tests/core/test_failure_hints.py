@@ -189,3 +189,32 @@ def test_the_silent_servers_hint_asks_only_for_what_kdash_lacks() -> None:
     assert _tell_how("sglang", outputs=False, http_up=False) == (
         "--enable-metrics or --outputs let kdash tell.")
     assert _tell_how("vllm", outputs=True, http_up=True) == ""
+
+
+def test_a_worker_error_of_the_crash_lines_own_type_is_still_the_cause() -> None:
+    """`RuntimeError: Expected all tensors ...` then vLLM's `RuntimeError: Engine core
+    initialization failed`: the same type, but the first says what happened."""
+    worker = "(Worker_TP1 pid=2301) ERROR 12-01 10:02:00 [multiproc_executor.py:700] "
+    fired = _fired(ARGS, worker + "WorkerProc hit an exception.",
+                   worker + "RuntimeError: Expected all tensors to be on the same device, but "
+                   "found at least two devices, cuda:1 and cpu!",
+                   API.format(m=3) + "RuntimeError: Engine core initialization failed. See root "
+                   "cause above. Failed core proc(s): {'EngineCore_DP0': 1}")
+    crash = fired["server_crash"]
+    assert crash.message.startswith("server crashed: RuntimeError; ")
+    assert crash.line is not None and "Expected all tensors" in crash.line
+
+
+def test_a_kill_after_a_cuda_oom_is_not_told_it_died_before_anything_else() -> None:
+    fired = _fired("[2026-01-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                   "[2026-01-10 10:01:00 TP0] torch.OutOfMemoryError: CUDA out of memory.",
+                   "[2026-01-10 10:01:00] Subprocess scheduler_0 (pid=4100) crashed with exit "
+                   "code -9.")
+    assert "died before anything else failed" not in fired["server_crash"].hint
+
+
+def test_one_requests_host_offload_that_failed_is_no_oom() -> None:
+    """SGLang's PD decode server skips a request whose KV cannot be offloaded, and serves on."""
+    from dash.core.log.parse import parse_line
+    rec = parse_line("[2026-01-10 10:00:04 TP0] Not enough host memory for request 7f3a9c1e2b", 1)
+    assert rec is None or rec.get("event") != "oom"

@@ -328,3 +328,19 @@ def test_a_launch_too_short_for_a_windowed_figure_gives_its_lines_levels() -> No
     [launch] = read(lines)
     f = launch.figures
     assert f.steady is None and (f.running, f.queued, f.usage) == (40.0, 3.0, 0.5)
+
+
+def test_a_kv_cache_that_grows_while_it_serves_opens_no_launch() -> None:
+    """vLLM 0.34's extensible KV cache: `Extended KV cache to N blocks` after stats lines is
+    the open launch's size, not a new start."""
+    grown = "(EngineCore pid=4300) INFO 01-10 10:05:00 [extensible_kv_cache.py:537] Extended KV cache to 3000 blocks (11.72 GiB)."
+    [launch] = read([args_line(0, 0.9), *serving(20, 100, 900), grown, *serving(110, 150, 900)])
+    assert (launch.capacity["kv_size_gb"], launch.capacity["gpu_blocks"]) == (11.72, 3000)
+
+
+def test_a_crash_lines_generic_type_does_not_replace_the_causes() -> None:
+    worker = "(Worker_TP1 pid=2301) ERROR 01-10 10:02:00 [multiproc_executor.py:700] "
+    [launch] = read([args_line(0, 0.9), worker + "ValueError: bad quantization config",
+                     "(APIServer pid=4100) RuntimeError: Engine core initialization failed. See "
+                     "root cause above. Failed core proc(s): {'EngineCore_DP0': 1}"])
+    assert (launch.outcome, launch.exception) == ("crash", "ValueError")

@@ -74,3 +74,14 @@ def test_once_and_summary_say_so_and_raise_nothing(notes: Path,
     assert main(["summary", "--json", str(notes)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["not_a_log"] and doc["alerts"] == [] and doc["launches"] == []
+
+
+def test_a_log_of_stamped_lines_kdash_does_not_read_is_a_log() -> None:
+    """vLLM with --disable-log-stats and request logging: hundreds of stamped lines no record
+    is read off; nothing says they are no log, and no event is there to judge."""
+    lines = [f"INFO 01-10 10:00:{i % 60:02d} [logger.py:43] Received request cmpl-{i}: prompt: "
+             "'hello'" for i in range(150)]
+    t = ServerLogTracker()
+    t.feed([parse_line(text, i + 1) for i, text in enumerate(lines)], 100.0,
+           last_stamp="01-10 10:00:29")
+    assert t.snapshot(101.0).status == "ok"

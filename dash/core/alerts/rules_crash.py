@@ -118,7 +118,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     # what they say: the causes before the markers that only say a process ended, and of
     # those a line whose reason has its own fix before an exception's generic opener; but a
     # death before all else is where it began
-    died_first = first.get("reason") in DEATHS
+    died_first = first.get("reason") in DEATHS and not ctx.events.since_start_of("oom") \
+        and not any(_is_exception(e) for e in ctx.events.since_start
+                    if line_order(e) < line_order(first))
     crashes = sorted(crashes, key=lambda e: (not (died_first and e is first),
                                              e.get("reason") in CONSEQUENCES,
                                              e.get("reason") not in _REASON_HINTS))
@@ -126,9 +128,9 @@ def rule_crash(ctx: RuleContext) -> Iterator[Finding]:
     cause = crash_cause(ctx.events.since_start, line_order(s.last_decode or {}),
                         line_order(s.last_prefill or {}))
     own = {_short_type(e) for e in crashes if isinstance(e.get("exception"), str)}
-    if cause is not None and _short_type(cause) in own:
-        cause = None  # the exception a crash line chains from, of its own type, is no other
-        # cause: vLLM's bare `TimeoutError` before `TimeoutError: RPC call to ... timed out`
+    if cause is not None and _short_type(cause) in own and _bare(cause):
+        cause = None  # a bare exception a crash line chains from, of its own type, is no
+        # other cause: vLLM's `TimeoutError` before `TimeoutError: RPC call to ... timed out`
     # a kill after the cause is told (an exception, an OOM, another process's crash) is the
     # server's own teardown: the OOM killer only where nothing else failed
     explained = cause is not None or bool(ctx.events.since_start_of("oom")) or any(
@@ -190,6 +192,12 @@ def _is_exception(ev: Record) -> bool:
     name = ev.get("exception")
     return ev.get("event") == "error" and isinstance(name, str) \
         and name.endswith(("Error", "Exception"))
+
+
+def _bare(ev: Record) -> bool:
+    """An exception line that is its type alone (`TimeoutError`): it says nothing more."""
+    text = str(ev.get("message") or "").strip()
+    return text in (str(ev.get("exception")), _short_type(ev), "")
 
 
 def _short_type(ev: Record) -> str:

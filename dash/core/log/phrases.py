@@ -75,8 +75,10 @@ _OOM = (
                      "GPU 3 has a total capacity of 79.19 GiB of which 1.02 GiB is free.")),
     # SGLang's hierarchical cache in host memory: its pools (the KV pool's, 0.5.x's others by
     # name: `Not enough host memory for V4 paged pool c4_indexer. Requesting ...`)
-    Phrase("oom", any=("Not enough host memory available", "Not enough host memory for "),
-           extract=fail.host_memory,
+    # (not `Not enough host memory for request <rid>`: a PD decode server's offload of one
+    # request, which it skips and serves on)
+    Phrase("oom", pattern=r"Not enough host memory (?:available|for (?!request\b))",
+           needs=("Not enough host memory",), extract=fail.host_memory,
            examples=("ValueError: Not enough host memory available. Requesting 96.00 GB but "
                      "only have 40.12 GB free. Please reduce the size of the hierarchical cache.",
                      "ValueError: Not enough host memory for V4 paged pool c4_indexer. "

@@ -141,7 +141,10 @@ class Capacity:
             cap["context_len"] = context  # what `--max-model-len -1` (auto) came to
         blocks = rec.get("gpu_blocks")
         if isinstance(blocks, int) and not isinstance(blocks, bool):
-            _keep(cap, "gpu_blocks", blocks, min)
+            if rec.get("kv_final"):
+                cap["gpu_blocks"] = blocks  # sized after warmup, or grown: it replaces
+            else:
+                _keep(cap, "gpu_blocks", blocks, min)
         if "pool" in rec and self.allocations.add_pool(rec):
             cap["kv_size_gb"] = self.allocations.kv_gb()
         else:

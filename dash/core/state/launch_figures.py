@@ -20,6 +20,7 @@ from dash.core.alerts.rules_throughput import window_median
 from dash.core.launch import LaunchFigures, span
 from dash.core.series import SeriesView
 from dash.core.state.ranks import RankTable, rank_key
+from dash.core.state.server_stats import fullest_pool
 
 SAMPLE_S = 10.0
 """Log seconds between two samples of the windowed medians."""
@@ -135,7 +136,9 @@ class FiguresAccumulator:
     def _server_figures(self, rec: Mapping[str, Any], kind: str,
                         t: float) -> Mapping[str, Any] | None:
         """The line's own figures while one rank prints; the live ranks' totals once several
-        do (None: a line the rank table did not keep)."""
+        do (None: a line the rank table did not keep). A hybrid model's usage is its fullest
+        pool's, as the dashboard's."""
+        rec = fullest_pool(rec)
         ts = rec.get("ts")
         kept = self._ranks.update(rank_key(rec), t, ts if isinstance(ts, str) else None, kind,
                                   rec)

@@ -227,13 +227,18 @@ class LaunchTracker:
                 self._start(rec, t, args)
             return
         if event in START_EVENTS:
-            if cur is None or cur.ended or cur.busy or self._cut:
+            # vLLM's extensible KV cache grows while it serves (`Extended KV cache to N
+            # blocks`): a size of the open launch, not a new one's startup line
+            grows = bool(rec.get("kv_final")) and cur is not None and not cur.ended
+            if cur is None or (not grows and (cur.ended or cur.busy or self._cut)):
                 cur = self._start(rec, t, None)
             cur.capacity.apply(rec, event)
             return
         cur = self._cur or self._start(rec, t, None, seen=False)
         self._cut = False
         name = _exception(rec) if event in ("error", "crash") else None
+        if event == "crash" and cur.exception is not None:
+            name = None  # a crash line's own type fills a missing one, never the cause's
         if name is not None and (not cur.ended or (cur.outcome == "crash" and cur.exception is None)):
             cur.exception = name  # before the crash marker, or ending the traceback it opened
         if event == "ready":

@@ -121,7 +121,8 @@ class ServerLogTracker:
         self._lines = self._records = self._unparsed = self._restarts = 0
         self._records_stats = 0
         self._stamped = 0
-        """Records with a timestamp: with the stats lines, what says the file is a server log."""
+        """Records with a server log's prefix (a stamp, a rank tag), and reads whose
+        last line was stamped: with the stats lines, what says the file is a server log."""
         self._started_at: float | None = None
         self._ready = False
         """The ready banner was seen since the last start."""
@@ -147,6 +148,8 @@ class ServerLogTracker:
         bar, came after it, and it was written some time before the file's last write).
         """
         self._file_at = None if file_at is None else min(file_at, now)
+        if last_stamp is not None:
+            self._stamped += 1  # a stamped line, of interest or not (vLLM's request lines)
         if written_at is not None:
             records = records if isinstance(records, (list, tuple)) else list(records)
             self._learn_clock(records, written_at, now, last_stamp, stamp_last)
@@ -273,7 +276,7 @@ class ServerLogTracker:
         if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
-        if rec.get("ts") is not None:
+        if rec.get("ts") is not None or rec.get("rank"):
             self._stamped += 1
         engine = rec.get("engine")
         if isinstance(engine, str):
@@ -448,11 +451,12 @@ class ServerLogTracker:
         self._facts[name] = value if old is None else min(old, value)
 
     def not_a_log(self) -> bool:
-        """Many lines, and not one a server log would print: no timestamped line, no stats
-        line. Its matches are words in some other text (a README's table naming `CUDA out of
-        memory`), not events: a server's log has stamps, and a crash tail without them is a
-        few lines of traceback."""
-        return self._lines >= NOT_A_LOG_LINES and not self._stamped and not self._records_stats
+        """Many lines, events read off them, and not one line a server log would print: none
+        stamped or tagged with a rank, no stats line. Its events are words in some
+        other text (a README's table naming `CUDA out of memory`): a server's log has stamps,
+        and a crash tail without them is a few lines of traceback."""
+        return self._lines >= NOT_A_LOG_LINES and self._records > 0 and not self._stamped \
+            and not self._records_stats
 
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
