@@ -82,3 +82,18 @@ async def test_two_alerts_that_fit_both_show_their_fix_at_80x24(
         text = screen_text(app)
         assert "lower --mem-fraction-static to 0.80" in text and "warning number 0" in text
         assert "fix number 0" not in text
+
+
+async def test_the_fixes_that_fit_are_shown_when_not_all_do(
+        make_app: Callable[..., DashApp]) -> None:
+    crit = Alert("server_oom", "crit", 0.0, "CUDA out of memory in the server",
+                 "at 12:00:00 (line 10)", "lower --mem-fraction-static to 0.80")
+    short = Alert("rule_a", "warn", 1.0, "warning a", "evidence", "short fix a")
+    long = tuple(Alert(f"rule_{c}", "warn", 2.0 + i, f"warning {c}", "evidence",
+                       f"long fix {c} " + "word " * 40) for i, c in enumerate("bcd"))
+    app = make_app(snapshot(alerts=(crit, short, *long)))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "lower --mem-fraction-static to 0.80" in text and "short fix a" in text
+        assert "warning b" in text and "long fix b" not in text

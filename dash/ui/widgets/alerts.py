@@ -130,16 +130,22 @@ class AlertsPanel(Panel, can_focus=True):
         if not compact:
             return self._render_plan(snap, incidents, lambda _inc: "full", kept)
         # The compact layout gives every incident as much as the panel's rows hold: all in
-        # full, else each with its fix, else only the selected one's fix and one line for the
-        # rest (at 80x24, two alerts with their fixes fit where one and a cut line were shown)
-        plans: list[Callable[[Incident], str]] = [
-            lambda _inc: "full", lambda _inc: "hint",
-            lambda inc: "hint" if inc.key == self.selected else "line"]
-        for plan in plans[:-1]:
+        # full, else each with its fix, else the selected one's fix and the others' fixes that
+        # fit (at 80x24, two alerts with their fixes fit where one and a cut line were shown)
+        height = self.size.height
+        for plan in (lambda _inc: "full", lambda _inc: "hint"):
             lines = self._render_plan(snap, incidents, plan, kept)
-            if self._rows(lines) <= self.size.height:
+            if self._rows(lines) <= height:
                 return lines
-        return self._render_plan(snap, incidents, plans[-1], kept)
+        # else the selected one's fix, and of the rest, in order, each fix that still fits
+        modes = {inc.key: "hint" if inc.key == self.selected else "line" for inc in incidents}
+        for inc in incidents:
+            if modes[inc.key] == "line":
+                modes[inc.key] = "hint"
+                if self._rows(self._render_plan(snap, incidents, lambda i: modes[i.key],
+                                                kept)) > height:
+                    modes[inc.key] = "line"
+        return self._render_plan(snap, incidents, lambda i: modes[i.key], kept)
 
     def _rows(self, lines: list[Text]) -> int:
         """The screen rows `lines` take at the panel's width, wrapped as the panel wraps them."""
