@@ -21,7 +21,7 @@ from dash.core.log.bulk import records
 from dash.core.snapshot import Record
 from dash.core.state.launch_merge import merge_remembered
 from dash.core.state.launches import LaunchTracker
-from dash.core.state.server_log import NOT_A_LOG_LINES
+from dash.core.state.server_log import is_not_a_log, prefixed
 from dash.core.views.launch_advice import launches_json
 from dash.core.views.launch_text import render
 from dash.sources.logread import LogCut, LogError, Scan, cut_message, ref_time
@@ -39,8 +39,7 @@ def read_launches(path: Path, cuts: list[str] | None = None) -> tuple[Launch, ..
     def counted(recs: Iterable[Record | None]) -> Iterator[Record | None]:
         for rec in recs:
             if rec is not None and rec.get("kind") != "unparsed":
-                logged[rec.get("kind") == "event" and not (
-                    rec.get("ts") is not None or rec.get("rank"))] += 1
+                logged[rec.get("kind") == "event" and not prefixed(rec)] += 1
             yield rec
 
     try:
@@ -54,7 +53,7 @@ def read_launches(path: Path, cuts: list[str] | None = None) -> tuple[Launch, ..
             raise LogCut(message, scan.lines)
         cuts.append(message)
     tracker.finish()
-    if scan.lines >= NOT_A_LOG_LINES and logged[1] and not logged[0]:
+    if is_not_a_log(scan.lines, logged[1], logged[0]):
         return ()  # no server log (a README's words): as the dashboard and summary judge it
     return tracker.launches()
 

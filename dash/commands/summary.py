@@ -79,12 +79,13 @@ def document(path: Path, summary: LogSummary, alerts: Mapping[str, Any] | None =
     from dash.core.alerts.model import alert_to_json
     from dash.core.config import AlertConfig, Config
     from dash.core.state.run import replay_alerts
-    from dash.core.state.server_log import NOT_A_LOG_LINES
+    from dash.core.state.server_log import is_not_a_log, prefixed
     from dash.core.views.launch_advice import launches_json
 
-    if doc["lines"] >= NOT_A_LOG_LINES and doc["first_ts"] is None and doc["records"]["event"] \
-            and not any(n for k, n in doc["records"].items() if k not in ("event", "unparsed")) \
-            and not any(e.get("rank") for e in doc["events"]):
+    logged = (doc["first_ts"] is not None) + sum(
+        n for k, n in doc["records"].items() if k not in ("event", "unparsed")) + sum(
+        map(prefixed, doc["events"]))
+    if is_not_a_log(doc["lines"], doc["records"]["event"], logged):
         # as the dashboard judges it (ServerLogTracker.not_a_log): words in other text
         doc["not_a_log"] = (f"none of its {doc['lines']:,} lines has a timestamp or a stats "
                             "line: is this the server's log? (no alerts or launches read)")

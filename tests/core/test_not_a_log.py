@@ -85,3 +85,9 @@ def test_a_log_of_stamped_lines_kdash_does_not_read_is_a_log() -> None:
     t.feed([parse_line(text, i + 1) for i, text in enumerate(lines)], 100.0,
            last_stamp="01-10 10:00:29")
     assert t.snapshot(101.0).status == "ok"
+
+
+def test_launches_reads_no_launch_off_a_notes_file(notes: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["launches", "--json", str(notes)]) == 0
+    assert json.loads(capsys.readouterr().out)["launches"] == []

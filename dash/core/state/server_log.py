@@ -45,6 +45,19 @@ NOT_A_LOG_LINES = 100
 """Lines read with no timestamp and no stats line among them before the file is called no
 server log (the shortest real crash tail without stamps is a 14-line traceback)."""
 
+
+def prefixed(rec: Mapping[str, Any]) -> bool:
+    """A record whose line has a server log's prefix: a stamp or a rank tag."""
+    return rec.get("ts") is not None or bool(rec.get("rank"))
+
+
+def is_not_a_log(lines: int, events: int, logged: int) -> bool:
+    """Many lines, events read off them, and not one line a server log would print (`logged`:
+    stamped or rank-tagged lines and stats lines): its events are words in some other text (a
+    README's table naming `CUDA out of memory`). One judgement for the dashboard, `summary`
+    and `launches`."""
+    return lines >= NOT_A_LOG_LINES and events > 0 and logged == 0
+
 # Facts kept from startup events: event -> (record key, fact name). Memory figures are per rank;
 # the smallest across ranks is the one that matters (the first GPU to run out).
 _FACT_KEYS: Mapping[str, tuple[tuple[str, str], ...]] = {
@@ -276,7 +289,7 @@ class ServerLogTracker:
         if kind not in ("decode", "prefill", "event", "spec", "mfu"):
             return
         self._records += 1
-        if rec.get("ts") is not None or rec.get("rank"):
+        if prefixed(rec):
             self._stamped += 1
         engine = rec.get("engine")
         if isinstance(engine, str):
@@ -455,8 +468,7 @@ class ServerLogTracker:
         stamped or tagged with a rank, no stats line. Its events are words in some
         other text (a README's table naming `CUDA out of memory`): a server's log has stamps,
         and a crash tail without them is a few lines of traceback."""
-        return self._lines >= NOT_A_LOG_LINES and self._records > 0 and not self._stamped \
-            and not self._records_stats
+        return is_not_a_log(self._lines, self._records, self._stamped + self._records_stats)
 
     def snapshot(self, now: float) -> ServerLogSnapshot:
         """A frozen copy of the current state."""
