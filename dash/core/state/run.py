@@ -218,6 +218,10 @@ IN_FLIGHT_S = 15.0
 it finished before it went down, or a client writing its error records (of `outputs_errors`)."""
 
 
+SAME_READ_S = 2.0
+"""Growth seen this soon after the crash line's stamp came in the same reads as that line."""
+
+
 def _gone(live: Liveness) -> bool:
     """The server is down, as its log says (a crash after its last stats line, or a start
     still loading), or as its URL does that answered before: not a URL that never answered
@@ -234,8 +238,9 @@ def _waiting(parts: tuple[PartitionSnapshot, ...], totals: RunTotals, now: float
     def waits(p: PartitionSnapshot) -> bool:
         if p.status != "running" or p.last_write is None:
             return p.status == "running"
-        return p.last_write <= (since if since is not None else -1.0) + 2.0 \
-            or now - p.last_write > IN_FLIGHT_S
+        if since is not None and p.last_write <= since + SAME_READ_S:
+            return True  # not grown since the server went down
+        return now - p.last_write > IN_FLIGHT_S
 
     if not any(waits(p) for p in parts):
         return parts, totals

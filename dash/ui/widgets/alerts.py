@@ -3,14 +3,14 @@ caused folded under it.
 
 The panel takes focus (tab): up/down select an incident, page up/down scroll, enter opens it
 full-screen (`AlertScreen`). In the compact layout the incidents show as much as the panel's rows
-hold: all in full, else each with its hint, else only the selected one's hint and one line each
-for the rest; without focus the selection is the top incident, so that at 80x24 the top alert's
+hold: all in full, else each with its hint, else the selected one's hint, the others' hints that
+still fit, in order, and one line each for the rest; without focus the selection is the top incident, so that at 80x24 the top alert's
 message and hint are always on screen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -44,6 +44,10 @@ def _line(text: str = "", style: str | Style = "") -> Text:
     """One line of the panel: a long word folds onto the next row rather than being cut."""
     line = Text(overflow="fold")
     return line.append(text, style) if text else line
+
+
+def _keys_of(incidents: Iterable[Incident]) -> list[str]:
+    return [i.key for i in incidents]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class AlertsPanel(Panel, can_focus=True):
         self._compact = False
         self._blocks: list[_Block] = []
         self._rest: dict[tuple[Incident, str], list[Text]] = {}
+        self._fit: tuple[object, dict[str, str]] | None = None
+        """The compact layout's modes and what they were worked out for (`_render_incidents`)."""
         """Each incident's lines after its first (the age is in the first): an age ticking
         every second leaves them as they were, and the panel finds them unchanged at once."""
 
@@ -128,24 +134,32 @@ class AlertsPanel(Panel, can_focus=True):
                           compact: bool) -> list[Text]:
         kept, self._rest = self._rest, {}
         if not compact:
-            return self._render_plan(snap, incidents, lambda _inc: "full", kept)
+            return self._render_plan(snap, incidents, dict.fromkeys(_keys_of(incidents), "full"), kept)
         # The compact layout gives every incident as much as the panel's rows hold: all in
         # full, else each with its fix, else the selected one's fix and the others' fixes that
         # fit (at 80x24, two alerts with their fixes fit where one and a cut line were shown)
+        # The modes are worked out again only when the incidents, the selection or the size
+        # change, not at every tick of an age
+        fit = (incidents, self.selected, self.size)
+        if self._fit is None or self._fit[0] != fit:
+            self._fit = (fit, self._fit_modes(snap, incidents, kept))
+        return self._render_plan(snap, incidents, self._fit[1], kept)
+
+    def _fit_modes(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
+                   kept: dict[tuple[Incident, str], list[Text]]) -> dict[str, str]:
         height = self.size.height
-        for plan in (lambda _inc: "full", lambda _inc: "hint"):
-            lines = self._render_plan(snap, incidents, plan, kept)
-            if self._rows(lines) <= height:
-                return lines
+        for mode in ("full", "hint"):
+            every = dict.fromkeys(_keys_of(incidents), mode)
+            if self._rows(self._render_plan(snap, incidents, every, kept)) <= height:
+                return every
         # else the selected one's fix, and of the rest, in order, each fix that still fits
         modes = {inc.key: "hint" if inc.key == self.selected else "line" for inc in incidents}
         for inc in incidents:
             if modes[inc.key] == "line":
                 modes[inc.key] = "hint"
-                if self._rows(self._render_plan(snap, incidents, lambda i: modes[i.key],
-                                                kept)) > height:
+                if self._rows(self._render_plan(snap, incidents, modes, kept)) > height:
                     modes[inc.key] = "line"
-        return self._render_plan(snap, incidents, lambda i: modes[i.key], kept)
+        return modes
 
     def _rows(self, lines: list[Text]) -> int:
         """The screen rows `lines` take at the panel's width, wrapped as the panel wraps them."""
@@ -156,15 +170,15 @@ class AlertsPanel(Panel, can_focus=True):
         return sum(len(line_rows(console, line, width, True, INDENT) or (line,)) for line in lines)
 
     def _render_plan(self, snap: RunSnapshot, incidents: tuple[Incident, ...],
-                     plan: Callable[[Incident], str],
+                     modes: dict[str, str],
                      kept: dict[tuple[Incident, str], list[Text]]) -> list[Text]:
-        """The lines of `incidents`, each in the mode `plan` gives it; the lines after each
+        """The lines of `incidents`, each in its mode (by key); the lines after each
         first are taken from `kept` (the last render's) where they are there."""
         lines: list[Text] = []
         self._blocks = []
         for inc in incidents:
             self._blocks.append(_Block(inc.key, len(lines)))
-            mode = plan(inc)
+            mode = modes[inc.key]
             lines.append(self._first_line(snap, inc, mode))
             rest = self._rest.get((inc, mode)) or kept.get((inc, mode))
             if rest is None:
